@@ -1,0 +1,145 @@
+"""The one cattrs converter for every wire shape.
+
+Wire names are exactly the SPEC's (snake_case; `$schema`; `not`). Unstructuring leaves out
+attributes that are None (and a condition's absent `value`), so documents round-trip without
+growing keys nobody wrote. Conditions structure tolerantly: anything that is not a condition
+becomes an `InvalidCondition` instead of an exception, because rule files are hand-written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+
+from ..registry.values import MISSING
+from .evaluation import ConditionResult, Decision, EngineResult, EvaluationResult, RuleResult
+from .problems import Problem
+from .request import AssemblyRequest, Constraints, InputText, ScopeVariables
+from .rules import (
+    AllOf,
+    AnyOf,
+    Boost,
+    Cap,
+    Condition,
+    FieldCondition,
+    InvalidCondition,
+    Not,
+    Rule,
+    RuleActions,
+    RuleEngine,
+)
+
+T = TypeVar("T")
+
+converter = cattrs.Converter()
+
+
+def _strict(*types: type) -> Any:
+    """Primitives are taken as they are: cattrs would otherwise turn "false" into True."""
+    names = " or ".join(t.__name__ for t in types)
+
+    def structure_primitive(value: Any, _type: Any) -> Any:
+        if isinstance(value, bool) and bool not in types:
+            raise TypeError(f"expected {names}, got a boolean")
+        if not isinstance(value, types):
+            raise TypeError(f"expected {names}, got {type(value).__name__}")
+        return value
+
+    return structure_primitive
+
+
+converter.register_structure_hook(str, _strict(str))
+converter.register_structure_hook(bool, _strict(bool))
+converter.register_structure_hook(int, _strict(int))
+converter.register_structure_hook(float, _strict(int, float))
+converter.register_structure_hook(int | float, _strict(int, float))
+
+# attribute name -> wire name, where Python cannot spell the wire name
+_RENAMES: dict[type, dict[str, str]] = {RuleEngine: {"schema": "$schema"}, Not: {"not_": "not"}}
+_GROUPS: dict[str, type] = {"any": AnyOf, "all": AllOf}
+
+
+def _omit_none_unstructure(cls: type) -> Any:
+    names = [(a.name, _RENAMES.get(cls, {}).get(a.name, a.name)) for a in attrs.fields(cls)]
+
+    def unstructure_obj(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, wire in names:
+            value = getattr(obj, name)
+            if value is None or value is MISSING:
+                continue
+            out[wire] = converter.unstructure(value)
+        return out
+
+    return unstructure_obj
+
+
+for _cls in (
+    AssemblyRequest, ScopeVariables, InputText, Constraints, FieldCondition, AnyOf, AllOf, Not,
+    Cap, Boost, Rule, RuleEngine, ConditionResult, RuleResult, EngineResult, Decision,
+    EvaluationResult, Problem,
+):
+    converter.register_unstructure_hook(_cls, _omit_none_unstructure(_cls))
+
+
+def _unstructure_actions(actions: RuleActions) -> dict[str, Any]:
+    """Only the actions a rule has: `then` stays as short as the author wrote it."""
+    return {
+        a.name: converter.unstructure(getattr(actions, a.name))
+        for a in attrs.fields(RuleActions)
+        if getattr(actions, a.name)
+    }
+
+
+converter.register_unstructure_hook(RuleActions, _unstructure_actions)
+converter.register_unstructure_hook(InvalidCondition, lambda c: c.raw)
+converter.register_unstructure_hook(Condition, lambda c: converter.unstructure(c, type(c)))
+
+
+def structure_condition(raw: Any, _type: Any = None) -> Condition:
+    """Any JSON value -> a Condition; never raises."""
+    if not isinstance(raw, dict):
+        return InvalidCondition(raw, f"a condition must be an object, not {type(raw).__name__}")
+    for key, group in _GROUPS.items():
+        if key in raw:
+            items = raw[key]
+            if not isinstance(items, list):
+                return InvalidCondition(raw, f"'{key}' must be an array of conditions")
+            return group([structure_condition(item) for item in items])
+    if "not" in raw:
+        return Not(structure_condition(raw["not"]))
+    if "field" not in raw or "operator" not in raw:
+        missing = [k for k in ("field", "operator") if k not in raw]
+        return InvalidCondition(raw, "a condition needs " + " and ".join(f"'{k}'" for k in missing))
+    ignore_case = raw.get("ignore_case")
+    if ignore_case is not None and not isinstance(ignore_case, bool):
+        return InvalidCondition(raw, "'ignore_case' must be true or false")
+    return FieldCondition(raw["field"], raw["operator"], raw.get("value", MISSING), ignore_case)
+
+
+converter.register_structure_hook(Condition, structure_condition)
+for _cls in (FieldCondition, AnyOf, AllOf, Not, InvalidCondition):
+    converter.register_structure_hook(_cls, structure_condition)
+
+
+def _structure_engine(raw: Any, _type: Any) -> RuleEngine:
+    if not isinstance(raw, dict):
+        raise cattrs.ClassValidationError("a rule engine must be an object", [TypeError(raw)], RuleEngine)
+    data = {k: v for k, v in raw.items() if k != "$schema"}
+    engine = _engine_fields(data)
+    engine.schema = raw.get("$schema")
+    return engine
+
+
+_engine_fields = cattrs.gen.make_dict_structure_fn(RuleEngine, converter)
+converter.register_structure_hook(RuleEngine, _structure_engine)
+
+
+def structure(data: Any, cls: type[T]) -> T:
+    return converter.structure(data, cls)
+
+
+def unstructure(obj: Any) -> Any:
+    return converter.unstructure(obj)

@@ -1,0 +1,66 @@
+"""Regular expressions that run in linear time (RE2), compiled once and shared.
+
+Rule files are committed by anyone, so a pattern must never be able to stall the server: RE2 has
+no backtracking. A pattern RE2 cannot run (backreferences, lookaround) is a `PatternError`, which
+the caller reports; there is deliberately no fallback to a backtracking engine.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import re2
+
+# A cap on the compiled program size: a pathological pattern is refused instead of eating memory.
+_MAX_MEM = 8 << 20
+_MEMO_LIMIT = 4096
+
+
+class PatternError(ValueError):
+    """A pattern the linear-time engine cannot compile."""
+
+
+def _options(ignore_case: bool) -> re2.Options:
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    options.max_mem = _MAX_MEM
+    options.never_capture = True
+    return options
+
+
+def check_pattern(pattern: str) -> str | None:
+    """Why `pattern` cannot run safely, or None when it can."""
+    try:
+        compile_search(pattern, False)
+    except PatternError as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=2048)
+def compile_search(pattern: str, ignore_case: bool) -> Callable[[str], bool]:
+    """A memoising `search` predicate for `pattern`; raises PatternError when RE2 refuses it."""
+    try:
+        regexp = re2.compile(pattern, _options(ignore_case))
+    except re2.error as exc:
+        message = exc.args[0] if exc.args else exc
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        raise PatternError(f"pattern cannot run in linear time or is invalid: {message}") from None
+    search = regexp.search
+    # The same few request strings meet the same pattern turn after turn; RE2's Python wrapper
+    # costs about a microsecond a call, so remember recent answers.
+    memo: dict[str, bool] = {}
+
+    def matches(text: str) -> bool:
+        hit = memo.get(text)
+        if hit is None:
+            hit = search(text) is not None
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            memo[text] = hit
+        return hit
+
+    return matches

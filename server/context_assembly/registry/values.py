@@ -1,0 +1,69 @@
+"""JSON value semantics shared by operators: strict equality and numeric coercion."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# The canonical decimal form that counts as a "numeric string" (as in the peer benchmarks).
+_NUMERIC_STRING = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Strict JSON equality: no string/number coercion, booleans equal only booleans."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def as_number(value: Any) -> float | int | None:
+    """A number, or a canonical numeric string, as a number; anything else (booleans too) is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str) and len(value) < 64 and _NUMERIC_STRING.fullmatch(value):
+        return float(value)
+    return None
+
+
+def is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a Python value, as people read it in error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+class _Missing:
+    """The value of a variable the request does not carry (absent or null)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()

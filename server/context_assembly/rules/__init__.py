@@ -1,0 +1,1 @@
+"""Rule evaluation: variable lookup, condition compilation, evaluation and explanation, dialects."""

@@ -1,0 +1,140 @@
+"""Compile conditions once per file version: operators resolved, values checked, regexes built.
+
+A compiled condition is a small tree. `holds` answers it for a lookup (used by the generated fast
+path through `predicate`), and `explain` answers it with the full why. A malformed condition
+compiles to a `Broken` node: its rule never matches and the problem is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from attrs import define, field
+
+from ..model.evaluation import ConditionResult
+from ..model.rules import AllOf, AnyOf, Condition, FieldCondition, InvalidCondition, Not
+from ..registry.operators import ConditionValueError, Operator, Predicate, all_spellings, lookup_operator
+from ..registry.values import MISSING
+from ..registry.variables import MEMORY_SOURCE, canonical_field
+from .lookup import Lookup
+
+
+@define(eq=False)
+class Leaf:
+    key: str  # canonical lookup key
+    source: FieldCondition
+    operator: Operator
+    predicate: Predicate
+
+    def explain(self, lookup: Lookup) -> ConditionResult:
+        actual = lookup.get(self.key, MISSING)
+        present = actual is not MISSING
+        return ConditionResult(
+            result=self.predicate(actual), field=self.source.field, operator=self.source.operator,
+            value=None if self.source.value is MISSING else self.source.value,
+            actual=actual if present else None, present=present, ignore_case=self.source.ignore_case,
+        )
+
+
+@define(eq=False)
+class Group:
+    kind: str  # "any" | "all" | "not"
+    children: list[Node]
+
+    def explain(self, lookup: Lookup) -> ConditionResult:
+        results = [child.explain(lookup) for child in self.children]
+        outcomes = [r.result for r in results]
+        if self.kind == "any":
+            result = any(outcomes)
+        elif self.kind == "all":
+            result = all(outcomes)
+        else:
+            result = not outcomes[0]
+        return ConditionResult(result=result, group=self.kind, conditions=results)
+
+
+@define(eq=False)
+class Broken:
+    source: Any
+    error: str
+
+    def explain(self, lookup: Lookup) -> ConditionResult:
+        src = self.source if isinstance(self.source, FieldCondition) else None
+        return ConditionResult(
+            result=False, field=src.field if src else None, operator=src.operator if src else None,
+            value=None if src is None or src.value is MISSING else src.value, error=self.error,
+        )
+
+
+Node = Leaf | Group | Broken
+
+
+@define
+class CompiledConditions:
+    """A rule's `when` list (AND), compiled."""
+
+    nodes: list[Node]
+    keys: list[str] = field(factory=list)  # lookup keys read, in first-use order
+    errors: list[str] = field(factory=list)
+
+    @property
+    def per_source(self) -> bool:
+        return MEMORY_SOURCE in self.keys
+
+    def explain(self, lookup: Lookup) -> tuple[bool, list[ConditionResult]]:
+        results = [node.explain(lookup) for node in self.nodes]
+        return (not self.errors and all(r.result for r in results)), results
+
+
+def did_you_mean(word: str, choices: list[str]) -> list[str]:
+    return difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+
+
+def _leaf(cond: FieldCondition) -> Node:
+    if not isinstance(cond.field, str) or not cond.field:
+        return Broken(cond, "'field' must be a non-empty string")
+    operator = lookup_operator(cond.operator)
+    if operator is None:
+        message = f"unknown operator {cond.operator!r}"
+        hints = did_you_mean(cond.operator, all_spellings()) if isinstance(cond.operator, str) else []
+        return Broken(cond, message + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
+    try:
+        predicate = operator.predicate(cond.value, cond.ignore_case)
+    except ConditionValueError as exc:
+        return Broken(cond, f"{operator.name}: {exc}")
+    return Leaf(canonical_field(cond.field), cond, operator, predicate)
+
+
+def compile_condition(cond: Condition) -> Node:
+    if isinstance(cond, FieldCondition):
+        return _leaf(cond)
+    if isinstance(cond, AnyOf):
+        return Group("any", [compile_condition(c) for c in cond.any])
+    if isinstance(cond, AllOf):
+        return Group("all", [compile_condition(c) for c in cond.all])
+    if isinstance(cond, Not):
+        return Group("not", [compile_condition(cond.not_)])
+    if isinstance(cond, InvalidCondition):
+        return Broken(cond.raw, cond.reason)
+    return Broken(cond, "not a condition")
+
+
+def walk(node: Node) -> Iterator[Node]:
+    yield node
+    if isinstance(node, Group):
+        for child in node.children:
+            yield from walk(child)
+
+
+def compile_conditions(conditions: list[Condition]) -> CompiledConditions:
+    nodes = [compile_condition(c) for c in conditions]
+    compiled = CompiledConditions(nodes)
+    for node in nodes:
+        for part in walk(node):
+            if isinstance(part, Leaf) and part.key not in compiled.keys:
+                compiled.keys.append(part.key)
+            elif isinstance(part, Broken):
+                compiled.errors.append(part.error)
+    return compiled

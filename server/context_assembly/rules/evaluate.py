@@ -1,0 +1,150 @@
+"""Evaluating a workspace's rule engines against a request (SPEC §4.3).
+
+Engines run in id order, the normalised `context-rules` engine last. Every matching rule adds its
+memories; where rules disagree about one reference, the first matching rule in that order
+decides. `explicit_memory` is never excluded. `explain=False` skips the per-condition trace
+(the assembly hot path); the matched rules, memories and actions are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from attrs import define, field
+
+from ..model.evaluation import Decision, EngineResult, EvaluationResult, RuleResult
+from ..model.request import AssemblyRequest
+from ..model.rules import Boost, Cap
+from .engine import CompiledEngine, CompiledRule
+from .lookup import Lookup, build_lookup
+
+CONTEXT_RULES_ID = "context-rules"
+
+
+def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:
+    """Id order, with the normalised context-rules engine last."""
+    return sorted(engines, key=lambda e: (e.id == CONTEXT_RULES_ID, e.id))
+
+
+def is_pattern(reference: str) -> bool:
+    return any(ch in reference for ch in "*?[")
+
+
+def reference_matches(pattern: str, reference: str) -> bool:
+    return fnmatchcase(reference, pattern) if is_pattern(pattern) else pattern == reference
+
+
+@define
+class _Resolution:
+    """Settles includes, excludes and actions in rule order: first matching rule wins."""
+
+    explicit: set[str]
+    included: dict[str, str] = field(factory=dict)  # reference -> deciding rule
+    excluded: dict[str, str] = field(factory=dict)  # reference or pattern -> deciding rule
+    caps: dict[str, Cap] = field(factory=dict)
+    priorities: dict[str, str] = field(factory=dict)
+    boosts: dict[str, Boost] = field(factory=dict)
+    decisions: dict[str, Decision] = field(factory=dict)
+
+    def _note(self, reference: str, outcome: str, by: str, overridden: str | None = None) -> None:
+        decision = self.decisions.setdefault(reference, Decision(reference, outcome, by))
+        if overridden and overridden not in decision.overridden:
+            decision.overridden.append(overridden)
+
+    def apply(self, ref: str, rule: CompiledRule) -> None:
+        then = rule.rule.then
+        for memory in then.add_memories:
+            blocker = next((p for p in self.excluded if reference_matches(p, memory)), None)
+            if blocker is not None and memory not in self.explicit:
+                self._note(memory, "excluded", self.excluded[blocker], ref)
+            else:
+                self.included.setdefault(memory, ref)
+        for pattern in then.exclude_memories:
+            self.excluded.setdefault(pattern, ref)
+            for memory in self.explicit:
+                if reference_matches(pattern, memory):
+                    self._note(memory, "kept_explicit", "explicit_memory", ref)
+            for memory, by in self.included.items():
+                if memory not in self.explicit and reference_matches(pattern, memory):
+                    self._note(memory, "included", by, ref)
+        for cap in then.caps:
+            self.caps.setdefault(cap.target, cap)
+        for section, priority in then.set_priority.items():
+            self.priorities.setdefault(section, priority)
+        for boost in then.boost:
+            self.boosts.setdefault(boost.target, boost)
+
+
+@define
+class RuleSet:
+    """Every compiled engine of a workspace, ready to evaluate requests."""
+
+    engines: list[CompiledEngine]
+
+    def __attrs_post_init__(self) -> None:
+        self.engines = engine_order(self.engines)
+
+    def select(self, engine_ids: list[str] | None) -> tuple[list[CompiledEngine], list[str]]:
+        """The engines to run (enabled ones, or exactly those named) and warnings for unknown ids."""
+        if engine_ids is None:
+            return [e for e in self.engines if e.enabled], []
+        known = {e.id for e in self.engines}
+        wanted = set(engine_ids)
+        warnings = [f"unknown rule engine '{i}'" for i in engine_ids if i not in known]
+        return [e for e in self.engines if e.id in wanted], warnings
+
+    def evaluate(
+        self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool = True,
+    ) -> EvaluationResult:
+        lookup = build_lookup(request) if lookup is None else lookup
+        engines, warnings = self.select(request.rule_engine_ids)
+        resolution = _Resolution(explicit=set(request.explicit_memory))
+        results: list[EngineResult] = []
+        used: dict[str, None] = {}
+        for engine in engines:
+            used.update(dict.fromkeys(engine.keys))
+            matched = engine.match(lookup)
+            for rule in matched:
+                resolution.apply(f"{engine.id}/{rule.rule_id}", rule)
+            if explain:
+                results.append(_explain_engine(engine, lookup, {id(r) for r in matched}))
+            else:
+                results.append(EngineResult(engine.id, [_rule_result(r, True, []) for r in matched],
+                                            engine.enabled))
+        variables = sorted(used)
+        return EvaluationResult(
+            matched_memories=list(resolution.included),
+            excluded_memories=list(resolution.excluded),
+            engine_results=results,
+            variables_used=variables,
+            missing_variables=[k for k in variables if k not in lookup],
+            caps=list(resolution.caps.values()),
+            set_priority=dict(resolution.priorities),
+            boost=list(resolution.boosts.values()),
+            decisions=list(resolution.decisions.values()),
+            warnings=warnings,
+        )
+
+
+def _rule_result(rule: CompiledRule, matched: bool, conditions: list) -> RuleResult:
+    then = rule.rule.then
+    return RuleResult(
+        rule_id=rule.rule_id, matched=matched, name=rule.rule.name, priority=rule.rule.priority,
+        conditions=conditions, memories=list(then.add_memories) if matched else [],
+        excluded=list(then.exclude_memories) if matched else [], per_source=rule.per_source,
+        error="; ".join(rule.conditions.errors) or None,
+    )
+
+
+def _explain_engine(engine: CompiledEngine, lookup: Lookup, matched: set[int]) -> EngineResult:
+    rules = []
+    for rule in engine.rules:
+        _, conditions = rule.conditions.explain(lookup)
+        rules.append(_rule_result(rule, id(rule) in matched, conditions))
+    return EngineResult(engine.id, rules, engine.enabled)
+
+
+def evaluate_engines(engines: list[CompiledEngine], request: AssemblyRequest, explain: bool = True,
+                     derived: dict | None = None) -> EvaluationResult:
+    return RuleSet(engines).evaluate(request, build_lookup(request, derived), explain)
