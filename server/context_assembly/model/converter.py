@@ -14,14 +14,10 @@ import attrs
 import cattrs
 
 from ..registry.values import MISSING
-from .evaluation import ConditionResult, Decision, EngineResult, EvaluationResult, RuleResult
-from .problems import Problem
-from .request import AssemblyRequest, Constraints, InputText, ScopeVariables
+from .problems import Severity
 from .rules import (
     AllOf,
     AnyOf,
-    Boost,
-    Cap,
     Condition,
     FieldCondition,
     InvalidCondition,
@@ -76,12 +72,8 @@ def _omit_none_unstructure(cls: type) -> Any:
     return unstructure_obj
 
 
-for _cls in (
-    AssemblyRequest, ScopeVariables, InputText, Constraints, FieldCondition, AnyOf, AllOf, Not,
-    Cap, Boost, Rule, RuleEngine, ConditionResult, RuleResult, EngineResult, Decision,
-    EvaluationResult, Problem,
-):
-    converter.register_unstructure_hook(_cls, _omit_none_unstructure(_cls))
+# every attrs class leaves out its None attributes; RuleActions and conditions have their own hooks
+converter.register_unstructure_hook_factory(attrs.has, _omit_none_unstructure)
 
 
 def _unstructure_actions(actions: RuleActions) -> dict[str, Any]:
@@ -124,16 +116,31 @@ for _cls in (FieldCondition, AnyOf, AllOf, Not, InvalidCondition):
     converter.register_structure_hook(_cls, structure_condition)
 
 
+def _structure_rule(raw: Any) -> Rule:
+    """A rule that cannot be read still appears (so the trace can say why) but never matches."""
+    try:
+        return converter.structure(raw, Rule)
+    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
+        reasons = cattrs.transform_error(exc) if isinstance(exc, cattrs.BaseValidationError) else [str(exc)]
+        rule_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+        return Rule(id=rule_id, when=[InvalidCondition(raw, "cannot read this rule: " + "; ".join(reasons))])
+
+
 def _structure_engine(raw: Any, _type: Any) -> RuleEngine:
     if not isinstance(raw, dict):
-        raise cattrs.ClassValidationError("a rule engine must be an object", [TypeError(raw)], RuleEngine)
-    data = {k: v for k, v in raw.items() if k != "$schema"}
+        raise TypeError("a rule engine must be a JSON object")
+    rules = raw.get("rules", [])
+    if not isinstance(rules, list):
+        raise TypeError("'rules' must be an array")
+    data = {k: v for k, v in raw.items() if k not in ("$schema", "rules")}
     engine = _engine_fields(data)
-    engine.schema = raw.get("$schema")
+    engine.schema = raw.get("$schema") if isinstance(raw.get("$schema"), str) else None
+    engine.rules = [_structure_rule(rule) for rule in rules]
     return engine
 
 
 _engine_fields = cattrs.gen.make_dict_structure_fn(RuleEngine, converter)
+converter.register_unstructure_hook(Severity, lambda s: s.value)
 converter.register_structure_hook(RuleEngine, _structure_engine)
 
 

@@ -45,6 +45,7 @@ class CompiledEngine:
     enabled: bool
     rules: list[CompiledRule]  # evaluation order: priority descending, ties in file order
     matcher: Matcher
+    engine: RuleEngine
     keys: list[str] = field(factory=list)  # every lookup key a normal (not per-source) rule reads
 
     def match(self, lookup: Lookup) -> list[CompiledRule]:
@@ -115,5 +116,5 @@ def compile_engine(engine: RuleEngine) -> CompiledEngine:
     matcher = emitter.build(compiled)
     return CompiledEngine(
         id=engine.id or "", enabled=engine.enabled is not False, rules=compiled, matcher=matcher,
-        keys=list(emitter.keys),
+        engine=engine, keys=list(emitter.keys),
     )

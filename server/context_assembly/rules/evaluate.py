@@ -16,10 +16,9 @@ from attrs import define, field
 from ..model.evaluation import Decision, EngineResult, EvaluationResult, RuleResult
 from ..model.request import AssemblyRequest
 from ..model.rules import Boost, Cap
+from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule
 from .lookup import Lookup, build_lookup
-
-CONTEXT_RULES_ID = "context-rules"
 
 
 def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:

@@ -1,0 +1,1 @@
+"""Context assembly: the seven stages from a request to a token-budgeted, traced context."""

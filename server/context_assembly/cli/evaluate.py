@@ -1,0 +1,99 @@
+"""`context-assembly evaluate --workspace DIR --request FILE [--json]`: which memories, and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..assembly.request import parse_request
+from ..errors import InvalidParamsError
+from ..model.converter import unstructure
+from ..model.evaluation import ConditionResult, EvaluationResult
+from ..workspace.loader import load_workspace
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "evaluate", help="evaluate the workspace's rules against a request and explain the outcome",
+        description="Evaluate every enabled rule engine (or the request's rule_engine_ids) and print the "
+                    "matched memories with the per-condition explanation.",
+    )
+    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    parser.add_argument("--request", required=True, help="a JSON file holding an assembly request ('-' = stdin)")
+    parser.add_argument("--json", action="store_true", help="print the evaluation result as JSON")
+    parser.set_defaults(run=run)
+
+
+def read_json(path: str) -> Any:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        data = read_json(args.request)
+        request = parse_request(data)
+    except (OSError, ValueError) as exc:
+        print(f"context-assembly evaluate: cannot read the request: {exc}", file=sys.stderr)
+        return 2
+    except InvalidParamsError as exc:
+        print("context-assembly evaluate: " + exc.message, file=sys.stderr)
+        for error in exc.errors:
+            print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
+        return 2
+    workspace = load_workspace(args.workspace)
+    result = workspace.rule_set.evaluate(request)
+    if args.json:
+        print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(render(result))
+    return 0
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _condition_lines(result: ConditionResult, depth: int) -> list[str]:
+    pad = "    " * depth
+    mark = "[x]" if result.result else "[ ]"
+    if result.group:
+        lines = [f"{pad}{mark} {result.group}:"]
+        for child in result.conditions or []:
+            lines += _condition_lines(child, depth + 1)
+        return lines
+    value = "" if result.operator in ("exists", "not_exists") else " " + _show(result.value)
+    actual = _show(result.actual) if result.present else "absent"
+    line = f"{pad}{mark} {result.field} {result.operator}{value}   (actual: {actual})"
+    if result.error:
+        line += f"   ERROR: {result.error}"
+    return [line]
+
+
+def render(result: EvaluationResult) -> str:
+    lines = [f"Matched memories ({len(result.matched_memories)}): " + (", ".join(result.matched_memories) or "-")]
+    if result.excluded_memories:
+        lines.append("Excluded: " + ", ".join(result.excluded_memories))
+    if result.missing_variables:
+        lines.append("Missing variables: " + ", ".join(result.missing_variables))
+    for warning in result.warnings:
+        lines.append(f"Warning: {warning}")
+    for decision in result.decisions:
+        lines.append(f"Decision: {decision.reference} {decision.outcome} by {decision.rule}"
+                     + (f" (overrides {', '.join(decision.overridden)})" if decision.overridden else ""))
+    for engine in result.engine_results:
+        lines.append("")
+        lines.append(f"engine {engine.engine_id}" + ("" if engine.enabled else " (disabled, named explicitly)"))
+        for rule in engine.rules:
+            mark = "[x]" if rule.matched else "[ ]"
+            adds = f" -> {', '.join(rule.memories)}" if rule.memories else ""
+            note = "  (per source: evaluated during assembly)" if rule.per_source else ""
+            lines.append(f"  {mark} {rule.rule_id} (priority {rule.priority}){adds}{note}")
+            for condition in rule.conditions:
+                lines += _condition_lines(condition, 2)
+    return "\n".join(lines)

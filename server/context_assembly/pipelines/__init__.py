@@ -1,0 +1,1 @@
+"""Persistent-memory definitions (retrieval pipelines): normalisation and, later, the step runner."""

@@ -1,0 +1,244 @@
+"""Meaning checks on rules: what a schema cannot say (SPEC §9).
+
+Unknown operators and variables (with did-you-mean), alias spellings, values of the wrong type for
+their operator, patterns RE2 cannot run, unknown memory ids, duplicate rule ids and conditions that
+can never all hold. Problems carry JSON pointers into the file as written (dialects included).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from attrs import define, field
+
+from ..model.problems import Problem, Severity
+from ..registry.operators import ConditionValueError, ValueKind, all_spellings, lookup_operator
+from ..registry.values import MISSING, json_equal
+from ..registry.variables import (
+    ADDVAR_PREFIX,
+    FIELD_ALIASES,
+    SCOPE_PREFIX,
+    canonical_field,
+    documented_keys,
+    field_problem,
+    is_documented,
+)
+from .satisfiable import contradiction
+
+STORE_SCHEMES = ("kv", "json", "markdown", "vector", "graph", "log", "episodic", "working", "blob", "file")
+WELL_KNOWN_ADDVARS = ("phase", "query", "active_file", "turn_count")
+
+
+@define
+class LintContext:
+    """What the rest of the workspace declares."""
+
+    memory_ids: set[str] = field(factory=set)
+    declared_variables: set[str] = field(factory=set)  # addVar.<name> keys declared by memories
+    dialect: str = "canonical"  # "canonical" | "seed-004" | "seed-003"
+
+    @property
+    def operator_key(self) -> str:
+        return "op" if self.dialect == "seed-004" else "operator"
+
+
+@define
+class RuleSite:
+    """Where a rule's parts are in the file as written."""
+
+    rule: dict[str, Any]
+    pointer: str
+    condition_pointer: Callable[[int], str]
+    actions_pointer: str
+    actions_exact: bool  # False when the dialect's actions do not mirror `then` key by key
+
+
+def _problem(message: str, code: str, pointer: str, severity: Severity = Severity.ERROR,
+             **data: Any) -> Problem:
+    return Problem(message=message, code=code, severity=severity, path=pointer, data=data)
+
+
+def _hints(word: str, choices: list[str]) -> list[str]:
+    return difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+
+
+def _mean(hints: list[str]) -> str:
+    return f" (did you mean {', '.join(repr(h) for h in hints)}?)" if hints else ""
+
+
+def check_field(value: Any, pointer: str, ctx: LintContext) -> Iterator[Problem]:
+    if not isinstance(value, str) or not value:
+        yield _problem("'field' must be a non-empty string", "invalid-condition", pointer)
+        return
+    known = documented_keys() + sorted(ctx.declared_variables)
+    problem = field_problem(value)
+    if problem:
+        hints = _hints(value, known)
+        yield _problem(problem + _mean(hints), "unknown-variable", pointer, candidates=hints)
+        return
+    key = canonical_field(value)
+    if value in FIELD_ALIASES and ctx.dialect == "canonical":
+        yield _problem(f"'{value}' is the seed-004 spelling of '{key}'", "field-alias", pointer,
+                       Severity.HINT, replacement=key)
+    if key.startswith(SCOPE_PREFIX) and not is_documented(key):
+        hints = _hints(key, documented_keys())
+        if hints:
+            yield _problem(f"unknown scope field '{key}'{_mean(hints)}", "unknown-variable", pointer,
+                           Severity.WARNING, candidates=hints)
+    elif key.startswith(ADDVAR_PREFIX) and key not in ctx.declared_variables \
+            and key[len(ADDVAR_PREFIX):] not in WELL_KNOWN_ADDVARS:
+        hints = _hints(key, sorted(ctx.declared_variables))
+        yield _problem(f"no memory definition declares '{key}'{_mean(hints)}", "unknown-variable",
+                       pointer, Severity.HINT if not hints else Severity.WARNING, candidates=hints)
+
+
+def check_leaf(cond: dict[str, Any], pointer: str, ctx: LintContext) -> Iterator[Problem]:
+    op_key = ctx.operator_key
+    for required in ("field", op_key):
+        if required not in cond:
+            yield _problem(f"a condition needs '{required}'", "invalid-condition", pointer)
+    if "field" in cond:
+        yield from check_field(cond["field"], f"{pointer}/field", ctx)
+    if op_key not in cond:
+        return
+    spelling = cond[op_key]
+    operator = lookup_operator(spelling)
+    if operator is None:
+        hints = _hints(spelling, all_spellings()) if isinstance(spelling, str) else []
+        yield _problem(f"unknown operator {spelling!r}{_mean(hints)}", "unknown-operator",
+                       f"{pointer}/{op_key}", candidates=hints)
+        return
+    if spelling != operator.name and ctx.dialect == "canonical":
+        yield _problem(f"'{spelling}' is an alias of '{operator.name}'", "operator-alias",
+                       f"{pointer}/{op_key}", Severity.HINT, replacement=operator.name)
+    value = cond.get("value", MISSING)
+    if operator.value_kind is ValueKind.NONE:
+        if value is not MISSING:
+            yield _problem(f"'{operator.name}' ignores 'value'", "value-ignored", f"{pointer}/value",
+                           Severity.HINT)
+        return
+    if value is MISSING:
+        yield _problem(f"'{operator.name}' needs a value: {operator.value_kind.label}", "value-type",
+                       pointer)
+        return
+    try:
+        operator.predicate(value, cond.get("ignore_case") if isinstance(cond.get("ignore_case"), bool)
+                           else None)
+    except ConditionValueError as exc:
+        code = "unsafe-regex" if operator.value_kind is ValueKind.PATTERN and isinstance(value, str) \
+            else "value-type"
+        yield _problem(f"{operator.name}: {exc}", code, f"{pointer}/value")
+
+
+def check_condition(cond: Any, pointer: str, ctx: LintContext, depth: int = 0) -> Iterator[Problem]:
+    if not isinstance(cond, dict):
+        yield _problem("a condition must be an object", "invalid-condition", pointer)
+        return
+    if depth > 32:
+        yield _problem("conditions are nested too deeply (more than 32 levels)", "invalid-condition", pointer)
+        return
+    for group in ("any", "all"):
+        if group in cond:
+            items = cond[group]
+            if not isinstance(items, list):
+                yield _problem(f"'{group}' must be an array of conditions", "invalid-condition",
+                               f"{pointer}/{group}")
+                return
+            for i, item in enumerate(items):
+                yield from check_condition(item, f"{pointer}/{group}/{i}", ctx, depth + 1)
+            return
+    if "not" in cond:
+        yield from check_condition(cond["not"], f"{pointer}/not", ctx, depth + 1)
+        return
+    yield from check_leaf(cond, pointer, ctx)
+
+
+def check_reference(ref: Any, pointer: str, ctx: LintContext, pattern_ok: bool) -> Iterator[Problem]:
+    if not isinstance(ref, str) or not ref:
+        yield _problem("a memory reference must be a non-empty string", "unknown-memory", pointer)
+        return
+    if "://" in ref:
+        scheme = ref.split("://", 1)[0]
+        if scheme not in STORE_SCHEMES:
+            hints = _hints(scheme, list(STORE_SCHEMES))
+            yield _problem(f"unknown store scheme '{scheme}://'{_mean(hints)}", "unknown-scheme", pointer,
+                           candidates=[f"{h}://{ref.split('://', 1)[1]}" for h in hints])
+        return
+    if pattern_ok and any(ch in ref for ch in "*?["):
+        return
+    if ref not in ctx.memory_ids:
+        hints = _hints(ref, sorted(ctx.memory_ids))
+        yield _problem(f"unknown memory '{ref}'{_mean(hints)}", "unknown-memory", pointer,
+                       Severity.ERROR if pattern_ok is False else Severity.WARNING, candidates=hints)
+
+
+def check_actions(then: Any, site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
+    if not isinstance(then, dict):
+        return
+    for key, pattern_ok in (("add_memories", False), ("exclude_memories", True)):
+        refs = then.get(key)
+        if not isinstance(refs, list):
+            continue
+        for i, ref in enumerate(refs):
+            where = f"{site.actions_pointer}/{key}/{i}" if site.actions_exact else site.actions_pointer
+            yield from check_reference(ref, where, ctx, pattern_ok)
+
+
+def check_rule(site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
+    when = site.rule.get("when", [])
+    if not isinstance(when, list):
+        yield _problem("'when' must be an array of conditions", "invalid-condition", f"{site.pointer}/when")
+        return
+    for i, cond in enumerate(when):
+        yield from check_condition(cond, site.condition_pointer(i), ctx)
+    clash = contradiction([c for c in when if isinstance(c, dict)])
+    if clash is not None:
+        first, second, why = clash
+        problem = _problem(f"these conditions can never all hold: {why}", "unsatisfiable",
+                           site.condition_pointer(when.index(second)), Severity.WARNING)
+        problem.related.append(Problem("the condition it contradicts", "unsatisfiable",
+                                       Severity.INFO, path=site.condition_pointer(when.index(first))))
+        yield problem
+    yield from check_actions(site.rule.get("then"), site, ctx)
+
+
+def check_duplicate_ids(sites: list[RuleSite]) -> Iterator[Problem]:
+    seen: dict[str, RuleSite] = {}
+    for site in sites:
+        rule_id = site.rule.get("id")
+        if not isinstance(rule_id, str):
+            continue
+        if rule_id in seen:
+            first = seen[rule_id]
+            problem = _problem(f"duplicate rule id '{rule_id}'", "duplicate-id", f"{site.pointer}/id")
+            problem.related.append(Problem("first defined here", "duplicate-id", Severity.INFO,
+                                           path=f"{first.pointer}/id"))
+            yield problem
+        else:
+            seen[rule_id] = site
+
+
+def engine_sites(document: dict[str, Any]) -> list[RuleSite]:
+    """The rules of a canonical rule-engine document."""
+    rules = document.get("rules")
+    if not isinstance(rules, list):
+        return []
+    return [
+        RuleSite(rule, f"/rules/{i}", lambda j, i=i: f"/rules/{i}/when/{j}", f"/rules/{i}/then", True)
+        for i, rule in enumerate(rules) if isinstance(rule, dict)
+    ]
+
+
+def check_engine_document(document: Any, ctx: LintContext) -> list[Problem]:
+    if not isinstance(document, dict):
+        return [_problem("a rule engine must be a JSON object", "schema", "")]
+    sites = engine_sites(document)
+    problems = [p for site in sites for p in check_rule(site, ctx)]
+    problems += check_duplicate_ids(sites)
+    return problems
+
+
+__all__ = ["LintContext", "RuleSite", "check_duplicate_ids", "check_engine_document", "check_rule",
+           "engine_sites", "json_equal"]

@@ -1,0 +1,1 @@
+"""The `.codebolt/` workspace: its layout, definition files and settings."""

@@ -1,0 +1,124 @@
+"""Crash-safe file writes and the inter-process lock that serialises edits of one workspace.
+
+Several sidecar processes may share a workspace (SPEC §5.3): a write either lands whole or not at
+all, and read-modify-write cycles run one at a time under a lock file in `.codebolt/.locks/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from ..errors import StorageError
+from .layout import WorkspaceLayout
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+_LOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def write_atomic(path: Path | str, data: bytes) -> None:
+    """Replace `path` with `data`: readers see the old bytes or the new ones, never a mix.
+
+    The temp file sits in the target's directory so `os.replace` is a same-file-system rename.
+    Raises StorageError on an OS failure; the target is then untouched and no temp file remains.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:
+        raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _copy_mode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
+        raise
+    fsync_directory(target.parent)
+
+
+def remove_file(path: Path | str) -> bool:
+    """Delete `path` durably; False when it was already gone."""
+    target = Path(path)
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StorageError(f"cannot delete {target}: {exc}", {"path": str(target)}) from exc
+    fsync_directory(target.parent)
+    return True
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or unlink in `directory` survive a power cut (POSIX only)."""
+    if os.name != "posix":
+        return  # Windows cannot open a directory; NTFS journals the rename itself
+    # Some file systems (network, FUSE) refuse fsync on a directory; the rename has happened anyway.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def workspace_lock(
+    where: WorkspaceLayout | Path | str, name: str, *, timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> Iterator[None]:
+    """Hold `<locks dir>/<name>.lock` exclusively across processes and threads.
+
+    `where` is a layout (its `.codebolt/.locks/`) or the locks directory itself. Nested use in one
+    thread is re-entrant; other threads and processes wait up to `timeout` seconds (negative: for
+    ever), then StorageError.
+    """
+    if not _LOCK_NAME.fullmatch(name):
+        raise ValueError(f"unsafe lock name {name!r}")
+    lock_dir = where.locks_dir if isinstance(where, WorkspaceLayout) else Path(where)
+    lock_path = lock_dir / f"{name}.lock"
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        # One instance per path makes nested use re-entrant; its per-thread context means each thread
+        # takes its own OS lock, so threads exclude each other as processes do.
+        lock = FileLock(lock_path, is_singleton=True)
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise StorageError(
+            f"workspace lock {name!r} still busy after {timeout:g} s", {"lock": str(lock_path)}
+        ) from exc
+    except OSError as exc:
+        raise StorageError(f"cannot lock {lock_path}: {exc}", {"lock": str(lock_path)}) from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _copy_mode(target: Path, tmp: Path) -> None:
+    # A replaced file keeps its permissions; a new one gets the umask default from os.open.
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))

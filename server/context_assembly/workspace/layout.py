@@ -1,0 +1,66 @@
+"""Where things live under `<root>/.codebolt/` (SPEC §2), named once for every component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attrs import field, frozen
+
+
+@frozen
+class WorkspaceLayout:
+    """The paths of one workspace; nothing here touches the file system."""
+
+    root: Path = field(converter=Path)
+
+    @property
+    def codebolt(self) -> Path:
+        return self.root / ".codebolt"
+
+    @property
+    def rule_engines_dir(self) -> Path:
+        return self.codebolt / "context-rule-engines"
+
+    @property
+    def context_rules_dir(self) -> Path:
+        return self.codebolt / "ContextRuleEngine"
+
+    @property
+    def persistent_memory_dir(self) -> Path:
+        return self.codebolt / "PersistentMemory"
+
+    @property
+    def ingestion_dir(self) -> Path:
+        return self.codebolt / "MemoryIngestion"
+
+    @property
+    def db_path(self) -> Path:
+        return self.codebolt / "db" / "project.db"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.codebolt / "memory"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        return self.memory_dir / "context"
+
+    @property
+    def vectordb_dir(self) -> Path:
+        return self.codebolt / "vectordb"
+
+    @property
+    def kuzu_dir(self) -> Path:
+        return self.codebolt / "knowledgegraph" / "kuzu"
+
+    @property
+    def graph_views_dir(self) -> Path:
+        return self.codebolt / "knowledgegraph" / "views"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.codebolt / "context-assembly.json"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.codebolt / ".locks"

@@ -1,0 +1,167 @@
+"""Linting a whole workspace: syntax, then schema, then meaning, for every definition file.
+
+Meaning problems win over schema problems at the same place (they say more: did-you-mean,
+the operator's expected value), so a schema error under a path that already has a meaning
+problem is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.problems import Problem, Severity
+from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
+from ..rules.dialects.common import NormalisedRule
+from ..schemas import validation_errors
+from .loader import SourceFile, Workspace
+
+# file kind -> published schema name (seed-003 YAML rule files have no schema of their own)
+SCHEMA_OF = {
+    "rule-engine": "rule-engine",
+    "persistent-memory": "persistent-memory",
+    "ingestion-pipeline": "ingestion-pipeline",
+    "graph-view": "graph-view",
+}
+
+
+def lint_context(workspace: Workspace, dialect: str = "canonical") -> LintContext:
+    return LintContext(memory_ids=set(workspace.memories), declared_variables=declared_variables(workspace),
+                       dialect=dialect)
+
+
+def declared_variables(workspace: Workspace) -> set[str]:
+    declared = set()
+    for memory in workspace.memories.values():
+        for var in memory.get("additional_variables") or []:
+            if isinstance(var, dict) and isinstance(var.get("name"), str):
+                declared.add("addVar." + var["name"])
+    return declared
+
+
+def _schema_name(source: SourceFile) -> str | None:
+    if source.kind == "context-rules":
+        return "context-rules" if source.dialect == "seed-004" else None
+    return SCHEMA_OF.get(source.kind)
+
+
+def _dialect_sites(source: SourceFile) -> list[RuleSite]:
+    sites = []
+    for rule in source.rules:
+        sites.append(_dialect_site(source, rule))
+    return sites
+
+
+def _dialect_site(source: SourceFile, rule: NormalisedRule) -> RuleSite:
+    if source.dialect == "seed-004":
+        original = _at(source.value, rule.pointer)
+        condition = original.get("condition", []) if isinstance(original, dict) else []
+        as_written = {**rule.rule, "when": condition if isinstance(condition, list) else [condition]}
+        return RuleSite(as_written, rule.pointer, rule.condition_pointer, f"{rule.pointer}/action", False)
+    return RuleSite(rule.rule, rule.pointer, lambda _i: rule.conditions_pointer, f"{rule.pointer}/then", False)
+
+
+def _at(document: Any, pointer: str) -> Any:
+    node = document
+    for part in filter(None, pointer.split("/")):
+        node = node[int(part)] if isinstance(node, list) else node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
+    if source.value is None:
+        return []
+    if source.kind == "rule-engine":
+        return check_engine_document(source.value, lint_context(workspace))
+    if source.kind == "context-rules":
+        ctx = lint_context(workspace, source.dialect or "seed-004")
+        sites = _dialect_sites(source)
+        return [p for site in sites for p in check_rule(site, ctx)]
+    if source.kind == "persistent-memory" and isinstance(source.value, dict):
+        return _memory_hints(source)
+    return []
+
+
+def _memory_hints(source: SourceFile) -> list[Problem]:
+    from ..pipelines.shorthand import is_shorthand
+
+    if is_shorthand(source.value):
+        return [Problem("this definition uses the user shorthand (name, enabled, pipeline, step); "
+                        "it is read as the canonical label, status, retrieval.pipeline and type",
+                        "shorthand", Severity.HINT, path="")]
+    return []
+
+
+def _covered(path: str, meaning_paths: set[str]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in meaning_paths)
+
+
+def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
+    """Every problem of one file, located; schema and meaning only when the syntax is sound."""
+    problems = list(source.problems)
+    if source.value is not None and not source.document.syntax_errors:
+        meaning = meaning_problems(source, workspace)
+        paths = {p.path for p in meaning if p.severity in (Severity.ERROR, Severity.WARNING)}
+        name = _schema_name(source)
+        if name is not None:
+            problems += [Problem(e["message"], "schema", path=e["path"])
+                         for e in validation_errors(name, source.value) if not _covered(e["path"], paths)]
+        problems += meaning
+    for problem in problems:
+        source.locate(problem)
+        for related in problem.related:
+            source.locate(related)
+    return problems
+
+
+def _duplicates_across_files(workspace: Workspace) -> list[Problem]:
+    """Two engine files (or two memory files) claiming one id; a context-rule id seen twice."""
+    problems: list[Problem] = []
+    for kind in ("rule-engine", "persistent-memory"):
+        first: dict[str, SourceFile] = {}
+        for source in workspace.files_of(kind):
+            value = source.value
+            the_id = value.get("id") if isinstance(value, dict) else None
+            if not isinstance(the_id, str):
+                continue
+            if the_id in first:
+                problem = source.locate(Problem(f"duplicate {kind} id '{the_id}'", "duplicate-id", path="/id"))
+                problem.related.append(first[the_id].locate(Problem("first defined here", "duplicate-id",
+                                                                     Severity.INFO, path="/id")))
+                problems.append(problem)
+            else:
+                first[the_id] = source
+            if the_id != source.path.stem:
+                problems.append(source.locate(Problem(
+                    f"the id '{the_id}' differs from the file name '{source.path.name}'",
+                    "id-mismatch", Severity.WARNING, path="/id")))
+    problems += _context_rule_duplicates(workspace)
+    return problems
+
+
+def _context_rule_duplicates(workspace: Workspace) -> list[Problem]:
+    """Rule ids in the combined context-rules engine come from names: two rules may collide."""
+    seen: dict[str, tuple[SourceFile, str]] = {}
+    problems = []
+    for source in workspace.files_of("context-rules"):
+        for rule in source.rules:
+            rule_id = rule.rule["id"]
+            where = f"{rule.pointer}/name" if "name" in rule.rule else rule.pointer
+            if rule_id not in seen:
+                seen[rule_id] = (source, where)
+                continue
+            first, first_where = seen[rule_id]
+            problem = source.locate(Problem(f"duplicate rule id '{rule_id}' in the context rules",
+                                            "duplicate-id", Severity.WARNING, path=where))
+            problem.related.append(first.locate(Problem("first defined here", "duplicate-id",
+                                                        Severity.INFO, path=first_where)))
+            problems.append(problem)
+    return problems
+
+
+def lint_workspace(workspace: Workspace) -> list[Problem]:
+    problems: list[Problem] = []
+    for source in workspace.files.values():
+        problems += file_problems(source, workspace)
+    problems += _duplicates_across_files(workspace)
+    problems += [p for p in workspace.problems if p.file and p.file.endswith("context-assembly.json")]
+    return sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0, p.code))

@@ -1,0 +1,250 @@
+"""Finding and loading every `.codebolt/` definition file, tolerating broken ones.
+
+A broken file never stops the others: it is skipped and each problem is reported with its file,
+JSON pointer, line and column. Files are parsed and engines compiled once per file version
+(path, mtime, size); `WorkspaceLoader.load()` re-reads only what changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from attrs import define, field
+
+from ..documents import ParsedDocument, parse_document
+from ..model.converter import structure
+from ..model.problems import Problem
+from ..model.rules import RuleEngine
+from ..pipelines.shorthand import normalise_memory
+from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
+from ..rules.engine import CompiledEngine, compile_engine
+from ..rules.evaluate import RuleSet
+from .layout import WorkspaceLayout
+from .settings import Settings, load_settings
+
+JSON_SUFFIXES = (".json",)
+ANY_SUFFIXES = (".json", ".yaml", ".yml")
+
+# kind -> (directory attribute of WorkspaceLayout, accepted suffixes)
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "rule-engine": ("rule_engines_dir", JSON_SUFFIXES),
+    "context-rules": ("context_rules_dir", ANY_SUFFIXES),
+    "persistent-memory": ("persistent_memory_dir", ANY_SUFFIXES),
+    "ingestion-pipeline": ("ingestion_dir", ANY_SUFFIXES),
+    "graph-view": ("graph_views_dir", JSON_SUFFIXES),
+}
+
+
+@define(eq=False)
+class SourceFile:
+    """One definition file as last read."""
+
+    path: Path
+    relpath: str  # relative to the workspace root, with forward slashes
+    kind: str
+    document: ParsedDocument
+    stamp: tuple[int, int]  # (mtime_ns, size): the file version
+    problems: list[Problem] = field(factory=list)
+    dialect: str | None = None  # context-rule files: "seed-004" | "seed-003"
+    rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
+    compiled: CompiledEngine | None = None  # rule-engine files
+
+    @property
+    def value(self) -> Any:
+        return self.document.value
+
+    def locate(self, problem: Problem) -> Problem:
+        """Fill the problem's file and 1-based line/column from its JSON pointer."""
+        problem.file = self.relpath
+        if problem.line is None:
+            part = "key" if problem.data.get("on") == "key" else "value"
+            span = self.document.span(problem.path, part) or (0, 0)
+            problem.line, problem.column = self.document.lines.line_col(span[0])
+            problem.end_line, problem.end_column = self.document.lines.line_col(span[1])
+        return problem
+
+
+@define(eq=False)
+class Workspace:
+    root: Path
+    layout: WorkspaceLayout
+    settings: Settings
+    files: dict[str, SourceFile]
+    engines: dict[str, RuleEngine]
+    engine_sources: dict[str, SourceFile]  # engine id -> file (context-rules: the first rule file)
+    memories: dict[str, dict[str, Any]]  # id -> canonical definition
+    memory_sources: dict[str, SourceFile]
+    ingestion: dict[str, dict[str, Any]]
+    graph_views: dict[str, dict[str, Any]]
+    rule_set: RuleSet
+    problems: list[Problem]
+
+    def files_of(self, kind: str) -> list[SourceFile]:
+        return [f for f in self.files.values() if f.kind == kind]
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+def _read(path: Path, relpath: str, kind: str) -> SourceFile:
+    raw = path.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    document = parse_document(text, path.name)
+    source = SourceFile(path, relpath, kind, document, _stamp(path))
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        source.problems.append(Problem("the file is not valid UTF-8", "encoding", path=""))
+    for issue in document.syntax_errors:
+        line, column = document.lines.line_col(issue.start)
+        end_line, end_column = document.lines.line_col(issue.end)
+        source.problems.append(Problem(issue.message, "syntax", path="", line=line, column=column,
+                                       end_line=end_line, end_column=end_column))
+    return source
+
+
+def _prepare(source: SourceFile) -> None:
+    """Kind-specific work done once per file version: dialect normalising, engine compiling."""
+    value = source.value
+    if source.document.syntax_errors or value is None:
+        return
+    if source.kind == "context-rules":
+        source.dialect, source.rules, problems = normalise_file(value, source.path.stem, source.path.suffix)
+        source.problems.extend(problems)
+    elif source.kind == "rule-engine":
+        engine = _structure_engine(value, source)
+        if engine is not None:
+            source.compiled = compile_engine(engine)
+
+
+def _structure_engine(value: Any, source: SourceFile) -> RuleEngine | None:
+    if not isinstance(value, dict):
+        source.problems.append(Problem("a rule engine must be a JSON object", "schema", path=""))
+        return None
+    try:
+        engine = structure(value, RuleEngine)
+    except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
+        message = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) \
+            else str(exc)
+        source.problems.append(Problem(f"cannot read the rule engine: {message}", "schema", path=""))
+        return None
+    if not engine.id:
+        engine.id = source.path.stem
+    return engine
+
+
+class WorkspaceLoader:
+    """Loads a workspace, reusing what it parsed and compiled for files that did not change."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        self.layout = WorkspaceLayout(self.root)
+        self._cache: dict[str, SourceFile] = {}
+        self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
+
+    def discover(self) -> list[tuple[Path, str]]:
+        found = []
+        for kind, (attribute, suffixes) in KINDS.items():
+            directory: Path = getattr(self.layout, attribute)
+            if directory.is_dir():
+                found += [(p, kind) for p in sorted(directory.iterdir())
+                          if p.suffix in suffixes and p.is_file() and not p.name.startswith(".")]
+        return found
+
+    def _source(self, path: Path, kind: str) -> SourceFile:
+        relpath = path.relative_to(self.root).as_posix()
+        cached = self._cache.get(relpath)
+        try:
+            if cached is not None and cached.stamp == _stamp(path):
+                return cached
+            source = _read(path, relpath, kind)
+        except OSError as exc:
+            document = parse_document("", path.name)
+            source = SourceFile(path, relpath, kind, document, (0, 0),
+                                [Problem(f"cannot read the file: {exc.strerror}", "io", path="")])
+            return source
+        _prepare(source)
+        self._cache[relpath] = source
+        return source
+
+    def load(self) -> Workspace:
+        files = {}
+        for path, kind in self.discover():
+            source = self._source(path, kind)
+            files[source.relpath] = source
+        self._cache = {k: v for k, v in self._cache.items() if k in files}
+        settings, setting_problems = load_settings(self.layout.settings_path)
+        return self._assemble(files, settings, setting_problems)
+
+    def _assemble(self, files: dict[str, SourceFile], settings: Settings,
+                  setting_problems: list[Problem]) -> Workspace:
+        engines: dict[str, RuleEngine] = {}
+        engine_sources: dict[str, SourceFile] = {}
+        compiled: list[CompiledEngine] = []
+        for source in files.values():
+            if source.kind == "rule-engine" and source.compiled is not None:
+                engine_id = source.compiled.id
+                if engine_id in engines:
+                    continue  # a duplicate id: the lint reports both places; the first file wins
+                engines[engine_id] = source.compiled.engine
+                engine_sources[engine_id] = source
+                compiled.append(source.compiled)
+        rule_files = [f for f in files.values() if f.kind == "context-rules" and f.rules]
+        if rule_files:
+            engine, compiled_rules = self._context_rules_engine(rule_files)
+            engines[engine.id or ""] = engine
+            engine_sources[engine.id or ""] = rule_files[0]
+            compiled.append(compiled_rules)
+        memories, memory_sources = _memories(files)
+        problems = [f.locate(p) for f in files.values() for p in f.problems]
+        if setting_problems and self.layout.settings_path.is_file():
+            settings_file = _read(self.layout.settings_path, self.layout.settings_path.relative_to(
+                self.root).as_posix(), "settings")
+            problems += [settings_file.locate(p) for p in setting_problems]
+        return Workspace(
+            root=self.root, layout=self.layout, settings=settings, files=files, engines=engines,
+            engine_sources=engine_sources, memories=memories, memory_sources=memory_sources,
+            ingestion=_by_id(files, "ingestion-pipeline"), graph_views=_by_id(files, "graph-view"),
+            rule_set=RuleSet(compiled), problems=problems,
+        )
+
+    def _context_rules_engine(self, rule_files: list[SourceFile]) -> tuple[RuleEngine, CompiledEngine]:
+        key = tuple((f.relpath, f.stamp) for f in rule_files)
+        if self._context_rules is not None and self._context_rules[0] == key:
+            return self._context_rules[2], self._context_rules[1]
+        raw = context_rules_engine([r.rule for f in rule_files for r in f.rules])
+        engine = structure(raw, RuleEngine)
+        compiled = compile_engine(engine)
+        self._context_rules = (key, compiled, engine)
+        return engine, compiled
+
+
+def _memories(files: dict[str, SourceFile]) -> tuple[dict[str, dict[str, Any]], dict[str, SourceFile]]:
+    memories: dict[str, dict[str, Any]] = {}
+    sources: dict[str, SourceFile] = {}
+    for source in files.values():
+        if source.kind != "persistent-memory" or not isinstance(source.value, dict):
+            continue
+        definition = normalise_memory(source.value, source.path.stem)
+        memory_id = definition.get("id")
+        if isinstance(memory_id, str) and memory_id not in memories:
+            memories[memory_id] = definition
+            sources[memory_id] = source
+    return memories, sources
+
+
+def _by_id(files: dict[str, SourceFile], kind: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for source in files.values():
+        if source.kind == kind and isinstance(source.value, dict):
+            out.setdefault(str(source.value.get("id") or source.path.stem), source.value)
+    return out
+
+
+def load_workspace(root: Path | str) -> Workspace:
+    return WorkspaceLoader(root).load()
+
+
+__all__ = ["KINDS", "SourceFile", "Workspace", "WorkspaceLoader", "load_workspace"]

@@ -1,0 +1,60 @@
+"""Settings (`.codebolt/context-assembly.json`, overridable by LSP `workspace/configuration`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import define, field
+
+from ..model.problems import Problem
+
+TOKENIZERS = ("estimate", "cl100k", "o200k")
+
+
+@define
+class StoreSettings:
+    backend: str = "embedded"
+
+
+@define
+class Settings:
+    max_tokens: int | None = None  # default budget when a request sets none
+    tokenizer: str = "estimate"  # "estimate" = ceil(chars / 4), as in the seeds
+    pipeline_timeout_ms: int = 5000
+    cache_ttl_s: float = 30.0
+    snapshots: bool = False
+    stores: StoreSettings = field(factory=StoreSettings)
+    diagnostics_debounce_ms: int = 300
+
+    def merged(self, overrides: dict[str, Any]) -> Settings:
+        """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
+        base = attrs.asdict(self)
+        for key, value in overrides.items():
+            if key in base and value is not None:
+                base[key] = {**base[key], **value} if isinstance(base[key], dict) and isinstance(value, dict) \
+                    else value
+        base["stores"] = StoreSettings(**base["stores"])
+        return Settings(**base)
+
+
+def load_settings(path: Path) -> tuple[Settings, list[Problem]]:
+    """Settings from the file, or the defaults; a broken file is reported and ignored key by key."""
+    from ..schemas import validation_errors  # late: the schema layer imports the registries only
+
+    if not path.is_file():
+        return Settings(), []
+    from ..documents import parse_json
+
+    document = parse_json(path.read_text(encoding="utf-8", errors="replace"))
+    if document.value is None or not isinstance(document.value, dict):
+        return Settings(), [Problem("settings file is not a JSON object", "syntax", path="")]
+    errors = validation_errors("settings", document.value)
+    problems = [Problem(e["message"], "schema", path=e["path"]) for e in errors]
+    bad = {e["path"].split("/")[1] for e in errors if e["path"].count("/") >= 1 and e["path"] != ""}
+    good = {k: v for k, v in document.value.items() if k not in bad and k != "$schema"}
+    try:
+        return Settings().merged(good), problems
+    except TypeError as exc:
+        return Settings(), [*problems, Problem(str(exc), "schema")]

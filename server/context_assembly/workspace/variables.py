@@ -1,0 +1,82 @@
+"""possibleVariables and requiredVariables over a loaded workspace (SPEC §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.variables import PossibleVariable, RequiredVariables, VariableUse
+from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, MEMORY_SOURCE, SCOPE_PREFIX, SCOPES
+from ..rules.compile import Leaf, walk
+from .loader import Workspace
+
+_SCOPES = {s.name: s for s in SCOPES}
+
+
+def _variable(key: str) -> PossibleVariable:
+    if key.startswith(ADDVAR_PREFIX):
+        return PossibleVariable(key, "additional", name=key[len(ADDVAR_PREFIX):])
+    if key.startswith(SCOPE_PREFIX):
+        _, scope, name = key.split(".", 2)
+        description = _SCOPES[scope].description if scope in _SCOPES else None
+        return PossibleVariable(key, "scope", scope=scope, name=name, description=description)
+    if key == INPUT_TEXT:
+        return PossibleVariable(key, "input", name="text", description="The task text of this turn.")
+    return PossibleVariable(key, "memory" if key == MEMORY_SOURCE else "input", name=key)
+
+
+def _scope_keys(scope: str) -> list[str]:
+    return [f"{SCOPE_PREFIX}{scope}.{f}" for f in _SCOPES[scope].fields] if scope in _SCOPES else []
+
+
+def _memory_variables(memory_id: str, memory: dict[str, Any]) -> list[tuple[PossibleVariable, VariableUse]]:
+    out = []
+    for scope in memory.get("inputs_scope") or []:
+        for key in _scope_keys(scope) if isinstance(scope, str) else []:
+            out.append((_variable(key), VariableUse("memory", memory_id=memory_id, required=True)))
+    for var in memory.get("additional_variables") or []:
+        if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+            continue
+        entry = _variable(ADDVAR_PREFIX + var["name"])
+        entry.type = var.get("type") if isinstance(var.get("type"), str) else None
+        entry.description = var.get("description") if isinstance(var.get("description"), str) else None
+        out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.get("required")))))
+    return out
+
+
+def _merge(table: dict[str, PossibleVariable], entry: PossibleVariable, use: VariableUse) -> None:
+    current = table.setdefault(entry.key, entry)
+    current.type = current.type or entry.type
+    current.description = current.description or entry.description
+    if use not in current.used_by:
+        current.used_by.append(use)
+
+
+def possible_variables(workspace: Workspace) -> list[PossibleVariable]:
+    table: dict[str, PossibleVariable] = {}
+    for engine in workspace.rule_set.engines:
+        for rule in engine.rules:
+            for node in rule.conditions.nodes:
+                for part in walk(node):
+                    if isinstance(part, Leaf):
+                        _merge(table, _variable(part.key), VariableUse("rule", engine.id, rule.rule_id))
+    for memory_id, memory in workspace.memories.items():
+        for entry, use in _memory_variables(memory_id, memory):
+            _merge(table, entry, use)
+    return sorted(table.values(), key=lambda v: v.key)
+
+
+def required_variables(workspace: Workspace, memory_ids: list[str]) -> RequiredVariables:
+    result = RequiredVariables(memory_ids=list(memory_ids))
+    table: dict[str, PossibleVariable] = {}
+    for memory_id in memory_ids:
+        memory = workspace.memories.get(memory_id)
+        if memory is None:
+            result.unknown_memory_ids.append(memory_id)
+            continue
+        for scope in memory.get("inputs_scope") or []:
+            if isinstance(scope, str) and scope not in result.scopes:
+                result.scopes.append(scope)
+        for entry, use in _memory_variables(memory_id, memory):
+            _merge(table, entry, use)
+    result.variables = sorted(table.values(), key=lambda v: v.key)
+    return result

@@ -1,0 +1,185 @@
+"""Atomic writes and the workspace lock: what another reader, thread or process observes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.errors import StorageError
+from context_assembly.workspace import atomic
+from context_assembly.workspace.atomic import remove_file, workspace_lock, write_atomic
+from context_assembly.workspace.layout import WorkspaceLayout
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def _hold_lock(lock_dir: str, name: str, held: Any, release: Any) -> None:
+    """Child process: take the lock, say so, keep it until told (or killed)."""
+    with workspace_lock(Path(lock_dir), name):
+        held.set()
+        release.wait(30)
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+# -- write_atomic
+
+
+def test_write_creates_and_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "engine.json"
+    write_atomic(target, b"first")
+    write_atomic(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_keeps_the_permissions_of_the_replaced_file(tmp_path: Path) -> None:
+    target = tmp_path / "engine.json"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    write_atomic(target, b"new")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_failed_rename_leaves_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "engine.json"
+    target.write_bytes(b"old")
+
+    def refuse(src: Any, dst: Any) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(atomic.os, "replace", refuse)
+    with pytest.raises(StorageError, match="disk on fire"):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_interrupted_halfway_leaves_old_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "engine.json"
+    target.write_bytes(b"old")
+    real_write = os.write
+
+    def half_then_fail(fd: int, data: Any) -> int:
+        if len(data) > 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise KeyboardInterrupt  # not an OSError: must still clean up and propagate as is
+
+    monkeypatch.setattr(atomic.os, "write", half_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(target, b"0123456789")
+    assert target.read_bytes() == b"old"
+    assert _leftovers(tmp_path) == []
+
+
+def test_failed_fsync_is_a_storage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "engine.json"
+
+    def no_sync(fd: int) -> None:
+        raise OSError("EIO")
+
+    monkeypatch.setattr(atomic.os, "fsync", no_sync)
+    with pytest.raises(StorageError):
+        write_atomic(target, b"new")
+    assert not target.exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_into_missing_directory_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError):
+        write_atomic(tmp_path / "missing" / "x.json", b"{}")
+
+
+def test_remove_file(tmp_path: Path) -> None:
+    target = tmp_path / "x.json"
+    target.write_bytes(b"{}")
+    assert remove_file(target) is True
+    assert not target.exists()
+    assert remove_file(target) is False
+
+
+# -- workspace_lock
+
+
+def test_lock_file_lives_in_codebolt_locks(tmp_path: Path) -> None:
+    layout = WorkspaceLayout(tmp_path)
+    with workspace_lock(layout, "context-rule-engines"):
+        assert (tmp_path / ".codebolt" / ".locks" / "context-rule-engines.lock").exists()
+
+
+def test_nested_use_in_one_thread_does_not_deadlock(tmp_path: Path) -> None:
+    with workspace_lock(tmp_path, "x", timeout=1), workspace_lock(tmp_path, "x", timeout=1):
+        pass
+    with workspace_lock(tmp_path, "x", timeout=0):  # fully released afterwards
+        pass
+
+
+@pytest.mark.parametrize("name", ["", "../x", "a/b", ".hidden"])
+def test_unsafe_lock_names_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError), workspace_lock(tmp_path, name):
+        pass
+
+
+def test_threads_exclude_each_other(tmp_path: Path) -> None:
+    inside = 0
+    most = 0
+    guard = threading.Lock()
+
+    def work() -> None:
+        nonlocal inside, most
+        for _ in range(20):
+            with workspace_lock(tmp_path, "x"):
+                with guard:
+                    inside += 1
+                    most = max(most, inside)
+                time.sleep(0.001)
+                with guard:
+                    inside -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == 1
+
+
+def test_lock_held_by_another_process_times_out_with_storage_error(tmp_path: Path) -> None:
+    held, release = SPAWN.Event(), SPAWN.Event()
+    holder = SPAWN.Process(target=_hold_lock, args=(str(tmp_path), "x", held, release))
+    holder.start()
+    try:
+        assert held.wait(30)
+        started = time.monotonic()
+        with pytest.raises(StorageError, match="busy") as caught, workspace_lock(tmp_path, "x", timeout=0.2):
+            pass
+        assert caught.value.code == -32006
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        holder.join(30)
+    assert holder.exitcode == 0
+    with workspace_lock(tmp_path, "x", timeout=5):
+        pass
+
+
+def test_lock_of_a_killed_process_is_released(tmp_path: Path) -> None:
+    held, release = SPAWN.Event(), SPAWN.Event()
+    holder = SPAWN.Process(target=_hold_lock, args=(str(tmp_path), "x", held, release))
+    holder.start()
+    assert held.wait(30)
+    holder.kill()
+    holder.join(30)
+    with workspace_lock(tmp_path, "x", timeout=5):
+        pass
