@@ -64,9 +64,7 @@ def test_failed_rename_leaves_old_file_and_no_temp(tmp_path: Path, monkeypatch: 
     assert _leftovers(tmp_path) == []
 
 
-def test_write_interrupted_halfway_leaves_old_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_write_interrupted_halfway_leaves_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "engine.json"
     target.write_bytes(b"old")
     real_write = os.write

@@ -224,9 +224,9 @@ def test_ids_generated_from_name_or_label_are_unique(memories: DefinitionReposit
 
 
 def test_ids_without_a_usable_title_get_the_prefix(memories: DefinitionRepository) -> None:
-    docs: list[dict[str, Any]] = [{}, {"label": "!!!"}, {"name": 7}, {"id": None}, {"id": ""}]
+    docs: list[dict[str, Any]] = [{}, {"label": "!!!"}, {"name": 7}, {"id": None}, {"id": ""}, {"name": "NUL"}]
     ids = {memories.create(doc)["id"] for doc in docs}
-    assert len(ids) == 5
+    assert len(ids) == 6
     assert all(def_id.startswith("memory-") for def_id in ids)
 
 
@@ -346,9 +346,7 @@ def test_validate_hook_sees_the_merged_document(layout: WorkspaceLayout) -> None
 # -- atomicity
 
 
-def test_failed_write_keeps_the_old_definition(
-    memories: DefinitionRepository, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_write_keeps_the_old_definition(memories: DefinitionRepository, monkeypatch: pytest.MonkeyPatch) -> None:
     memories.create({"id": "m", "label": "old"})
     before = (memories.directory / "m.json").read_bytes()
 
@@ -512,9 +510,7 @@ def _add_rules(root: str, worker: int, count: int, go: Any) -> None:
         repo.add_rule("shared", {"description": f"w{worker}-{i}", "when": []})
 
 
-def test_two_processes_adding_rules_lose_nothing(
-    layout: WorkspaceLayout, engines: RuleEngineRepository
-) -> None:
+def test_two_processes_adding_rules_lose_nothing(layout: WorkspaceLayout, engines: RuleEngineRepository) -> None:
     engines.create({"id": "shared", "rules": []})
     go = SPAWN.Event()
     workers = [SPAWN.Process(target=_add_rules, args=(str(layout.root), w, 100, go)) for w in range(2)]

@@ -90,18 +90,23 @@ converter.register_unstructure_hook(InvalidCondition, lambda c: c.raw)
 converter.register_unstructure_hook(Condition, lambda c: converter.unstructure(c, type(c)))
 
 
-def structure_condition(raw: Any, _type: Any = None) -> Condition:
+MAX_DEPTH = 32  # nesting deeper than any person writes; also keeps recursion bounded
+
+
+def structure_condition(raw: Any, _type: Any = None, depth: int = 0) -> Condition:
     """Any JSON value -> a Condition; never raises."""
     if not isinstance(raw, dict):
         return InvalidCondition(raw, f"a condition must be an object, not {type(raw).__name__}")
+    if depth > MAX_DEPTH:
+        return InvalidCondition(raw, f"conditions are nested too deeply (more than {MAX_DEPTH} levels)")
     for key, group in _GROUPS.items():
         if key in raw:
             items = raw[key]
             if not isinstance(items, list):
                 return InvalidCondition(raw, f"'{key}' must be an array of conditions")
-            return group([structure_condition(item) for item in items])
+            return group([structure_condition(item, None, depth + 1) for item in items])
     if "not" in raw:
-        return Not(structure_condition(raw["not"]))
+        return Not(structure_condition(raw["not"], None, depth + 1))
     if "field" not in raw or "operator" not in raw:
         missing = [k for k in ("field", "operator") if k not in raw]
         return InvalidCondition(raw, "a condition needs " + " and ".join(f"'{k}'" for k in missing))

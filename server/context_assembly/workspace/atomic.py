@@ -100,9 +100,7 @@ def workspace_lock(
         lock = FileLock(lock_path, is_singleton=True)
         lock.acquire(timeout=timeout)
     except Timeout as exc:
-        raise StorageError(
-            f"workspace lock {name!r} still busy after {timeout:g} s", {"lock": str(lock_path)}
-        ) from exc
+        raise StorageError(f"workspace lock {name!r} still busy after {timeout:g} s", {"lock": str(lock_path)}) from exc
     except OSError as exc:
         raise StorageError(f"cannot lock {lock_path}: {exc}", {"lock": str(lock_path)}) from exc
     try:

@@ -185,7 +185,7 @@ class DefinitionRepository:
             return def_id
         title = doc.get("name") or doc.get("label")
         base = slugify(title) if isinstance(title, str) else ""
-        if not base:
+        if not is_safe_id(base):  # empty, or a slug such as "nul" that Windows reserves
             base = f"{self.id_prefix}-{uuid.uuid4().hex[:8]}"
         return unique_name(base, lambda candidate: self._find(candidate) is not None)
 

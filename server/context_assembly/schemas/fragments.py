@@ -1,0 +1,108 @@
+"""Small JSON Schema building blocks shared by every published schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+ID_PREFIX = "urn:context-assembly:schema:"
+
+# Ids of definition files double as file names ({id}.json), so no separators or leading dot.
+FILE_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+Schema = dict[str, Any]
+
+
+def schema_id(name: str) -> str:
+    return ID_PREFIX + name
+
+
+def document(name: str, title: str, description: str, body: Schema) -> Schema:
+    """A top-level schema: dialect, id, title and description first (editors read them)."""
+    return {"$schema": DIALECT, "$id": schema_id(name), "title": title, "description": description, **body}
+
+
+def ref(definition: str) -> Schema:
+    return {"$ref": f"#/$defs/{definition}"}
+
+
+def obj(
+    title: str,
+    description: str,
+    properties: Mapping[str, Schema],
+    required: Sequence[str] = (),
+    *,
+    closed: bool = True,
+    **extra: Any,
+) -> Schema:
+    """An object schema; `closed` rejects properties it does not list."""
+    schema: Schema = {"type": "object", "title": title, "description": description,
+                      "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    schema.update(extra)
+    return schema
+
+
+def described(schema: Schema, description: str, default: Any = None, *, title: str | None = None) -> Schema:
+    """`schema` with a description (and a default, when not None) for editors."""
+    out: Schema = {}
+    if title:
+        out["title"] = title
+    out.update(schema)
+    out["description"] = description
+    if default is not None:
+        out["default"] = default
+    return out
+
+
+def enum(values: Iterable[str], description: str, default: str | None = None, *,
+         title: str | None = None) -> Schema:
+    return described({"enum": list(values)}, description, default, title=title)
+
+
+def listing(pairs: Iterable[tuple[str, str]]) -> str:
+    """`name: description` lines, appended to descriptions so editors show every choice."""
+    return "\n".join(f"- `{name}`: {text}" for name, text in pairs)
+
+
+def string(description: str, default: str | None = None) -> Schema:
+    return described({"type": "string"}, description, default)
+
+
+def strings(description: str, *, unique: bool = False) -> Schema:
+    schema: Schema = {"type": "array", "items": {"type": "string", "minLength": 1}}
+    if unique:
+        schema["uniqueItems"] = True
+    return described(schema, description)
+
+
+def integer(description: str, minimum: int = 0, default: int | None = None) -> Schema:
+    return described({"type": "integer", "minimum": minimum}, description, default)
+
+
+def boolean(description: str, default: bool | None = None) -> Schema:
+    return described({"type": "boolean"}, description, default)
+
+
+def file_id(what: str) -> Schema:
+    return described({"type": "string", "pattern": FILE_ID_PATTERN},
+                     f"The {what}'s id; also its file name ({{id}}.json).")
+
+
+SCHEMA_KEY: Schema = {
+    "type": "string",
+    "description": "The JSON Schema this file follows (lets editors validate and complete it).",
+}
+
+
+def one_or_list(single: Schema, title: str, description: str, *, unique: bool = False) -> Schema:
+    """A value or an array of such values; `if/then/else` keeps error paths precise."""
+    many: Schema = {"type": "array", "items": single, "minItems": 1}
+    if unique:
+        many["uniqueItems"] = True
+    return {"title": title, "description": description,
+            "if": {"type": "array"}, "then": many, "else": single}

@@ -1,0 +1,129 @@
+"""Every operator against every kind of actual value (SPEC §4.2), on both evaluation paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_assembly.registry.operators import OPERATORS, lookup_operator
+
+from .support import holds
+
+ABSENT = object()
+
+# operator -> (value, {case: (actual, expected)}). Cases: present, absent, null, wrong type,
+# numeric string, boolean. The actual value is the variable addVar.x.
+TABLE = {
+    "exists": (None, {"present": ("x", True), "absent": (ABSENT, False), "null": (None, False),
+                      "wrong type": ([1], True), "numeric string": ("5", True), "boolean": (False, True)}),
+    "not_exists": (None, {"present": ("x", False), "absent": (ABSENT, True), "null": (None, True),
+                          "wrong type": ([1], False), "numeric string": ("5", False), "boolean": (False, False)}),
+    "eq": ("planning", {"present": ("planning", True), "absent": (ABSENT, False), "null": (None, False),
+                        "wrong type": (1, False), "numeric string": ("1", False), "boolean": (True, False)}),
+    "neq": ("planning", {"present": ("planning", False), "absent": (ABSENT, True), "null": (None, True),
+                         "wrong type": (1, True), "numeric string": ("1", True), "boolean": (True, True)}),
+    "in": (["a", 1], {"present": ("a", True), "absent": (ABSENT, False), "null": (None, False),
+                      "wrong type": (["a"], False), "numeric string": ("1", False), "boolean": (True, False)}),
+    "not_in": (["a", 1], {"present": ("a", False), "absent": (ABSENT, True), "null": (None, True),
+                          "wrong type": (["a"], True), "numeric string": ("1", True), "boolean": (True, True)}),
+    "contains": ("fix", {"present": ("Please FIX it", True), "absent": (ABSENT, False), "null": (None, False),
+                         "wrong type": (5, False), "numeric string": ("a fix 42", True), "boolean": (True, False)}),
+    "not_contains": ("fix", {"present": ("Please FIX it", False), "absent": (ABSENT, True), "null": (None, True),
+                             "wrong type": (5, True), "numeric string": ("42", True), "boolean": (True, True)}),
+    "starts_with": ("src/", {"present": ("src/a.py", True), "absent": (ABSENT, False), "null": (None, False),
+                             "wrong type": (["src/"], False), "numeric string": ("12", False),
+                             "boolean": (True, False)}),
+    "ends_with": (".py", {"present": ("a.py", True), "absent": (ABSENT, False), "null": (None, False),
+                          "wrong type": (3, False), "numeric string": ("3.py", True), "boolean": (False, False)}),
+    "gt": (5, {"present": (6, True), "absent": (ABSENT, False), "null": (None, False),
+               "wrong type": ("six", False), "numeric string": ("6", True), "boolean": (True, False)}),
+    "gte": (5, {"present": (5, True), "absent": (ABSENT, False), "null": (None, False),
+                "wrong type": ([5], False), "numeric string": ("5.0", True), "boolean": (True, False)}),
+    "lt": (5, {"present": (4.5, True), "absent": (ABSENT, False), "null": (None, False),
+               "wrong type": ({"n": 1}, False), "numeric string": ("-3", True), "boolean": (False, False)}),
+    "lte": (5, {"present": (5, True), "absent": (ABSENT, False), "null": (None, False),
+                "wrong type": ("5 apples", False), "numeric string": ("5", True), "boolean": (False, False)}),
+    "regex": (r"^fix(es|ed)?\b", {"present": ("fixed it", True), "absent": (ABSENT, False),
+                                  "null": (None, False), "wrong type": (7, False),
+                                  "numeric string": ("42", False), "boolean": (True, False)}),
+}
+
+CASES = [(op, case) for op, (_, cases) in TABLE.items() for case in cases]
+
+
+def test_the_table_covers_every_operator() -> None:
+    assert set(TABLE) | {"not_contains"} == {op.name for op in OPERATORS}
+
+
+@pytest.mark.parametrize(("operator", "case"), CASES, ids=[f"{o}-{c}" for o, c in CASES])
+def test_operator_table(operator: str, case: str) -> None:
+    value, cases = TABLE[operator]
+    actual, expected = cases[case]
+    condition = {"field": "addVar.x", "operator": operator}
+    if value is not None:
+        condition["value"] = value
+    variables = {} if actual is ABSENT else {"x": actual}
+    assert holds(condition, variables) is expected
+
+
+@pytest.mark.parametrize(("alias", "name", "value", "actual"), [
+    ("equals", "eq", "a", "a"), ("not_equals", "neq", "a", "b"), ("startsWith", "starts_with", "ab", "abc"),
+    ("endsWith", "ends_with", "bc", "abc"), ("matches", "regex", "b+", "abbc"),
+])
+def test_aliases_behave_as_their_operator(alias: str, name: str, value: str, actual: str) -> None:
+    assert lookup_operator(alias) is lookup_operator(name)
+    for candidate in (actual, "zzz"):
+        assert holds({"field": "addVar.x", "operator": alias, "value": value}, {"x": candidate}) is \
+            holds({"field": "addVar.x", "operator": name, "value": value}, {"x": candidate})
+
+
+def test_contains_on_arrays_is_element_equality() -> None:
+    assert holds({"field": "addVar.tags", "operator": "contains", "value": "Auth"}, {"tags": ["auth", "db"]})
+    assert not holds({"field": "addVar.tags", "operator": "contains", "value": "Auth", "ignore_case": False},
+                     {"tags": ["auth", "db"]})
+    assert holds({"field": "addVar.ids", "operator": "contains", "value": 2}, {"ids": [1, 2]})
+    assert not holds({"field": "addVar.ids", "operator": "contains", "value": True}, {"ids": [1, 2]})
+
+
+@pytest.mark.parametrize(("condition", "actual", "expected"), [
+    ({"operator": "eq", "value": "Planning"}, "planning", False),
+    ({"operator": "eq", "value": "Planning", "ignore_case": True}, "planning", True),
+    ({"operator": "contains", "value": "FIX"}, "a fix", True),
+    ({"operator": "contains", "value": "FIX", "ignore_case": False}, "a fix", False),
+    ({"operator": "starts_with", "value": "SRC"}, "src/x", False),
+    ({"operator": "starts_with", "value": "SRC", "ignore_case": True}, "src/x", True),
+    ({"operator": "ends_with", "value": ".PY", "ignore_case": True}, "a.py", True),
+    ({"operator": "regex", "value": "^FIX"}, "fix it", False),
+    ({"operator": "regex", "value": "^FIX", "ignore_case": True}, "fix it", True),
+    ({"operator": "in", "value": ["A", "B"], "ignore_case": True}, "b", True),
+    ({"operator": "in", "value": ["A", "B"]}, "b", False),
+    ({"operator": "not_in", "value": ["A"], "ignore_case": True}, "a", False),
+    ({"operator": "neq", "value": "A", "ignore_case": True}, "a", False),
+])
+def test_case_rules_and_ignore_case(condition: dict, actual: str, expected: bool) -> None:
+    assert holds({"field": "addVar.x", **condition}, {"x": actual}) is expected
+
+
+@pytest.mark.parametrize("bad", [
+    {"field": "addVar.x", "operator": "equal", "value": 1},  # unknown operator
+    {"field": "addVar.x", "operator": "in", "value": "a"},  # in without an array
+    {"field": "addVar.x", "operator": "regex", "value": "(a)\\1"},  # backreference: not linear
+    {"field": "addVar.x", "operator": "regex", "value": "(?=a)"},  # lookahead
+    {"field": "addVar.x", "operator": "regex", "value": "["},  # invalid
+    {"field": "addVar.x", "operator": "gt", "value": "many"},  # not a number
+    {"field": "addVar.x", "operator": "starts_with", "value": 5},  # not a string
+    {"field": 7, "operator": "exists"},  # field not a string
+    {"operator": "exists"},  # no field
+    {"any": "nope"},
+])
+def test_malformed_conditions_never_match_even_negated(bad: dict) -> None:
+    assert not holds(bad, {"x": "a"})
+    assert not holds({"not": bad}, {"x": "a"})
+    assert not holds({"any": [bad, {"field": "addVar.x", "operator": "exists"}]} if "any" not in bad else bad,
+                     {"x": "a"})
+
+
+def test_numeric_strings_are_canonical_decimals_only() -> None:
+    for text, expected in (("10", True), ("10.5", True), ("-1", False), ("1e3", False), (" 10", False),
+                           ("0x10", False), ("", False)):
+        assert holds({"field": "addVar.n", "operator": "gt", "value": 0}, {"n": text}) is expected, text
+    assert holds({"field": "addVar.n", "operator": "lt", "value": "20"}, {"n": 15})
