@@ -6,7 +6,8 @@
 Timed, as for the peers: per request, building the lookup, evaluating every enabled engine and
 collecting the memories, i.e. `RuleSet.evaluate(request, explain=False)` over all requests
 (median of runs after warm-up). Not timed: reading JSON, converting bench requests to
-`AssemblyRequest`; structuring and compiling the engines is reported as `build_s`.
+`AssemblyRequest`, and a `gc.collect()` before each run (the previous run's results are dropped
+first); structuring and compiling the engines is reported as `build_s`.
 
 Besides the main row, the stats carry two variants:
 - `explain`: the same with `explain=True` (the full per-condition trace);
@@ -17,6 +18,7 @@ Besides the main row, the stats carry two variants:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -64,7 +66,10 @@ def measure(make: Callable[[], RuleSet], requests: list[AssemblyRequest], explai
     results: list[EvaluationResult] = []
     times = []
     for i in range(warmup + runs):
-        seconds, results = timed(make(), requests, explain)
+        ruleset = make()
+        results = []  # a server keeps no earlier results alive: let them go, untimed
+        gc.collect()
+        seconds, results = timed(ruleset, requests, explain)
         if i >= warmup:
             times.append(seconds)
     return times, results

@@ -122,7 +122,9 @@ ROUTE_FIELDS: tuple[ParamSpec, ...] = (
     ParamSpec("condition", CONDITIONS, "Write only when this condition (or all of these) holds for the item."),
     ParamSpec("write_to", {"type": "string",
                            "pattern": "^(?:" + "|".join(DESTINATION_SCHEMES) + r")://\S"},
-              "The destination URI; may hold {{variable}} templates filled from the event.", required=True),
+              "The destination: a store URI (" + ", ".join(f"{s}://" for s in DESTINATION_SCHEMES)
+              + "; file:// is read-only). May hold {{variable}} templates filled from the event.",
+              required=True),
 )
 
 _TRIGGERS: dict[str, Trigger] = {t.name: t for t in TRIGGERS}

@@ -17,6 +17,9 @@ from .patterns import PatternError, compile_search
 from .values import MISSING, as_number, is_scalar, json_equal, json_type
 
 Predicate = Callable[[Any], bool]
+# An inline form for the generated matcher: (expression, constant) or None. The expression may use
+# "{v}" (the present actual value), "{c}" (the constant) and "{p}" (the operator's own predicate).
+Inline = tuple[str, Any] | None
 
 
 class ConditionValueError(ValueError):
@@ -49,14 +52,22 @@ class Operator:
     build: Callable[[Any, bool], Predicate]
     absent_matches: bool = False
     ignore_case_default: bool = False
+    # Optional: the same test as a Python expression, so the generated matcher avoids a call.
+    inline: Callable[[Any, bool], Inline] = lambda _value, _fold: None
+
+    def folds(self, ignore_case: bool | None) -> bool:
+        return self.ignore_case_default if ignore_case is None else ignore_case
 
     def predicate(self, value: Any, ignore_case: bool | None = None) -> Predicate:
-        """The predicate for this `value`; raises ConditionValueError when the value does not fit."""
-        fold = self.ignore_case_default if ignore_case is None else ignore_case
-        inner = self.build(value, fold)
-        if self.absent_matches:
-            return lambda actual: True if actual is MISSING else inner(actual)
-        return lambda actual: False if actual is MISSING else inner(actual)
+        """The test of a present value; raises ConditionValueError when `value` does not fit.
+
+        The predicate is only ever called on present values: callers answer `absent_matches`
+        for a missing one (see `answer`), which keeps the generated matcher free of a wrapper call.
+        """
+        return self.build(value, self.folds(ignore_case))
+
+    def answer(self, predicate: Predicate, actual: Any) -> bool:
+        return self.absent_matches if actual is MISSING else predicate(actual)
 
 
 def _fold(value: Any) -> Any:
@@ -155,6 +166,64 @@ def _regex(value: Any, ignore_case: bool) -> Predicate:
     return lambda actual: isinstance(actual, str) and search(actual)
 
 
+def _inline_equal(value: Any, fold: bool) -> Inline:
+    return ("{v} == {c}", value) if isinstance(value, str) and not fold else None
+
+
+def _inline_not_equal(value: Any, fold: bool) -> Inline:
+    return ("{v} != {c}", value) if isinstance(value, str) and not fold else None
+
+
+def _inline_member(negate: bool) -> Callable[[Any, bool], Inline]:
+    def inline(values: Any, fold: bool) -> Inline:
+        if fold or not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return None
+        test = "({v}.__class__ is str and {v} in {c})"  # a non-string never equals a string
+        return ("not " + test if negate else test), frozenset(values)
+
+    return inline
+
+
+def _inline_affix(method: str) -> Callable[[Any, bool], Inline]:
+    def inline(value: Any, fold: bool) -> Inline:
+        if fold or not isinstance(value, str):
+            return None
+        return f"({{v}}.__class__ is str and {{v}}.{method}({{c}}))", value
+
+    return inline
+
+
+def _inline_contains(negate: bool) -> Callable[[Any, bool], Inline]:
+    def inline(value: Any, fold: bool) -> Inline:
+        if not isinstance(value, str):
+            return None
+        text = "{v}.casefold()" if fold else "{v}"
+        member = "not in" if negate else "in"
+        # strings inline; arrays (and anything else) through the operator's own predicate
+        return f"({{c}} {member} {text} if {{v}}.__class__ is str else {{p}}({{v}}))", \
+            (value.casefold() if fold else value)
+
+    return inline
+
+
+def _inline_compare(symbol: str) -> Callable[[Any, bool], Inline]:
+    def inline(value: Any, _fold: bool) -> Inline:
+        bound = as_number(value)
+        if bound is None:
+            return None
+        # numbers inline; numeric strings (and anything else) through the predicate
+        return (f"({{v}} {symbol} {{c}} if ({{v}}.__class__ is int or {{v}}.__class__ is float) "
+                "else {p}({v}))"), bound
+
+    return inline
+
+
+def _inline_regex(value: Any, fold: bool) -> Inline:
+    if not isinstance(value, str):
+        return None
+    return "({v}.__class__ is str and {c}({v}))", compile_search(value, fold)
+
+
 def _always(result: bool) -> Callable[[Any, bool], Predicate]:
     return lambda _value, _ignore_case: lambda _actual: result
 
@@ -168,44 +237,56 @@ def _example(operator: str, field: str, value: Any = MISSING) -> dict[str, Any]:
 
 OPERATORS: tuple[Operator, ...] = (
     Operator("exists", (), ValueKind.NONE, "True when the field is present and not null.",
-             _example("exists", "scope.task.task_id"), _always(True)),
+             _example("exists", "scope.task.task_id"), _always(True),
+             inline=lambda _v, _f: ("True", None)),
     Operator("not_exists", (), ValueKind.NONE, "True when the field is absent or null.",
-             _example("not_exists", "addVar.query"), _always(False), absent_matches=True),
+             _example("not_exists", "addVar.query"), _always(False), absent_matches=True,
+             inline=lambda _v, _f: ("False", None)),
     Operator("eq", ("equals",), ValueKind.ANY,
              'True when the field strictly equals the value (no type coercion: "1" is not 1).',
-             _example("eq", "addVar.phase", "planning"), _equal_to),
+             _example("eq", "addVar.phase", "planning"), _equal_to, inline=_inline_equal),
     Operator("neq", ("not_equals",), ValueKind.ANY,
              "True when the field does not strictly equal the value, or is absent.",
-             _example("neq", "scope.agent.agent_type", "reviewer"), _not(_equal_to), absent_matches=True),
+             _example("neq", "scope.agent.agent_type", "reviewer"), _not(_equal_to), absent_matches=True,
+             inline=_inline_not_equal),
     Operator("in", (), ValueKind.ARRAY, "True when the field value is one of the values in the array.",
-             _example("in", "scope.task.task_type", ["bugfix", "refactor"]), _member_of),
+             _example("in", "scope.task.task_type", ["bugfix", "refactor"]), _member_of,
+             inline=_inline_member(False)),
     Operator("not_in", (), ValueKind.ARRAY,
              "True when the field value is none of the values in the array, or is absent.",
-             _example("not_in", "addVar.env", ["prod"]), _not(_member_of), absent_matches=True),
+             _example("not_in", "addVar.env", ["prod"]), _not(_member_of), absent_matches=True,
+             inline=_inline_member(True)),
     Operator("contains", (), ValueKind.SCALAR,
              "A string field contains the value (case-insensitive unless ignore_case is false); "
              "an array field contains an element equal to the value.",
-             _example("contains", "input.text", "refactor"), _contains, ignore_case_default=True),
+             _example("contains", "input.text", "refactor"), _contains, ignore_case_default=True,
+             inline=_inline_contains(False)),
     Operator("not_contains", (), ValueKind.SCALAR, "The negation of contains; true when the field is absent.",
              _example("not_contains", "input.text", "refund"), _not(_contains),
-             absent_matches=True, ignore_case_default=True),
+             absent_matches=True, ignore_case_default=True, inline=_inline_contains(True)),
     Operator("starts_with", ("startsWith",), ValueKind.STRING, "A string field starts with the value.",
-             _example("starts_with", "scope.project.project_path", "/srv/"), _affix("startswith")),
+             _example("starts_with", "scope.project.project_path", "/srv/"), _affix("startswith"),
+             inline=_inline_affix("startswith")),
     Operator("ends_with", ("endsWith",), ValueKind.STRING, "A string field ends with the value.",
-             _example("ends_with", "addVar.active_file", ".py"), _affix("endswith")),
+             _example("ends_with", "addVar.active_file", ".py"), _affix("endswith"),
+             inline=_inline_affix("endswith")),
     Operator("gt", (), ValueKind.NUMBER,
              "Numeric greater-than; numbers and numeric strings compare as numbers, booleans never.",
-             _example("gt", "addVar.attempt", 2), _compare(lambda a, b: a > b)),
+             _example("gt", "addVar.attempt", 2), _compare(lambda a, b: a > b),
+             inline=_inline_compare(">")),
     Operator("gte", (), ValueKind.NUMBER, "Numeric greater-than-or-equal (see gt).",
-             _example("gte", "addVar.confidence", 0.5), _compare(lambda a, b: a >= b)),
+             _example("gte", "addVar.confidence", 0.5), _compare(lambda a, b: a >= b),
+             inline=_inline_compare(">=")),
     Operator("lt", (), ValueKind.NUMBER, "Numeric less-than (see gt).",
-             _example("lt", "addVar.token_budget", 16000), _compare(lambda a, b: a < b)),
+             _example("lt", "addVar.token_budget", 16000), _compare(lambda a, b: a < b),
+             inline=_inline_compare("<")),
     Operator("lte", (), ValueKind.NUMBER, "Numeric less-than-or-equal (see gt).",
-             _example("lte", "addVar.files_changed", 3), _compare(lambda a, b: a <= b)),
+             _example("lte", "addVar.files_changed", 3), _compare(lambda a, b: a <= b),
+             inline=_inline_compare("<=")),
     Operator("regex", ("matches",), ValueKind.PATTERN,
              "The string field matches the regular expression anywhere (a search, not a full match); "
              "RE2 syntax, linear time, no backreferences or lookaround.",
-             _example("regex", "input.text", r"\b(fix|bug)\b"), _regex),
+             _example("regex", "input.text", r"\b(fix|bug)\b"), _regex, inline=_inline_regex),
 )
 
 _BY_NAME: dict[str, Operator] = {op.name: op for op in OPERATORS}

@@ -15,7 +15,7 @@ from attrs import define, field
 
 from ..model.evaluation import ConditionResult
 from ..model.rules import AllOf, AnyOf, Condition, FieldCondition, InvalidCondition, Not
-from ..registry.operators import ConditionValueError, Operator, Predicate, all_spellings, lookup_operator
+from ..registry.operators import ConditionValueError, Inline, Operator, Predicate, all_spellings, lookup_operator
 from ..registry.values import MISSING
 from ..registry.variables import MEMORY_SOURCE, canonical_field
 from .lookup import Lookup
@@ -26,13 +26,14 @@ class Leaf:
     key: str  # canonical lookup key
     source: FieldCondition
     operator: Operator
-    predicate: Predicate
+    predicate: Predicate  # for present values; absence is answered by operator.absent_matches
+    inline: Inline = None
 
     def explain(self, lookup: Lookup) -> ConditionResult:
         actual = lookup.get(self.key, MISSING)
         present = actual is not MISSING
         return ConditionResult(
-            result=self.predicate(actual), field=self.source.field, operator=self.source.operator,
+            result=self.operator.answer(self.predicate, actual), field=self.source.field, operator=self.source.operator,
             value=None if self.source.value is MISSING else self.source.value,
             actual=actual if present else None, present=present, ignore_case=self.source.ignore_case,
         )
@@ -104,7 +105,8 @@ def _leaf(cond: FieldCondition) -> Node:
         predicate = operator.predicate(cond.value, cond.ignore_case)
     except ConditionValueError as exc:
         return Broken(cond, f"{operator.name}: {exc}")
-    return Leaf(canonical_field(cond.field), cond, operator, predicate)
+    inline = operator.inline(cond.value, operator.folds(cond.ignore_case))
+    return Leaf(canonical_field(cond.field), cond, operator, predicate, inline)
 
 
 def compile_condition(cond: Condition) -> Node:

@@ -51,14 +51,23 @@ class _Resolution:
         if overridden and overridden not in decision.overridden:
             decision.overridden.append(overridden)
 
-    def apply(self, ref: str, rule: CompiledRule) -> None:
+    def apply(self, rule: CompiledRule) -> None:
+        if rule.plain and not self.excluded:  # the common case, kept cheap
+            for memory in rule.memories:
+                if memory not in self.included:
+                    self.included[memory] = rule.ref
+            return
+        ref = rule.ref
         then = rule.rule.then
         for memory in then.add_memories:
-            blocker = next((p for p in self.excluded if reference_matches(p, memory)), None)
+            if memory in self.included:
+                continue
+            blocker = next((p for p in self.excluded if reference_matches(p, memory)), None) \
+                if self.excluded else None
             if blocker is not None and memory not in self.explicit:
                 self._note(memory, "excluded", self.excluded[blocker], ref)
             else:
-                self.included.setdefault(memory, ref)
+                self.included[memory] = ref
         for pattern in then.exclude_memories:
             self.excluded.setdefault(pattern, ref)
             for memory in self.explicit:
@@ -105,7 +114,7 @@ class RuleSet:
             used.update(dict.fromkeys(engine.keys))
             matched = engine.match(lookup)
             for rule in matched:
-                resolution.apply(f"{engine.id}/{rule.rule_id}", rule)
+                resolution.apply(rule)
             if explain:
                 results.append(_explain_engine(engine, lookup, {id(r) for r in matched}))
             else:
@@ -127,12 +136,11 @@ class RuleSet:
 
 
 def _rule_result(rule: CompiledRule, matched: bool, conditions: list) -> RuleResult:
-    then = rule.rule.then
     return RuleResult(
-        rule_id=rule.rule_id, matched=matched, name=rule.rule.name, priority=rule.rule.priority,
-        conditions=conditions, memories=list(then.add_memories) if matched else [],
-        excluded=list(then.exclude_memories) if matched else [], per_source=rule.per_source,
-        error="; ".join(rule.conditions.errors) or None,
+        rule.rule_id, matched, rule.rule.name, rule.rule.priority, conditions,
+        list(rule.memories) if matched else [],
+        list(rule.rule.then.exclude_memories) if matched and not rule.plain else [],
+        rule.per_source, rule.error,
     )
 
 

@@ -27,6 +27,18 @@ def ref(definition: str) -> Schema:
     return {"$ref": f"#/$defs/{definition}"}
 
 
+def fields(properties: Mapping[str, Schema], required: Sequence[str] = (), *, closed: bool = True,
+           **extra: Any) -> Schema:
+    """An object schema without title (top-level documents carry theirs in `document`)."""
+    schema: Schema = {"type": "object", "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    schema.update(extra)
+    return schema
+
+
 def obj(
     title: str,
     description: str,
@@ -37,14 +49,8 @@ def obj(
     **extra: Any,
 ) -> Schema:
     """An object schema; `closed` rejects properties it does not list."""
-    schema: Schema = {"type": "object", "title": title, "description": description,
-                      "properties": dict(properties)}
-    if required:
-        schema["required"] = list(required)
-    if closed:
-        schema["additionalProperties"] = False
-    schema.update(extra)
-    return schema
+    return {"title": title, "description": description,
+            **fields(properties, required, closed=closed, **extra)}
 
 
 def described(schema: Schema, description: str, default: Any = None, *, title: str | None = None) -> Schema:

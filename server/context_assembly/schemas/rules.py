@@ -10,6 +10,7 @@ from .fragments import (
     described,
     document,
     enum,
+    fields,
     file_id,
     integer,
     listing,
@@ -26,12 +27,14 @@ _REFERENCE = "A memory reference: a persistent-memory id or a store URI (kv://, 
 
 def _sections(src: Sources, description: str) -> Schema:
     return enum(src.section_names,
-                description + "\n" + listing((s.name, s.description) for s in src.sections))
+                description + "\n" + listing((s.name, s.description) for s in src.sections),
+                title="Section")
 
 
 def _priorities(src: Sources, description: str) -> Schema:
     return enum(src.priority_names, description + "\n"
-                + listing((p.name, f"weight {p.weight}. {p.description}") for p in src.priorities))
+                + listing((p.name, f"weight {p.weight}. {p.description}") for p in src.priorities),
+                title="Priority")
 
 
 def _cap() -> Schema:
@@ -88,7 +91,7 @@ def rule_engine(src: Sources) -> Schema:
         "boost": _boost(),
         **condition_defs(src, variable_key(src)),
     }
-    body = obj("Rule engine", "", {
+    body = fields({
         "$schema": SCHEMA_KEY,
         "id": file_id("rule engine"),
         "name": string("A human-readable name."),
@@ -96,8 +99,6 @@ def rule_engine(src: Sources) -> Schema:
         "enabled": boolean("Disabled engines are not evaluated unless named in rule_engine_ids.", True),
         "rules": described({"type": "array", "items": ref("rule")}, "The rules, in file order."),
     }, ["id", "rules"])
-    for key in ("title", "description"):
-        del body[key]
     return document(
         "rule-engine", "Context rule engine",
         "A rule engine in .codebolt/context-rule-engines/{id}.json: rules whose conditions over the "

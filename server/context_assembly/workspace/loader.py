@@ -19,7 +19,7 @@ from ..model.problems import Problem
 from ..model.rules import RuleEngine
 from ..pipelines.shorthand import normalise_memory
 from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
-from ..rules.engine import CompiledEngine, compile_engine
+from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
 from .layout import WorkspaceLayout
 from .settings import Settings, load_settings
@@ -166,7 +166,6 @@ class WorkspaceLoader:
                                 [Problem(f"cannot read the file: {exc.strerror}", "io", path="")])
             return source
         _prepare(source)
-        self._cache[relpath] = source
         return source
 
     def load(self) -> Workspace:
@@ -174,9 +173,13 @@ class WorkspaceLoader:
         for path, kind in self.discover():
             source = self._source(path, kind)
             files[source.relpath] = source
-        self._cache = {k: v for k, v in self._cache.items() if k in files}
+        changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
+        self._cache = files
         settings, setting_problems = load_settings(self.layout.settings_path)
-        return self._assemble(files, settings, setting_problems)
+        workspace = self._assemble(files, settings, setting_problems)
+        if changed:
+            pin_compiled()
+        return workspace
 
     def _assemble(self, files: dict[str, SourceFile], settings: Settings,
                   setting_problems: list[Problem]) -> Workspace:

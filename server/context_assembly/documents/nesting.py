@@ -1,0 +1,71 @@
+"""Nesting depth limit for parsed values.
+
+Everything in this package walks documents iteratively, but the consumers of `value` (schema
+validation, structuring, evaluation) recurse; a value nested deeper than MAX_DEPTH is therefore
+refused as a syntax error instead of being handed on.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import orjson
+
+MAX_DEPTH = 512
+TOO_DEEP = f"nested too deeply (more than {MAX_DEPTH} levels)"
+
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\[\s\S])*"?|[\[\]{}]')
+
+
+def value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    if not isinstance(value, dict | list):
+        return False
+    if _orjson_refuses_deeper_than(limit):
+        try:
+            orjson.dumps(value)  # ~1 ms per MB, in C: cheaper than walking the value
+            return False
+        except (orjson.JSONEncodeError, TypeError):
+            pass  # too deep for orjson, or not serializable by it (big int, lone surrogate): walk
+    return _walk_exceeds(value, limit)
+
+
+@functools.cache
+def _orjson_refuses_deeper_than(limit: int) -> bool:
+    """orjson.dumps refuses values nested deeper than its own limit (255 in orjson 3.x). When that
+    limit is at most ours, a successful dumps proves the value is shallow enough. Probed once,
+    so a future orjson with a higher limit only costs speed, never correctness."""
+    deep: list[Any] = []
+    for _ in range(limit):
+        deep = [deep]
+    try:
+        orjson.dumps(deep)
+    except (orjson.JSONEncodeError, TypeError):
+        return True
+    return False
+
+
+def _walk_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def too_deep_offset(text: str, limit: int = MAX_DEPTH) -> int | None:
+    """Character offset of the first bracket that opens level `limit + 1` (outside strings)."""
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif char in "]}":
+            depth -= 1
+    return None

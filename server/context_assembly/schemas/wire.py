@@ -1,0 +1,158 @@
+"""assembly-request (SPEC §6), assembled-context (§6 stage 7) and settings (§9)."""
+
+from __future__ import annotations
+
+from .fragments import (
+    SCHEMA_KEY,
+    Schema,
+    boolean,
+    described,
+    document,
+    enum,
+    fields,
+    integer,
+    listing,
+    obj,
+    ref,
+    string,
+    strings,
+)
+from .sources import Sources
+
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+
+
+def _scope_variables(src: Sources) -> Schema:
+    scopes = {
+        scope.name: {
+            "type": ["object", "null"],
+            "title": f"{scope.name} scope",
+            "description": f"{scope.description} Read as scope.{scope.name}.<field>; fields beyond the "
+            "documented ones are allowed and looked up the same way.",
+            "properties": {
+                name: described(_SCALAR, f"Read as scope.{scope.name}.{name}.") for name in scope.fields
+            },
+        }
+        for scope in src.scopes
+    }
+    return obj("Scope variables", "The 8 scopes of the current execution context (all optional, "
+               "but the object itself is required).", scopes)
+
+
+def assembly_request(src: Sources) -> Schema:
+    body = fields({
+        "scope_variables": ref("scope_variables"),
+        "additional_variables": described(
+            {"type": "object"}, "Custom variables (phase, query, ...), read as addVar.<name>."),
+        "input": obj("Input", "The task input.", {
+            "text": described({"type": ["string", "null"]}, "The task text, read as input.text; also the "
+                              "default search query. @mentions in it are explicit references."),
+        }),
+        "explicit_memory": strings("Memories to include whatever the rules say: persistent-memory ids "
+                                   "or store URIs."),
+        "constraints": obj("Constraints", "Limits on the assembled context.", {
+            "max_tokens": described({"type": ["integer", "null"], "minimum": 1},
+                                    "The token budget (null = none; the settings' default applies)."),
+        }),
+        "rule_engine_ids": strings("Evaluate exactly these rule engines (default: every enabled one)."),
+        "thread_id": string("The conversation thread (header x-thread-id in the source documents)."),
+        "workDoneToken": described({"type": ["integer", "string"]}, "LSP progress token."),
+        "partialResultToken": described({"type": ["integer", "string"]}, "LSP partial-result token."),
+    }, ["scope_variables"])
+    return document(
+        "assembly-request", "Context assembly request",
+        "What contextAssembly/assemble, validate and evaluateRules take.",
+        {**body, "$defs": {"scope_variables": _scope_variables(src)}},
+    )
+
+
+def _context_item(src: Sources) -> Schema:
+    return obj("Context item", "One piece of assembled context.", {
+        "id": string("The item's id."),
+        "content": string("The text handed to the model."),
+        "memory_id": described({"type": ["string", "null"]},
+                               "The persistent-memory definition that produced it (null for a direct "
+                               "store reference)."),
+        "source": string("Where it came from: a store URI or memory id."),
+        "section": enum(src.section_names, "The section it belongs to.", title="Section"),
+        "priority": enum(src.priority_names, "Its priority within the section.", title="Priority"),
+        "score": described({"type": ["number", "null"]}, "Its relevance score (after boosts), if any."),
+        "tokens": integer("Its token estimate."),
+        "metadata": described({"type": "object"}, "Anything else: provenance, title, path, ..."),
+    }, ["id", "content", "memory_id", "source", "section", "priority", "score", "tokens", "metadata"])
+
+
+def _section_trace() -> Schema:
+    return obj("Section trace", "What the budget did to one section.", {
+        "tokens": integer("Tokens the section's kept items use."),
+        "items": integer("Items kept."),
+        "truncated": boolean("True when caps or the budget dropped or cut anything here."),
+        "dropped": integer("Items dropped by caps and the budget."),
+    }, ["tokens", "items", "truncated", "dropped"])
+
+
+def _open_records(description: str) -> Schema:
+    return described({"type": "array", "items": {"type": "object"}}, description)
+
+
+def assembled_context(src: Sources) -> Schema:
+    context = obj("Context", "The sections in their fixed order (highest priority first).\n"
+                  + listing((s.name, s.description) for s in src.sections),
+                  {s.name: described({"type": "array", "items": ref("context_item")}, s.description)
+                   for s in src.sections},
+                  src.section_names)
+    trace = obj("Trace", "Why the context is what it is.", {
+        "memory_calls": _open_records("Each memory pipeline run: memory, source of activation, "
+                                      "duration, items, cache hit, error."),
+        "rules_applied": _open_records("Each rule that matched and what it did."),
+        "variables_used": strings("Variable keys read by rules and pipelines."),
+        "missing_variables": strings("Variable keys read but absent from the request."),
+        "sections": obj("Sections", "Per-section token use.",
+                        {s.name: ref("section_trace") for s in src.sections}),
+        "decisions": _open_records("Conflicts settled, caps applied, items dropped, and why."),
+    }, ["memory_calls", "rules_applied", "variables_used", "missing_variables", "sections", "decisions"],
+        closed=False)
+    meta = obj("Meta", "About this assembly.", {
+        "assembly_id": string("The id notifications and snapshots carry."),
+        "token_estimate": integer("Tokens the context uses; never above max_tokens."),
+        "total_items": integer("Items in the context."),
+        "truncated": boolean("True when the budget dropped or cut anything."),
+        "duration_ms": described({"type": "number", "minimum": 0}, "Wall time of the assembly."),
+    }, ["assembly_id", "token_estimate", "total_items", "truncated", "duration_ms"], closed=False)
+    body = fields({"context": context, "trace": trace, "meta": meta}, ["context", "trace", "meta"])
+    return document(
+        "assembled-context", "Assembled context",
+        "What contextAssembly/assemble returns: the sections, the trace and the meta data.",
+        {**body, "$defs": {"context_item": _context_item(src), "section_trace": _section_trace()}},
+    )
+
+
+def settings(_src: Sources) -> Schema:
+    max_tokens = described({"type": ["integer", "null"], "minimum": 1},
+                           "The default token budget of an assembly (null = no budget).")
+    max_tokens["default"] = None
+    body = fields({
+        "$schema": SCHEMA_KEY,
+        "max_tokens": max_tokens,
+        "tokenizer": enum(("estimate", "cl100k", "o200k"), "How tokens are counted.\n" + listing((
+            ("estimate", "ceil(characters / 4), as the source documents do"),
+            ("cl100k", "exact, the cl100k_base encoding"),
+            ("o200k", "exact, the o200k_base encoding"),
+        )), "estimate", title="Tokenizer"),
+        "pipeline_timeout_ms": integer("Timeout of each memory pipeline.", 1, 5000),
+        "cache_ttl_s": described({"type": "number", "minimum": 0}, "How long pipeline results are "
+                                 "cached (0 = no cache); any store write invalidates them.", 30),
+        "snapshots": boolean("Write each assembled context to .codebolt/memory/context/{assembly_id}.json "
+                             "for replay.", False),
+        "stores": obj("Stores", "Store backends.", {
+            "backend": enum(("embedded",), "The store implementation: embedded SQLite, Kuzu and "
+                            "files under .codebolt/.", "embedded", title="Store backend"),
+        }),
+        "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
+    })
+    return document(
+        "settings", "Context assembly settings",
+        "Settings in .codebolt/context-assembly.json (overridable through the LSP configuration "
+        "section contextAssembly).",
+        body,
+    )

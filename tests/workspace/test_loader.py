@@ -1,0 +1,83 @@
+"""The workspace loader: every kind of file, broken ones tolerated, compiled once per version."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from context_assembly.model import AssemblyRequest, structure
+from context_assembly.workspace.loader import WorkspaceLoader, load_workspace
+
+from ..conftest import EXAMPLE
+from .builder import memory, write
+
+
+def test_example_workspace_loads_every_kind() -> None:
+    workspace = load_workspace(EXAMPLE)
+    assert workspace.problems == []
+    assert sorted(workspace.engines) == ["context-rules", "planning", "review"]
+    assert sorted(workspace.memories) == ["architecture-docs", "project-conventions", "recent-history",
+                                          "user-preferences"]
+    assert workspace.memories["project-conventions"]["label"] == "Project conventions"  # shorthand read
+    assert workspace.memories["project-conventions"]["retrieval"]["pipeline"][0]["type"] == "markdown_read"
+    assert list(workspace.ingestion) == ["task-completion-embed"]
+    assert list(workspace.graph_views) == ["dependents"]
+    assert workspace.settings.max_tokens == 4000
+    assert [e.id for e in workspace.rule_set.engines] == ["planning", "review", "context-rules"]
+
+
+def test_context_rule_files_in_file_name_order(tmp_path: Path) -> None:
+    write(tmp_path, "ContextRuleEngine/02_b.yaml", "when: {task_contains: [deploy]}\n"
+          "then: {always_include: [{path: docs/deploy.md}]}\n")
+    write(tmp_path, "ContextRuleEngine/01_a.json",
+          {"name": "first", "condition": {"field": "task.text", "op": "exists"}, "action": {"include": "kv://a"}})
+    workspace = load_workspace(tmp_path)
+    rules = workspace.engines["context-rules"].rules
+    assert [r.id for r in rules] == ["first", "02_b"]
+    request = structure({"scope_variables": {}, "input": {"text": "Deploy it"}}, AssemblyRequest)
+    assert workspace.rule_set.evaluate(request).matched_memories == ["kv://a", "file://docs/deploy.md"]
+
+
+def test_a_broken_file_never_stops_the_others(tmp_path: Path) -> None:
+    write(tmp_path, "context-rule-engines/good.json", {"id": "good", "rules": [
+        {"id": "r", "when": [], "then": {"add_memories": ["m"]}}]})
+    write(tmp_path, "context-rule-engines/bad.json", '{"id": "bad", "rules": [}')
+    write(tmp_path, "PersistentMemory/m.json", memory("m"))
+    write(tmp_path, "PersistentMemory/broken.yaml", "id: [unclosed\n")
+    (tmp_path / ".codebolt/context-rule-engines/binary.json").write_bytes(b'{"id": "bin\xff", "rules": []}')
+    workspace = load_workspace(tmp_path)
+    assert "good" in workspace.engines and "m" in workspace.memories
+    files = {p.file for p in workspace.problems}
+    assert ".codebolt/context-rule-engines/bad.json" in files
+    assert ".codebolt/PersistentMemory/broken.yaml" in files
+    assert any(p.code == "encoding" for p in workspace.problems)
+    for problem in workspace.problems:
+        assert problem.line and problem.column
+
+
+def test_files_are_compiled_once_per_version(tmp_path: Path) -> None:
+    path = write(tmp_path, "context-rule-engines/e.json", {"id": "e", "rules": []})
+    write(tmp_path, "context-rule-engines/f.json", {"id": "f", "rules": []})
+    loader = WorkspaceLoader(tmp_path)
+    first = loader.load()
+    again = loader.load()
+    assert again.engine_sources["e"] is first.engine_sources["e"]
+    write(tmp_path, "context-rule-engines/e.json", {"id": "e", "rules": [{"id": "new", "when": [], "then": {}}]})
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    changed = loader.load()
+    assert changed.engine_sources["e"] is not first.engine_sources["e"]
+    assert changed.engine_sources["f"] is first.engine_sources["f"]
+    assert [r.id for r in changed.engines["e"].rules] == ["new"]
+    path.unlink()
+    assert "e" not in loader.load().engines
+
+
+def test_engine_without_id_takes_the_file_name(tmp_path: Path) -> None:
+    write(tmp_path, "context-rule-engines/nameless.json", {"rules": []})
+    assert "nameless" in load_workspace(tmp_path).engines
+
+
+def test_empty_workspace(tmp_path: Path) -> None:
+    workspace = load_workspace(tmp_path)
+    assert workspace.engines == {} and workspace.problems == []
