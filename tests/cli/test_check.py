@@ -94,8 +94,10 @@ def test_json_format(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(broken), "--format", "json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["errors"] >= 6
-    problem = next(p for p in document["problems"] if p["code"] == "unknown-operator")
-    assert problem["path"].endswith("/operator") and problem["data"]["candidates"]
+    problem = next(p for p in document["problems"] if p["code"] == "unknown-operator" and "main" in p["file"])
+    assert problem["path"] == "/rules/0/when/0/operator" and problem["data"]["candidates"] == ["eq", "neq"]
+    dialect = next(p for p in document["problems"] if p["code"] == "unknown-operator" and "01_" in p["file"])
+    assert dialect["path"] == "/0/condition/op" and dialect["data"]["candidates"][0] == "contains"
 
 
 def test_sarif_format(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -293,8 +293,12 @@ class TokenStack:
             (depth for depth in range(len(self.stack) - 2, 0, -1) if CLOSER[self.stack[depth].kind] == closer),
             None,
         )
-        if match is None:
-            self._token_issue(f"unexpected '{closer}'", token)
+        if match is None or match == 1:
+            # Nothing to match, or it would close the root in mid-document: read it as a typo
+            # for the closer that belongs here, which keeps the rest of the document in place.
+            self._token_issue(f"expected '{CLOSER[frame.kind]}' but found '{closer}'", token)
+            self._closing_checks(frame, token)
+            self._close_frame(token.end)
             return
         self._token_issue(f"expected '{CLOSER[frame.kind]}' before '{closer}'", token)
         while len(self.stack) - 1 > match:
@@ -359,7 +363,12 @@ class TokenStack:
                     continue
                 if kind in ATOMS and token.start <= offset <= token.end:
                     return self._at_atom(token)
-                if kind == NODE and descend is not None and token.start < offset < token.end:
+                if (
+                    kind == NODE
+                    and descend is not None
+                    and token.start < offset
+                    and (offset < token.end or token.unclosed)
+                ):
                     stream = descend(token.node)
                     break
                 if token.start >= offset:

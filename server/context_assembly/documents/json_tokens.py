@@ -33,6 +33,7 @@ class Token:
     end: int
     text: str = ""
     node: Any = None  # the tree-sitter node of a NODE token
+    unclosed: bool = False  # a NODE whose closing bracket tree-sitter had to make up
 
 
 _TOKEN = re.compile(

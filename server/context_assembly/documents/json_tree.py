@@ -206,7 +206,7 @@ class JsonSource:
             if node_type == "pair":
                 stack.append(iter(node.children))
                 continue
-            if node_type in _LOOSE_TYPES:
+            if node_type in _LOOSE_TYPES or (node_type == "string" and self._spans_lines(node)):
                 if loose_end < 0:
                     loose_start = node.start_byte
                 loose_end = node.end_byte
@@ -217,6 +217,12 @@ class JsonSource:
             yield self._token(node)
         if loose_end >= 0:
             yield from self._loose(loose_start, loose_end)
+
+    def _spans_lines(self, node: Node) -> bool:
+        """tree-sitter-json lets whitespace (line breaks too) sit between a string's content and
+        its closing quote, so an unclosed string can swallow the next line's opening quote."""
+        start, end = node.start_byte, node.end_byte
+        return self.data.find(b"\n", start, end) != -1 or self.data.find(b"\r", start, end) != -1
 
     def _loose(self, start_byte: int, end_byte: int) -> Iterator[Token]:
         start, end = self.offsets.char_of(start_byte), self.offsets.char_of(end_byte)
@@ -229,7 +235,8 @@ class JsonSource:
         start, end = self.span_of(node)
         node_type = node.type
         if node_type in ("object", "array"):
-            return Token(NODE, start, end, node=node)
+            last = node.child(node.child_count - 1) if node.child_count > 1 else None
+            return Token(NODE, start, end, node=node, unclosed=last is None or last.is_missing)
         if node_type in PUNCTUATION:
             return Token(node_type, start, end, node_type)
         text = self.text_of(node)
@@ -334,11 +341,11 @@ class TreeLocator:
             key = pair.child_by_field_name("key")
             if key is not None and string_value(self.source.text_of(key)) == token:
                 found = pair  # the last duplicate wins, as in the parsed value
-        if found is None:
+        key = found.child_by_field_name("key") if found is not None else None
+        if found is None or key is None:
             return None
-        key = found.child_by_field_name("key")
         value = found.child_by_field_name("value")
-        return (value if value is not None else key), key  # type: ignore[return-value]
+        return (value if value is not None else key), key
 
     @staticmethod
     def _items(node: Node) -> Iterator[Node]:

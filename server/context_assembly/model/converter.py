@@ -14,6 +14,7 @@ import attrs
 import cattrs
 
 from ..registry.values import MISSING
+from .context import ContextItem
 from .problems import Severity
 from .rules import (
     AllOf,
@@ -87,6 +88,8 @@ def _unstructure_actions(actions: RuleActions) -> dict[str, Any]:
 
 converter.register_unstructure_hook(RuleActions, _unstructure_actions)
 converter.register_unstructure_hook(InvalidCondition, lambda c: c.raw)
+# ContextItem keeps its nulls: memory_id and score are always present on the wire (SPEC §5.2).
+converter.register_unstructure_hook(ContextItem, cattrs.gen.make_dict_unstructure_fn(ContextItem, converter))
 converter.register_unstructure_hook(Condition, lambda c: converter.unstructure(c, type(c)))
 
 

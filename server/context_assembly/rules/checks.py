@@ -68,6 +68,15 @@ def _mean(hints: list[str]) -> str:
     return f" (did you mean {', '.join(repr(h) for h in hints)}?)" if hints else ""
 
 
+def _operator_hints(spelling: str, ctx: LintContext) -> list[str]:
+    """Close spellings; canonical files get canonical names, dialect files keep their own spelling."""
+    close = _hints(spelling, all_spellings())
+    if ctx.dialect != "canonical":
+        return close
+    names = [op.name for op in (lookup_operator(c) for c in close) if op is not None]
+    return list(dict.fromkeys(names))
+
+
 def check_field(value: Any, pointer: str, ctx: LintContext) -> Iterator[Problem]:
     if not isinstance(value, str) or not value:
         yield _problem("'field' must be a non-empty string", "invalid-condition", pointer)
@@ -106,7 +115,7 @@ def check_leaf(cond: dict[str, Any], pointer: str, ctx: LintContext) -> Iterator
     spelling = cond[op_key]
     operator = lookup_operator(spelling)
     if operator is None:
-        hints = _hints(spelling, all_spellings()) if isinstance(spelling, str) else []
+        hints = _operator_hints(spelling, ctx) if isinstance(spelling, str) else []
         yield _problem(f"unknown operator {spelling!r}{_mean(hints)}", "unknown-operator",
                        f"{pointer}/{op_key}", candidates=hints)
         return

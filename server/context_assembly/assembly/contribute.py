@@ -1,0 +1,133 @@
+"""Stage 5: group by section, rank, and apply per-memory limits, rule caps and boosts.
+
+Within a section items sort by priority weight (critical 4 … low 1), then score × boost, then
+arrival. Sections pack in their effective priority order: the seed-001 defaults, moved by rules'
+`set_priority`. Every item a limit or cap removes is recorded with the limit that removed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from attrs import define, field
+
+from ..model.context import DroppedItem
+from ..model.rules import Boost, Cap
+from ..registry.sections import PRIORITY_WEIGHTS, SECTION_NAMES
+from .candidates import Candidate
+
+# seed 001: state highest; warnings, constraints high; knowledge, history medium; the rest low
+DEFAULT_SECTION_PRIORITY = {
+    "state": "critical", "warnings": "high", "constraints": "high", "knowledge": "medium",
+    "history": "medium", "suggestions": "low", "working_memory": "low",
+}
+KG_ENTITY = "kg_entity:"
+
+
+@define
+class SourceRules:
+    """What per-source rules (reading memory.source) decided for one reference."""
+
+    caps: list[Cap] = field(factory=list)
+    set_priority: dict[str, str] = field(factory=dict)
+    rules: list[str] = field(factory=list)
+
+
+@define
+class Contribution:
+    sections: dict[str, list[Candidate]]
+    order: list[str]  # effective section order
+    dropped: list[DroppedItem] = field(factory=list)
+
+
+def section_order(set_priority: dict[str, str]) -> list[str]:
+    def key(section: str) -> tuple[int, int]:
+        priority = set_priority.get(section, DEFAULT_SECTION_PRIORITY[section])
+        return (-PRIORITY_WEIGHTS.get(priority, 2), SECTION_NAMES.index(section))
+
+    return sorted(SECTION_NAMES, key=key)
+
+
+def matches_target(target: str, candidate: Candidate) -> bool:
+    """A cap/boost target: a memory id, a URI or URI pattern, a section, or kg_entity:<name>."""
+    item = candidate.item
+    if target.startswith(KG_ENTITY):
+        entity = target[len(KG_ENTITY):].casefold()
+        haystack = " ".join(str(v) for v in (item.metadata.get("entities"), item.metadata.get("name"),
+                                             item.metadata.get("title"), item.content[:500]) if v)
+        return entity in haystack.casefold()
+    if target in (item.memory_id, candidate.reference, item.source, item.section):
+        return True
+    if any(ch in target for ch in "*?["):
+        return any(fnmatchcase(value, target) for value in (item.source, candidate.reference) if value)
+    return False
+
+
+def apply_boosts(candidates: Iterable[Candidate], boosts: list[Boost]) -> None:
+    for candidate in candidates:
+        for boost in boosts:
+            if matches_target(boost.target, candidate):
+                candidate.boost *= boost.weight
+
+
+def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int | None, kind: str,
+           by: str) -> tuple[list[Candidate], list[DroppedItem]]:
+    """Keep candidates (already in rank order) while both limits hold; report the rest."""
+    kept: list[Candidate] = []
+    dropped: list[DroppedItem] = []
+    tokens = 0
+    for candidate in candidates:
+        item = candidate.item
+        over_items = max_items is not None and len(kept) >= max_items
+        over_tokens = max_tokens is not None and tokens + item.tokens > max_tokens
+        if over_items or over_tokens:
+            reason = f"{'max_items' if over_items else 'max_tokens'} of {by}"
+            dropped.append(DroppedItem(kind if kind == "cap" else ("max_items" if over_items else "max_tokens"),
+                                       reason, item.id, item.memory_id, item.source, item.section, item.tokens, by))
+            continue
+        kept.append(candidate)
+        tokens += item.tokens
+    return kept, dropped
+
+
+def _apply_limit(sections: dict[str, list[Candidate]], selected: set[int], max_items: int | None,
+                 max_tokens: int | None, kind: str, by: str) -> list[DroppedItem]:
+    """Apply one limit to the selected candidates across sections (in section rank order)."""
+    group = [c for name in SECTION_NAMES for c in sections[name] if id(c) in selected]
+    kept, dropped = _limit(group, max_items, max_tokens, kind, by)
+    keep = {id(c) for c in kept}
+    removed = selected - keep
+    for name in SECTION_NAMES:
+        sections[name] = [c for c in sections[name] if id(c) not in removed]
+    return dropped
+
+
+def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[str, str],
+               boosts: list[Boost], per_source: dict[str, SourceRules]) -> Contribution:
+    apply_boosts(candidates, boosts)
+    for candidate in candidates:
+        rules = per_source.get(candidate.reference)
+        if rules and candidate.item.section in rules.set_priority:
+            candidate.item.priority = rules.set_priority[candidate.item.section]
+    sections: dict[str, list[Candidate]] = {name: [] for name in SECTION_NAMES}
+    for candidate in candidates:
+        sections[candidate.item.section].append(candidate)
+    for name in SECTION_NAMES:
+        sections[name].sort(key=lambda c: c.rank_key)
+    dropped: list[DroppedItem] = []
+    for reference in dict.fromkeys(c.reference for c in candidates):
+        limits = next(c.limits for c in candidates if c.reference == reference)
+        if limits.get("max_items") is not None or limits.get("max_tokens") is not None:
+            selected = {id(c) for c in candidates if c.reference == reference}
+            dropped += _apply_limit(sections, selected, limits.get("max_items"), limits.get("max_tokens"),
+                                    "limit", f"contribution of {reference}")
+    for cap in caps:
+        selected = {id(c) for name in SECTION_NAMES for c in sections[name] if matches_target(cap.target, c)}
+        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", f"cap on {cap.target}")
+    for reference, rules in per_source.items():
+        for cap in rules.caps:
+            selected = {id(c) for name in SECTION_NAMES for c in sections[name] if c.reference == reference}
+            dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap",
+                                    f"per-source cap of {', '.join(rules.rules)} on {reference}")
+    return Contribution(sections, section_order(set_priority), dropped)

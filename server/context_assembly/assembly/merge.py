@@ -1,0 +1,28 @@
+"""Stage 4: deduplicate by content hash, keeping the highest-priority copy (ties: the first)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..model.context import DroppedItem
+from .candidates import Candidate
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha1(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def deduplicate(candidates: list[Candidate]) -> tuple[list[Candidate], list[DroppedItem]]:
+    best: dict[str, Candidate] = {}
+    for candidate in candidates:
+        key = content_hash(candidate.item.content)
+        kept = best.get(key)
+        if kept is None or candidate.rank_key < kept.rank_key:
+            best[key] = candidate
+    winners = {id(c) for c in best.values()}
+    dropped = [
+        DroppedItem("duplicate", "the same content is already included", c.item.id, c.item.memory_id,
+                    c.item.source, c.item.section, c.item.tokens, by=best[content_hash(c.item.content)].item.id)
+        for c in candidates if id(c) not in winners
+    ]
+    return [c for c in candidates if id(c) in winners], dropped

@@ -1,0 +1,89 @@
+"""What an assembly returns (SPEC §6 stage 7): sections of ContextItems, the trace and meta."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import define, field
+
+from ..registry.sections import SECTION_NAMES
+
+
+@define
+class ContextItem:
+    id: str
+    content: str
+    memory_id: str | None
+    source: str
+    section: str
+    priority: str
+    score: float | None
+    tokens: int
+    metadata: dict[str, Any] = field(factory=dict)
+
+
+@define
+class SectionTrace:
+    tokens: int = 0
+    items: int = 0
+    truncated: bool = False
+    dropped: int = 0
+
+
+@define
+class MemoryCall:
+    """One memory activated for this turn: where it came from and what running it gave."""
+
+    reference: str  # a memory id or a store URI
+    origin: list[str]  # "explicit", "mention", or "rule:<engine>/<rule>"
+    status: str  # ok | cached | failed | timeout | skipped | missing | excluded | cancelled
+    kind: str = "definition"  # "definition" | "uri"
+    duration_ms: float = 0.0
+    items: int = 0
+    error: str | None = None
+    missing_variables: list[str] = field(factory=list)
+    steps: list[dict[str, Any]] = field(factory=list)
+
+
+@define
+class DroppedItem:
+    """A decision the trace records: an item left out (or a conflict settled) and why."""
+
+    kind: str  # "duplicate" | "cap" | "max_items" | "max_tokens" | "budget" | "excluded" | "conflict"
+    reason: str
+    item_id: str | None = None
+    memory_id: str | None = None
+    source: str | None = None
+    section: str | None = None
+    tokens: int | None = None
+    by: str | None = None  # the rule, cap or copy responsible
+
+
+@define
+class Trace:
+    memory_calls: list[MemoryCall] = field(factory=list)
+    rules_applied: list[dict[str, Any]] = field(factory=list)
+    variables_used: list[str] = field(factory=list)
+    missing_variables: list[str] = field(factory=list)
+    sections: dict[str, SectionTrace] = field(factory=lambda: {name: SectionTrace() for name in SECTION_NAMES})
+    decisions: list[DroppedItem] = field(factory=list)
+    section_order: list[str] = field(factory=lambda: list(SECTION_NAMES))  # effective packing order
+    stages: dict[str, float] = field(factory=dict)  # stage name -> duration in ms
+
+
+@define
+class Meta:
+    assembly_id: str
+    token_estimate: int = 0
+    total_items: int = 0
+    truncated: bool = False
+    duration_ms: float = 0.0
+    max_tokens: int | None = None
+    tokenizer: str = "estimate"
+
+
+@define
+class AssembledContext:
+    context: dict[str, list[ContextItem]]
+    trace: Trace
+    meta: Meta

@@ -1,0 +1,1 @@
+"""Memory stores: one interface per kind, embedded implementations (SQLite, files, Kuzu), URI layer."""

@@ -1,0 +1,1 @@
+"""The embedded SQLite implementations, all in `.codebolt/db/project.db` (WAL mode)."""

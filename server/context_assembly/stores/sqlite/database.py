@@ -1,0 +1,109 @@
+"""The one embedded database of a workspace: `.codebolt/db/project.db`, SQLite in WAL mode.
+
+Several sidecar processes may open it at once. Every write runs in a `BEGIN IMMEDIATE`
+transaction (one writer at a time, readers never blocked, a crash mid-write rolls back), with a
+busy timeout so concurrent writers queue instead of failing. Connections are per thread, since
+the server runs blocking store work on worker threads. The `generations` table counts writes per
+store kind; caches key on it, so a write in any process invalidates what other processes cached.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ...errors import StorageError
+
+BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS generations (store TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+class Database:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._migrations: dict[str, Migration] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, migration: Migration) -> None:
+        """Tables a store needs; created (idempotently) on first use by each connection."""
+        with self._lock:
+            self._migrations[name] = migration
+        if getattr(self._local, "connection", None) is not None:
+            with self.transaction() as conn:
+                migration(conn)
+
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "connection", None)
+        if conn is None:
+            conn = self._open()
+            self._local.connection = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoints, never torn
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(_SCHEMA)
+            with self._lock:
+                migrations = list(self._migrations.values())
+            for migration in migrations:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    migration(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            return conn
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: all or nothing, one writer at a time across processes."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StorageError(f"the database is busy or unavailable: {exc}") from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def read(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        try:
+            cursor = self.connection().execute(sql, params)
+            return cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"database read failed: {exc}") from exc
+
+    def bump(self, conn: sqlite3.Connection, store: str) -> None:
+        """Count a write to `store` (call inside the write's transaction)."""
+        conn.execute("INSERT INTO generations(store, value) VALUES (?, 1) "
+                     "ON CONFLICT(store) DO UPDATE SET value = value + 1", (store,))
+
+    def generation(self, store: str) -> int:
+        rows = self.read("SELECT value FROM generations WHERE store = ?", (store,))
+        return int(rows[0][0]) if rows else 0
+
+    def close(self) -> None:
+        conn = getattr(self._local, "connection", None)
+        if conn is not None:
+            conn.close()
+            self._local.connection = None
