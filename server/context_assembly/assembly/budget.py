@@ -16,7 +16,7 @@ from attrs import define, evolve, field
 from ..model.context import ContextItem
 from .tokens import Counter
 
-TRUNCATION_MARKER = "\n[… truncated to fit the token budget]"
+TRUNCATION_MARKER = "\n[… truncated]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD_END = re.compile(r"\s+")
 

@@ -434,25 +434,38 @@ def _final_issues(
     if not issues:  # invalid, yet nothing located the problem: still say so
         issues.append(SyntaxIssue("invalid JSON", 0, min(1, len(text))))
     ordered = sorted(issues, key=lambda issue: (issue.start, issue.end))
-    return _one_per_line(ordered, text)
+    return _without_echoes(ordered, text)
 
 
-def _one_per_line(issues: list[SyntaxIssue], text: str) -> list[SyntaxIssue]:
-    """At most one issue per line. Recovery after a syntax error is a guess, and the guesses on
-    the rest of a line are mostly echoes of the first problem. An unclosed string wins its line
-    (a stray quote explains everything after it); among "unexpected end of document" issues
-    from nested containers the innermost (reported last) wins, as it is the one to fix first."""
+def _without_echoes(issues: list[SyntaxIssue], text: str) -> list[SyntaxIssue]:
+    """Recovery after a syntax error is a guess; drop what is most likely its echo:
+    - an issue overlapping the one before it (the same token seen two ways);
+    - every other issue on a line with an unclosed string (a stray quote explains the line);
+    - all but the innermost of the "unexpected end of document" reports of nested containers
+      (they share one position; the innermost is the one to fix first, and was reported last).
+    """
     result: list[SyntaxIssue] = []
     for issue in issues:
         previous = result[-1] if result else None
-        if previous is None or _line_break_between(text, previous.start, issue.start):
+        if previous is None:
             result.append(issue)
-        elif issue.message == "unclosed string" != previous.message or (
-            issue.message.startswith("unexpected end of document")
-            and previous.message.startswith("unexpected end of document")
-        ):
+        elif _is_end_of_document(issue) and _is_end_of_document(previous) and previous.start == issue.start:
             result[-1] = issue
+        elif _line_break_between(text, previous.start, issue.start):
+            result.append(issue)
+        elif previous.message == "unclosed string":
+            continue
+        elif issue.message == "unclosed string":
+            while result and not _line_break_between(text, result[-1].start, issue.start):
+                result.pop()
+            result.append(issue)
+        elif issue.start >= previous.end and issue.start > previous.start:
+            result.append(issue)
     return result
+
+
+def _is_end_of_document(issue: SyntaxIssue) -> bool:
+    return issue.message.startswith("unexpected end of document")
 
 
 def _line_break_between(text: str, start: int, end: int) -> bool:

@@ -1,0 +1,51 @@
+"""The pipeline result cache (stage 3): short TTL, keyed so that any relevant change misses.
+
+The key holds the memory definition (its canonical JSON), the derived query, the variables, and
+the write generations of the stores the pipeline reads. A write in any process bumps a
+generation, so the next lookup misses: no stale result outlives a write, whatever the TTL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+MAX_ENTRIES = 512
+
+
+class ResultCache:
+    def __init__(self, ttl_s: float = 30.0, max_entries: int = MAX_ENTRIES) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] < time.monotonic():
+                if entry is not None:
+                    del self._entries[key]
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[1]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.ttl_s <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (time.monotonic() + self.ttl_s, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

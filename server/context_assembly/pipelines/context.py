@@ -1,0 +1,247 @@
+"""What a step sees: the stores, the request's variables, the items so far, and the step's parameters.
+
+Stores are duck-typed (the protocols below): the embedded stores implement them, tests use small
+in-memory fakes, and any member may be None (not configured), which fails only the steps that
+need it. Store calls raise on bad input (a path that leaves the workspace, say); the runner turns
+that into a failed pipeline, never an exception out of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from attrs import define, field
+
+from ..model.request import AssemblyRequest
+from ..registry.values import as_number
+from .items import Item
+from .templates import Variables, fill
+
+# -- the stores ------------------------------------------------------------------------------------
+
+
+class KVStore(Protocol):
+    def get(self, instance: str, namespace: str, key: str) -> Any:
+        """The value, or None when the key does not exist.
+
+        A store may also offer `keys(instance, namespace) -> list[str]`; kv_get without `keys`
+        reads the whole namespace through it."""
+
+
+class JsonDocStore(Protocol):
+    def get(self, doc: str, pointer: str | None = None) -> Any | None: ...
+
+
+class NoteStore(Protocol):
+    def read(self, note: str) -> str | None: ...
+
+
+class EventStore(Protocol):
+    def search(self, instance: str, event_type: str | None = None, since: float | None = None,
+               fields: list[str] | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Events newest first, each `{id, ts, event_type, payload}`."""
+
+
+class EpisodicStore(Protocol):
+    def recent(self, thread_id: str, limit: int) -> list[dict[str, Any]]:
+        """Turns oldest to newest, each `{role, content, ts?}`."""
+
+
+class FileStore(Protocol):
+    def read(self, path: str) -> str | None:
+        """A workspace file's text, None when it does not exist; raises on paths leaving the workspace."""
+
+
+class VectorStore(Protocol):
+    def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
+               mode: str = "vector") -> list[dict[str, Any]]:
+        """Hits `{id, doc_uri, chunk, text, score, metadata, source}`, best first."""
+
+
+class GraphStore(Protocol):
+    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
+                  limit: int = 50) -> list[dict[str, Any]]: ...
+
+
+class Stores(Protocol):
+    """The store bundle a pipeline reads; any member may be None."""
+
+    @property
+    def kv(self) -> KVStore | None: ...
+    @property
+    def json_docs(self) -> JsonDocStore | None: ...
+    @property
+    def notes(self) -> NoteStore | None: ...
+    @property
+    def events(self) -> EventStore | None: ...
+    @property
+    def episodic(self) -> EpisodicStore | None: ...
+    @property
+    def files(self) -> FileStore | None: ...
+    @property
+    def vectors(self) -> VectorStore | None: ...
+    @property
+    def graph(self) -> GraphStore | None: ...
+
+
+@define
+class StoreBundle:
+    """A plain `Stores`: set the members you have."""
+
+    kv: KVStore | None = None
+    json_docs: JsonDocStore | None = None
+    notes: NoteStore | None = None
+    events: EventStore | None = None
+    episodic: EpisodicStore | None = None
+    files: FileStore | None = None
+    vectors: VectorStore | None = None
+    graph: GraphStore | None = None
+
+
+# -- errors a step raises --------------------------------------------------------------------------
+
+
+class StepError(Exception):
+    """A step cannot do its work; the message is shown to the user as is."""
+
+
+class StepTimeout(StepError):
+    """The deadline passed while a step was working."""
+
+
+class StepCancelled(StepError):
+    """The caller cancelled the run (e.g. `$/cancelRequest`)."""
+
+
+# -- the context -----------------------------------------------------------------------------------
+
+RunSteps = Callable[[list[Any], "StepContext"], None]
+
+
+@define(eq=False)
+class StepContext:
+    memory_id: str | None
+    request: AssemblyRequest
+    lookup: Mapping[str, Any]
+    stores: Stores
+    items: list[Item] = field(factory=list)
+    query: str = ""
+    outputs: dict[str, list[Item]] = field(factory=dict)  # alias -> that step's items
+    deadline: float | None = None  # time.monotonic() seconds
+    cancelled: Callable[[], bool] | None = None
+    run_steps: RunSteps | None = None  # set by the runner: control steps run nested steps with it
+    variables_used: set[str] = field(factory=set)
+    # per step, reset by the runner before each one:
+    step: str = ""  # the current step's label (alias, or type#index)
+    produced: list[Item] | None = None  # retrieval and expansion steps: only the items they added
+    warnings: list[str] = field(factory=list)
+    stopped: bool = False  # early_exit asked to stop
+
+    def variables(self, item: Item | None = None) -> Variables:
+        return Variables(self.lookup, self.query, self.outputs, item, self.variables_used)
+
+    def fill(self, value: Any, item: Item | None = None) -> Any:
+        return fill(value, self.variables(item))
+
+    def add(self, items: list[Item]) -> None:
+        """Append newly read items; they are this step's output."""
+        for item in items:
+            if not item.origin:
+                item.origin = self.step
+        self.items.extend(items)
+        self.produced = (self.produced or []) + items
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def check(self) -> None:
+        """Raise when the deadline passed or the run was cancelled (called between steps and in loops)."""
+        if self.cancelled is not None and self.cancelled():
+            raise StepCancelled("cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise StepTimeout("the pipeline ran out of time")
+
+    def store(self, name: str) -> Any:
+        """A configured store, or a StepError naming the missing one."""
+        store = getattr(self.stores, name, None)
+        if store is None:
+            raise StepError(f"the {name} store is not configured")
+        return store
+
+    @property
+    def thread_id(self) -> str | None:
+        thread = self.request.scope_variables.thread or {}
+        value = self.request.thread_id or thread.get("thread_id")
+        return value if isinstance(value, str) and value else None
+
+
+# -- parameters ------------------------------------------------------------------------------------
+
+
+def text_param(params: Mapping[str, Any], name: str, default: str | None = None) -> str | None:
+    value = params.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise StepError(f"'{name}' must be a string")
+    return str(value)
+
+
+def required_text(params: Mapping[str, Any], name: str) -> str:
+    value = text_param(params, name)
+    if not value:
+        raise StepError(f"'{name}' is required")
+    return value
+
+
+def texts_param(params: Mapping[str, Any], name: str) -> list[str] | None:
+    """A string or a list of strings, as a list (None when absent)."""
+    value = params.get(name)
+    if value is None:
+        return None
+    values = value if isinstance(value, list) else [value]
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise StepError(f"'{name}' must be a string or a list of strings")
+        out.append(str(v))
+    return out
+
+
+def number_param(params: Mapping[str, Any], name: str, default: float | None = None) -> float | None:
+    value = params.get(name, default)
+    if value is None:
+        return None
+    number = as_number(value)
+    if number is None:
+        raise StepError(f"'{name}' must be a number, got {value!r}")
+    return float(number)
+
+
+def int_param(params: Mapping[str, Any], name: str, default: int | None = None, minimum: int = 0) -> int | None:
+    number = number_param(params, name, default)
+    if number is None:
+        return None
+    if number != int(number) or number < minimum:
+        raise StepError(f"'{name}' must be an integer of at least {minimum}, got {params.get(name)!r}")
+    return int(number)
+
+
+def object_param(params: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise StepError(f"'{name}' must be an object")
+    return value
+
+
+def choice_param(params: Mapping[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = params.get(name, default)
+    if value not in choices:
+        raise StepError(f"'{name}' must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)

@@ -1,0 +1,87 @@
+"""Stages 4-5: dedupe keeps the best copy; ranking, limits, caps, boosts and section order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_assembly.assembly.candidates import Candidate
+from context_assembly.assembly.contribute import SourceRules, contribute, section_order
+from context_assembly.assembly.merge import deduplicate
+from context_assembly.model.context import ContextItem
+from context_assembly.model.rules import Boost, Cap
+
+ORDER = iter(range(10_000))
+
+
+def candidate(content: str, memory: str = "m", section: str = "knowledge", priority: str = "medium",
+              score: float | None = None, tokens: int = 10, source: str | None = None, **limits: Any) -> Candidate:
+    item = ContextItem(f"{memory}#{content}", content, memory, source or f"kv://{memory}/{content}", section,
+                       priority, score, tokens)
+    return Candidate(item, memory, next(ORDER), limits)
+
+
+def ids(candidates: list[Candidate]) -> list[str]:
+    return [c.item.content for c in candidates]
+
+
+def test_dedupe_keeps_the_highest_priority_copy() -> None:
+    low = candidate("same", "a", priority="low")
+    high = candidate("same", "b", priority="high")
+    other = candidate("other", "a")
+    kept, dropped = deduplicate([low, other, high])
+    assert kept == [other, high]
+    assert [(d.kind, d.memory_id, d.by) for d in dropped] == [("duplicate", "a", high.item.id)]
+
+
+def test_dedupe_ties_keep_the_first() -> None:
+    first, second = candidate(" same "), candidate("same")
+    kept, _ = deduplicate([first, second])
+    assert kept == [first]
+
+
+def test_rank_by_priority_then_score_then_arrival() -> None:
+    items = [candidate("c", score=0.2), candidate("a", priority="high", score=0.1), candidate("b", score=0.9),
+             candidate("d", score=0.2)]
+    result = contribute(items, [], {}, [], {})
+    assert ids(result.sections["knowledge"]) == ["a", "b", "c", "d"]
+
+
+def test_boost_multiplies_the_score_and_kg_entities_match_content() -> None:
+    items = [candidate("plain", score=0.5), candidate("about AuthService", "n", score=0.3)]
+    result = contribute(items, [], {}, [Boost("kg_entity:authservice", 2.0)], {})
+    assert ids(result.sections["knowledge"]) == ["about AuthService", "plain"]
+    assert result.sections["knowledge"][0].effective_score == 0.6
+
+
+def test_per_memory_limits_keep_the_best_items() -> None:
+    items = [candidate(str(i), score=i / 10, max_items=2) for i in range(5)]
+    result = contribute(items, [], {}, [], {})
+    assert ids(result.sections["knowledge"]) == ["4", "3"]
+    assert {d.kind for d in result.dropped} == {"max_items"}
+    tokens = [candidate(str(i), "t", tokens=40, max_tokens=100) for i in range(4)]
+    assert len(contribute(tokens, [], {}, [], {}).sections["knowledge"]) == 2
+
+
+def test_rule_caps_by_section_memory_and_pattern() -> None:
+    items = [candidate("h1", "hist", "history"), candidate("h2", "hist", "history"),
+             candidate("v1", "vec", source="vector://docs/a"), candidate("v2", "vec", source="vector://docs/b"),
+             candidate("k", "kv")]
+    result = contribute(items, [Cap("history", max_items=1), Cap("vector://*", max_tokens=10)], {}, [], {})
+    assert ids(result.sections["history"]) == ["h1"]
+    assert ids(result.sections["knowledge"]) == ["v1", "k"]
+    assert sorted(d.by or "" for d in result.dropped) == ["cap on history", "cap on vector://*"]
+
+
+def test_per_source_rules_cap_and_reprioritise_one_reference() -> None:
+    items = [candidate("a1", "a"), candidate("a2", "a"), candidate("b1", "b")]
+    per_source = {"a": SourceRules([Cap("whatever", max_items=1)], {"knowledge": "high"}, ["e/r"])}
+    result = contribute(items, [], {}, [], per_source)
+    assert ids(result.sections["knowledge"]) == ["a1", "b1"]
+    assert result.sections["knowledge"][0].item.priority == "high"
+
+
+def test_section_order_defaults_and_set_priority() -> None:
+    assert section_order({}) == ["state", "warnings", "constraints", "knowledge", "history", "suggestions",
+                                 "working_memory"]
+    assert section_order({"history": "high", "constraints": "low"}) == [
+        "state", "warnings", "history", "knowledge", "constraints", "suggestions", "working_memory"]
