@@ -38,3 +38,9 @@ class TimeoutError_(ContextAssemblyError):
 
 class StorageError(ContextAssemblyError):
     code = -32006
+
+
+class CancelledError(ContextAssemblyError):
+    """The caller cancelled the request (LSP RequestCancelled)."""
+
+    code = -32800

@@ -29,8 +29,9 @@ def generate(out: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def engine_text(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = generate(tmp_path_factory.mktemp("workload"), "--engines", "1", "--rules", "300", "--requests", "1",
-                    "--name", "t")
+    path = generate(
+        tmp_path_factory.mktemp("workload"), "--engines", "1", "--rules", "300", "--requests", "1", "--name", "t"
+    )
     return path.read_text(encoding="utf-8")
 
 

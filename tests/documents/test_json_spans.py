@@ -82,7 +82,7 @@ def test_span_of_missing_nodes_is_narrow(pointer: str, expected: str) -> None:
 
 
 def test_root_brace_offset() -> None:
-    document = parse_json("\n\n  {\"a\": 1}")
+    document = parse_json('\n\n  {"a": 1}')
     assert document.span("/b") == (4, 5)
     assert document.line_col("/b") == (3, 3)
 
@@ -165,7 +165,7 @@ def at(text: str, marker: str = "|") -> tuple[str, str]:
         ('|{"rules": []}', ("", "value")),
         ('{"a": {"b": [1, {"c": tr|ue}]}}', ("/a/b/1/c", "value")),
         ('{"a~b/c": |1}', ("/a~0b~1c", "value")),
-        ('{\n  |\n}', ("/", "key")),
+        ("{\n  |\n}", ("/", "key")),
     ],
 )
 def test_pointer_at_on_valid_documents(text: str, expected: tuple[str, str]) -> None:

@@ -147,7 +147,10 @@ def test_pointer_at(text: str, expected: tuple[str, str]) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("rules:\n  - id: r1\n    when: [a,\n  - id: r2\n    then:\n      add_memories: |\n", ("/rules/1/then/add_memories", "value")),
+        (
+            "rules:\n  - id: r1\n    when: [a,\n  - id: r2\n    then:\n      add_memories: |\n",
+            ("/rules/1/then/add_memories", "value"),
+        ),
         ('rules:\n  - id: "r1\n  - id: r2\n    pri|\n', ("/rules/1/pri", "key")),
         ("a:\n  - - x\n    - y|\n  - z: {\n", ("/a/0/1", "value")),
     ],

@@ -20,7 +20,7 @@ def estimate(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def token_counter(name: str = "estimate") -> Counter:
     """The counter for a tokenizer name; unknown names are a ValueError (settings validate them)."""
     if name == "estimate":

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import check, evaluate, reference
+from . import assemble, check, evaluate, reference
 
-COMMANDS = (check, evaluate, reference)
+COMMANDS = (assemble, check, evaluate, reference)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,14 @@ from .pointers import format_pointer, parse_pointer
 from .yaml_tree import parse_yaml
 
 __all__ = [
-    "LineIndex", "ParsedDocument", "Span", "SyntaxIssue", "document_kind", "format_pointer", "parse_document",
-    "parse_json", "parse_pointer", "parse_yaml",
+    "LineIndex",
+    "ParsedDocument",
+    "Span",
+    "SyntaxIssue",
+    "document_kind",
+    "format_pointer",
+    "parse_document",
+    "parse_json",
+    "parse_pointer",
+    "parse_yaml",
 ]

@@ -39,11 +39,16 @@ class _NoLocator:
         return (), "value"
 
 
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 @attrs.define
 class ParsedDocument:
-    text: str
+    text: str = attrs.field(repr=_short_repr)  # documents can be megabytes: keep reprs readable
     kind: str  # "json" | "yaml"
-    value: Any  # the parsed value when there are no syntax errors, else None
+    value: Any = attrs.field(repr=_short_repr)  # the parsed value when there are no syntax errors, else None
     syntax_errors: list[SyntaxIssue]
     lines: LineIndex = attrs.field(
         default=attrs.Factory(lambda self: LineIndex(self.text), takes_self=True), repr=False, eq=False

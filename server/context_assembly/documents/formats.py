@@ -12,7 +12,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def document_kind(path_or_name: str | PurePath) -> str:
-    """"yaml" for a .yaml/.yml name (any case), else "json"."""
+    """The format of a file by its name: "yaml" for .yaml/.yml (any case), else "json"."""
     return "yaml" if str(path_or_name).lower().endswith(YAML_SUFFIXES) else "json"
 
 

@@ -74,9 +74,7 @@ class SpanRecord:
 
 
 class TokenStack:
-    def __init__(
-        self, issues: list[SyntaxIssue] | None = None, spans: dict[Pointer, SpanRecord] | None = None
-    ) -> None:
+    def __init__(self, issues: list[SyntaxIssue] | None = None, spans: dict[Pointer, SpanRecord] | None = None) -> None:
         self.stack: list[Frame] = [Frame(TOP, (), EXPECT_VALUE)]
         self.issues = issues
         self.spans = spans
@@ -91,11 +89,13 @@ class TokenStack:
             return
         self.last_end = token.end
         frame = self.stack[-1]
+        if frame.phase == TRAILING:
+            return  # the junk after the root value was reported once; the rest is ignored
         if frame.assume_comma:
             frame.assume_comma = False
             if frame.phase == AFTER_VALUE and token.kind not in (",", ":", "}", "]"):
                 self._after_value(frame, Token(",", token.start, token.start, ","))
-                frame.comma = None
+                frame.comma = None  # made up: must not be reported as a trailing comma
         if token.kind == STRING and not is_closed_string(token.text):
             self._unclosed_string(frame, token)
         elif token.kind in ("}", "]"):
@@ -110,7 +110,6 @@ class TokenStack:
             self._after_value(frame, token)
         elif frame.phase == SKIP:
             self._skip(frame, token)
-        # TRAILING: the junk after the root value was reported once; the rest is ignored
 
     def finish(self, at_eof: bool = True, whole_document: bool = True) -> None:
         """End of the token stream. `at_eof`: nothing but whitespace follows (an unclosed
@@ -179,7 +178,7 @@ class TokenStack:
         frame.key_span = (token.start, token.end)
         frame.phase = EXPECT_COLON
         frame.comma = None
-        if self.spans is not None:
+        if self.spans is not None and len(self.stack) <= MAX_DEPTH:
             # A key whose value never comes still has a place to point at.
             self.spans[frame.pointer + (frame.key,)] = SpanRecord(frame.key_span, frame.key_span, frame.key_span)
 
@@ -321,7 +320,8 @@ class TokenStack:
         parent.phase = AFTER_VALUE
 
     def _record(self, pointer: Pointer, value: Span, head: Span, key: Span | None) -> None:
-        if self.spans is not None:
+        # Nothing is recorded beyond the depth limit, where pointers stop growing (see below).
+        if self.spans is not None and len(self.stack) <= MAX_DEPTH:
             self.spans[pointer] = SpanRecord(value, head, key)
 
     def _check_string(self, token: Token) -> None:
@@ -369,6 +369,8 @@ class TokenStack:
                     and token.start < offset
                     and (offset < token.end or token.unclosed)
                 ):
+                    if len(self.stack) > MAX_DEPTH:
+                        return self._at_gap()  # pointers stop at the depth limit anyway
                     stream = descend(token.node)
                     break
                 if token.start >= offset:

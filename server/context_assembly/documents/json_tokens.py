@@ -140,8 +140,15 @@ def invalid_message(text: str) -> str:
     shown = text if len(text) <= 30 else text[:27] + "..."
     if text in ("NaN", "Infinity", "-Infinity", "+Infinity"):
         return f"{text} is not allowed in JSON"
-    replacements = {"True": "true", "False": "false", "None": "null", "TRUE": "true", "FALSE": "false",
-                    "NULL": "null", "Null": "null"}
+    replacements = {
+        "True": "true",
+        "False": "false",
+        "None": "null",
+        "TRUE": "true",
+        "FALSE": "false",
+        "NULL": "null",
+        "Null": "null",
+    }
     if text in replacements:
         return f"'{text}' is not valid JSON, write '{replacements[text]}'"
     if text == "undefined":

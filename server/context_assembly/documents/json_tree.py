@@ -136,8 +136,7 @@ def _token_issue_at(text: str, position: int) -> SyntaxIssue | None:
     """A better message from the token at `position` itself ("invalid number '1.'" rather than
     "missing ','"). Tokenizing its line alone is enough: a JSON string cannot span lines."""
     line_start = max(text.rfind("\n", 0, position), text.rfind("\r", 0, position)) + 1
-    line_end = min((i for i in (text.find("\n", position), text.find("\r", position)) if i != -1),
-                   default=len(text))
+    line_end = min((i for i in (text.find("\n", position), text.find("\r", position)) if i != -1), default=len(text))
     for token in tokenize(text[line_start:line_end]):
         start, end = token.start + line_start, token.end + line_start
         if not start <= position < end:
@@ -423,9 +422,7 @@ def parse_json(text: str) -> ParsedDocument:
     return ParsedDocument(text, "json", None, _final_issues(issues, outcome.error, text), locator=locator)
 
 
-def _final_issues(
-    issues: list[SyntaxIssue], error: json.JSONDecodeError | None, text: str
-) -> list[SyntaxIssue]:
+def _final_issues(issues: list[SyntaxIssue], error: json.JSONDecodeError | None, text: str) -> list[SyntaxIssue]:
     """Sorted, without repeats. The strict parser's first error is added when nothing else was
     found before it: tree-sitter-json accepts a few things JSON does not (a tab inside a string,
     `1.`, `"\\u12"`), and those would otherwise go unreported."""
@@ -440,7 +437,8 @@ def _final_issues(
 def _without_echoes(issues: list[SyntaxIssue], text: str) -> list[SyntaxIssue]:
     """Recovery after a syntax error is a guess; drop what is most likely its echo:
     - an issue overlapping the one before it (the same token seen two ways);
-    - every other issue on a line with an unclosed string (a stray quote explains the line);
+    - on a line with an unclosed string, all but its first issue (a stray quote turns the rest
+      of the line inside out: strings become words and words strings);
     - all but the innermost of the "unexpected end of document" reports of nested containers
       (they share one position; the innermost is the one to fix first, and was reported last).
     """
@@ -455,10 +453,9 @@ def _without_echoes(issues: list[SyntaxIssue], text: str) -> list[SyntaxIssue]:
             result.append(issue)
         elif previous.message == "unclosed string":
             continue
-        elif issue.message == "unclosed string":
-            while result and not _line_break_between(text, result[-1].start, issue.start):
+        elif issue.message == "unclosed string":  # keep only the line's first issue
+            while len(result) > 1 and not _line_break_between(text, result[-2].start, issue.start):
                 result.pop()
-            result.append(issue)
         elif issue.start >= previous.end and issue.start > previous.start:
             result.append(issue)
     return result

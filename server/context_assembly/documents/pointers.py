@@ -9,9 +9,12 @@ PointerLike = str | Iterable[str | int]
 
 
 def parse_pointer(pointer: PointerLike) -> Pointer:
-    """"" is the root; "/a~1b/0" is ("a/b", "0"). Token sequences (e.g. a jsonschema error's
-    `absolute_path`) are accepted as they are. A string without the leading "/" is read as if
-    it had one, because callers build these by hand and a lookup should not fail on that."""
+    """Reference tokens of a pointer: "" is the root; "/a~1b/0" is ("a/b", "0").
+
+    Token sequences (e.g. a jsonschema error's `absolute_path`) are accepted as they are. A
+    string without the leading "/" is read as if it had one: callers build these by hand, and a
+    lookup should not fail on that.
+    """
     if not isinstance(pointer, str):
         return tuple(str(token) for token in pointer)
     if pointer == "":

@@ -42,8 +42,6 @@ class Utf8Offsets:
             return byte
         byte = min(max(byte, 0), len(self._data))
         block = max(bisect_right(self._block_bytes, byte) - 1, 0)
-        if not self._block_bytes:
-            return 0
         base = self._block_bytes[block]
         # "ignore" drops a trailing partial sequence: a byte inside a character maps to its start.
         return block * _BLOCK + len(self._data[base:byte].decode("utf-8", "ignore"))

@@ -16,9 +16,7 @@ from .lines import LineIndex
 from .pointers import Pointer
 
 _ITEM = re.compile(r"-(?=\s|$)[ \t]*")
-_KEY = re.compile(
-    r"""(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#:'"\[\]{},][^#:]*?)[ \t]*:(?=\s|$)"""
-)
+_KEY = re.compile(r"""(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#:'"\[\]{},][^#:]*?)[ \t]*:(?=\s|$)""")
 
 
 @attrs.define(frozen=True)

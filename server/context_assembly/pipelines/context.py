@@ -139,7 +139,8 @@ class StepContext:
     step: str = ""  # the current step's label (alias, or type#index)
     produced: list[Item] | None = None  # retrieval and expansion steps: only the items they added
     warnings: list[str] = field(factory=list)
-    stopped: bool = False  # early_exit asked to stop
+    branch: str | None = None  # conditional: the branch it ran
+    stopped: bool = False  # early_exit asked to stop (stays set: the whole pipeline stops)
 
     def variables(self, item: Item | None = None) -> Variables:
         return Variables(self.lookup, self.query, self.outputs, item, self.variables_used)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from typing import Any
 
+import attrs
 from attrs import define, field
 
 from ..registry.values import MISSING
@@ -50,8 +51,8 @@ class Item:
     def get(self, name: str) -> Any:
         """An item field by name (`score`, `metadata.kind`, `metadata.a.b`), or MISSING."""
         if name in ITEM_FIELDS:
-            value = getattr(self, name)
-            return MISSING if value is None else value
+            own = getattr(self, name)
+            return MISSING if own is None else own
         if name == "metadata":
             return self.metadata
         if not name.startswith(METADATA_PREFIX):
@@ -77,12 +78,8 @@ class Item:
         return out
 
     def copy(self, **changes: Any) -> Item:
-        values = {
-            "content": self.content, "source": self.source, "title": self.title, "score": self.score,
-            "timestamp": self.timestamp, "metadata": dict(self.metadata), "id": self.id, "origin": self.origin,
-        }
-        values.update(changes)
-        return Item(**values)
+        """A copy whose metadata can change without touching this item's."""
+        return attrs.evolve(self, **{"metadata": dict(self.metadata), **changes})
 
     def to_context_item(self, memory_id: str | None, section: str, priority: str, tokens: int) -> dict[str, Any]:
         """The SPEC's ContextItem `{id, content, memory_id, source, section, priority, score, tokens, metadata}`."""

@@ -84,6 +84,8 @@ class StepSpec:
     example: dict[str, Any]
     # at least one of these parameters must be present (e.g. markdown_read: note or notes)
     one_of: tuple[str, ...] = ()
+    # the store (URI scheme) the step reads: a write there invalidates cached pipeline results
+    reads: str | None = None
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -135,25 +137,26 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("minScore", number(0, 1), "Drop items scoring below this similarity.", default=0.5),
         _p("mode", choice("vector", "hybrid"),
            "vector, or hybrid = vector + BM25 full text fused by reciprocal rank.", default="vector"),
-    ), {"type": "vector_search", "collection": "docs", "topK": 8, "minScore": 0.3}),
+    ), {"type": "vector_search", "collection": "docs", "topK": 8, "minScore": 0.3}, reads="vector"),
     StepSpec("graph_view_read", "retrieval", "Run a named knowledge-graph view.", (
         _p("view", STRING, "The view id (knowledgegraph/views/{id}.json).", required=True),
         _p("params", OBJECT, "Values bound as Cypher parameters (never spliced into the query text)."),
-    ), {"type": "graph_view_read", "view": "module-dependencies", "params": {"module": "${addVar.module}"}}),
+    ), {"type": "graph_view_read", "view": "module-dependencies", "params": {"module": "${addVar.module}"}},
+        reads="graph"),
     StepSpec("kv_get", "retrieval", "Read keys from the KV store.", (
         _p("instance", STRING, "The KV instance.", default="default"),
         _p("namespace", STRING, "The namespace within the instance.", default="default"),
         _p("keys", STRING_OR_STRINGS, "The key or keys to read (default: every key of the namespace)."),
-    ), {"type": "kv_get", "namespace": "prefs", "keys": ["user-preferences"]}),
+    ), {"type": "kv_get", "namespace": "prefs", "keys": ["user-preferences"]}, reads="kv"),
     StepSpec("json_get", "retrieval", "Read a JSON document, or the part a JSON pointer names.", (
         _p("doc", STRING, "The document name.", required=True),
         _p("pointer", {"type": "string", "pattern": r"^(/([^~/]|~[01])*)*$"},
            'A JSON pointer into the document ("" = the whole document).', default=""),
-    ), {"type": "json_get", "doc": "project-config", "pointer": "/conventions"}),
+    ), {"type": "json_get", "doc": "project-config", "pointer": "/conventions"}, reads="json"),
     StepSpec("markdown_read", "retrieval", "Read markdown notes from .codebolt/memory/.", (
         _p("note", STRING, "One note name (.codebolt/memory/<note>.md)."),
         _p("notes", STRINGS, "Several note names."),
-    ), {"type": "markdown_read", "note": "architecture-notes"}, one_of=("note", "notes")),
+    ), {"type": "markdown_read", "note": "architecture-notes"}, one_of=("note", "notes"), reads="markdown"),
     StepSpec("log_search", "retrieval", "Search the event log, newest first.", (
         _p("instance", STRING, "The event-log instance.", default="default"),
         _p("eventType", STRING_OR_STRINGS, "Only events of this type (or these types)."),
@@ -161,24 +164,25 @@ STEP_TYPES: tuple[StepSpec, ...] = (
            "age such as -7d, -12h, -30m."),
         _p("fields", OBJECT, "Only events whose payload fields equal these values."),
         _p("limit", integer(1), _LIMIT, default=20),
-    ), {"type": "log_search", "eventType": "tool_error", "since": "-7d", "limit": 10}),
+    ), {"type": "log_search", "eventType": "tool_error", "since": "-7d", "limit": 10}, reads="log"),
     StepSpec("episodic_recent", "retrieval", "The thread's most recent turns.", (
         _p("thread_id", STRING, "The thread (default: the request's thread)."),
         _p("limit", integer(1), "How many recent turns.", default=10),
-    ), {"type": "episodic_recent", "limit": 6}),
+    ), {"type": "episodic_recent", "limit": 6}, reads="episodic"),
     StepSpec("file_read", "retrieval", "Read a file of the workspace.", (
         _p("path", STRING, "A workspace-relative path.", required=True),
-    ), {"type": "file_read", "path": "${addVar.active_file}"}),
+    ), {"type": "file_read", "path": "${addVar.active_file}"}, reads="file"),
     # expansion
     StepSpec("graph_neighbor_expand", "expansion", "Add the graph neighbours of the items found so far.", (
         _p("depth", integer(1), "How many hops to follow.", default=1),
         _p("edge_kinds", STRINGS, "Follow only these edge kinds (default: all)."),
         _p("limit", integer(1), "The most neighbours to add.", default=20),
-    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["depends_on"]}),
+    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["depends_on"]}, reads="graph"),
     StepSpec("graph_view_expand", "expansion", "Run a named graph view once per item found so far.", (
         _p("view", STRING, "The view id (knowledgegraph/views/{id}.json).", required=True),
         _p("params", OBJECT, "Cypher parameters; templates may read the current item."),
-    ), {"type": "graph_view_expand", "view": "callers-of", "params": {"symbol": "${item.metadata.symbol}"}}),
+    ), {"type": "graph_view_expand", "view": "callers-of", "params": {"symbol": "${item.metadata.symbol}"}},
+        reads="graph"),
     # filter
     StepSpec("filter", "filter", "Keep the items for which every condition holds (the condition "
              "language of rules, over item fields such as score or metadata.kind).", (

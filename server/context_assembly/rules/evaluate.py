@@ -16,6 +16,7 @@ from attrs import define, field
 from ..model.evaluation import Decision, EngineResult, EvaluationResult, RuleResult
 from ..model.request import AssemblyRequest
 from ..model.rules import Boost, Cap
+from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule
 from .lookup import Lookup, build_lookup
@@ -101,6 +102,14 @@ class RuleSet:
         wanted = set(engine_ids)
         warnings = [f"unknown rule engine '{i}'" for i in engine_ids if i not in known]
         return [e for e in self.engines if e.id in wanted], warnings
+
+    def per_source_matches(self, engine_ids: list[str] | None, lookup: Lookup,
+                           source: str) -> list[CompiledRule]:
+        """Per-source rules (reading memory.source) that hold for one memory reference (SPEC §4.4)."""
+        bound = {**lookup, MEMORY_SOURCE: source}
+        engines, _ = self.select(engine_ids)
+        return [rule for engine in engines for rule in engine.rules
+                if rule.per_source and not rule.broken and rule.conditions.explain(bound)[0]]
 
     def evaluate(
         self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool = True,

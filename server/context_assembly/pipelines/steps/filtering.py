@@ -58,7 +58,7 @@ def filter_items(params: dict[str, Any], ctx: StepContext) -> None:
     ctx.items = [item for item in ctx.items if holds(compiled, item_lookup(item, base))]
 
 
-def _key_part(value: Any) -> Any:
+def key_part(value: Any) -> Any:
     if value is MISSING:
         return MISSING
     if isinstance(value, dict | list):
@@ -71,7 +71,7 @@ def deduplicate(params: dict[str, Any], ctx: StepContext) -> None:
     seen: set[tuple[Any, ...]] = set()
     kept = []
     for item in ctx.items:
-        key = tuple(_key_part(item.get(name)) for name in by)
+        key = tuple(key_part(item.get(name)) for name in by)
         if all(part is MISSING for part in key):
             kept.append(item)  # nothing to compare: never a duplicate
             continue

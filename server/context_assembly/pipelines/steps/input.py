@@ -12,7 +12,7 @@ from ..context import StepContext, StepError, choice_param, texts_param
 METHODS = ("passthrough", "keyword_extract", "llm_rephrase")
 
 # Words that carry no meaning for a search; small on purpose (English, as the seeds are).
-STOPWORDS = frozenset("""
+_STOPWORD_TEXT = """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing done down during each else few for from further get got had
 has have having he her here hers herself him himself his how i if in into is it its itself just let lets like
@@ -20,7 +20,8 @@ make me more most my myself need no nor not now of off on once only or other our
 please same she should so some such than that the their theirs them themselves then there these they this
 those through to too under until up us use using very want was we were what when where which while who whom
 why will with would you your yours yourself yourselves
-""".split())
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 # a word: letters/digits, keeping inner `_ - . /` so identifiers and paths (auth_service.py) survive
 _WORD = re.compile(r"[^\W_](?:[\w\-./]*[^\W_])?")

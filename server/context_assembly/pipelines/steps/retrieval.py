@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ...registry.values import as_number
@@ -144,7 +144,7 @@ def parse_time(text: str, strict: bool = True, now: float | None = None) -> floa
             raise StepError(f"'since' must be an ISO 8601 time or an age such as -7d, got {text!r}") from None
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -171,7 +171,8 @@ def _event_item(event: dict[str, Any], instance: str) -> Item:
 def log_search(params: dict[str, Any], ctx: StepContext) -> None:
     store = ctx.store("events")
     instance = text_param(params, "instance", "default") or "default"
-    types: list[str | None] = list(texts_param(params, "eventType") or [None])
+    named = texts_param(params, "eventType")
+    types: list[str | None] = list(named) if named else [None]
     since_text = text_param(params, "since")
     since = parse_time(since_text) if since_text else None
     fields = object_param(params, "fields")
@@ -201,7 +202,8 @@ def episodic_recent(params: dict[str, Any], ctx: StepContext) -> None:
             continue
         role = str(turn.get("role") or "turn")
         content = render_value(turn.get("content", ""))
-        key = turn.get("id", turn.get("ts", index))
+        # the turn's own id, else what it said and when (a position would shift as turns arrive)
+        key = turn["id"] if turn.get("id") is not None else f"{turn.get('ts')}|{role}|{content}"
         items.append(Item.create(f"{role}: {content}", f"episodic://{thread_id}", key, title=role,
                                  timestamp=_timestamp(turn.get("ts")),
                                  metadata={"role": role, "thread_id": thread_id, "turn": index}))

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ...documents.pointers import array_index, parse_pointer
+from ...documents.pointers import array_index, format_pointer, parse_pointer
 from ...errors import InvalidParamsError
 from ..confine import check_key, refuse
 from ..interfaces import JsonDocument
@@ -128,7 +128,7 @@ def set_at_pointer(document: Any, pointer: str, value: Any) -> Any:
     tokens = parse_pointer(pointer)
     if not tokens:
         return value
-    found, parent = resolve_pointer(document, _format(tokens[:-1]))
+    found, parent = resolve_pointer(document, format_pointer(tokens[:-1]))
     last = tokens[-1]
     if found and isinstance(parent, dict):
         parent[last] = value
@@ -151,7 +151,7 @@ def remove_at_pointer(document: Any, pointer: str) -> bool:
     tokens = parse_pointer(pointer)
     if not tokens:
         return False
-    found, parent = resolve_pointer(document, _format(tokens[:-1]))
+    found, parent = resolve_pointer(document, format_pointer(tokens[:-1]))
     last = tokens[-1]
     if found and isinstance(parent, dict) and last in parent:
         del parent[last]
@@ -162,10 +162,6 @@ def remove_at_pointer(document: Any, pointer: str) -> bool:
             del parent[index]
             return True
     return False
-
-
-def _format(tokens: tuple[str, ...]) -> str:
-    return "".join("/" + t.replace("~", "~0").replace("/", "~1") for t in tokens)
 
 
 def _bad_pointer(pointer: str, reason: str) -> InvalidParamsError:

@@ -1,0 +1,66 @@
+"""Reading a store URI used directly as a memory reference (not through a definition).
+
+`@kv://user-preferences`, `markdown://style-guide` or `episodic://t-42` in a request or a rule
+becomes items without a pipeline: the value rendered as text, one item per turn, event, hit or
+row. A vector collection is searched with the task text, since that is the turn's question.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..pipelines.items import Item, render_value
+from ..stores.uri import parse_uri
+
+VECTOR_TOP_K = 5
+
+
+class Miss(Exception):
+    """The reference resolves to nothing (a deleted key, a missing note): a warning, not a failure."""
+
+
+def _turn(uri: str, index: int, turn: Any) -> Item:
+    if isinstance(turn, dict):
+        content = f"{turn.get('role', 'turn')}: {render_value(turn.get('content', ''))}"
+        return Item.create(content, uri, index, timestamp=turn.get("ts"), metadata={"role": turn.get("role")})
+    return Item.create(render_value(turn), uri, index)
+
+
+def _event(uri: str, event: Any) -> Item:
+    if isinstance(event, dict):
+        payload = render_value(event.get("payload", {}))
+        return Item.create(f"{event.get('event_type', 'event')}: {payload}", uri, event.get("id"),
+                           timestamp=event.get("ts"), metadata={"event_type": event.get("event_type")})
+    return Item.create(render_value(event), uri, id(event))
+
+
+def read_items(memory: Any, uri: str, query: str) -> list[Item]:
+    """Items for one store URI; raises Miss when there is nothing there."""
+    parsed = parse_uri(uri)
+    if parsed.scheme == "vector" and len(parsed.parts) == 1:
+        if memory.vectors is None:
+            raise Miss("the vector store is not configured")
+        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K) if query else []
+        return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
+                            metadata=dict(h.get("metadata") or {})) for h in hits]
+    if parsed.scheme == "graph" and len(parsed.parts) == 1:
+        if memory.graph is None:
+            raise Miss("the knowledge graph is not configured")
+        rows = memory.graph.run_view(parsed.parts[0], {})
+        return [Item.create(_row_text(row), uri, i, metadata={"row": row}) for i, row in enumerate(rows)]
+    result = memory.read(uri)
+    if not result["exists"]:
+        raise Miss(f"'{uri}' does not exist")
+    value = result["value"]
+    if parsed.scheme == "episodic":
+        return [_turn(uri, i, turn) for i, turn in enumerate(value or [])]
+    if parsed.scheme == "log" and isinstance(value, list):
+        return [_event(uri, event) for event in value]
+    title = parsed.parts[-1] if parsed.parts else uri
+    return [Item.create(render_value(value), uri, 0, title=title)]
+
+
+def _row_text(row: Any) -> str:
+    if isinstance(row, dict):
+        return "\n".join(f"{key}: {render_value(value)}" for key, value in row.items())
+    return render_value(row)

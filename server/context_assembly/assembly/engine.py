@@ -1,0 +1,300 @@
+"""The assembly engine: the seven stages of SPEC §6, in order, each visible in the trace.
+
+validate → resolve → execute → merge → contribute → budget → return. Nothing here knows about
+JSON-RPC: progress goes to an observer (`started`, `rulesEvaluated`, `pipelineComplete`,
+`complete`, `error`) which the sidecar forwards as notifications.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from attrs import define, field
+
+from ..errors import CancelledError, ContextAssemblyError
+from ..model.context import AssembledContext, ContextItem, DroppedItem, MemoryCall, Meta, SectionTrace, Trace
+from ..model.converter import unstructure
+from ..model.evaluation import EvaluationResult
+from ..model.request import AssemblyRequest
+from ..registry.sections import SECTION_NAMES
+from ..rules.lookup import build_lookup
+from ..stores.uri import default_section, parse_uri
+from ..workspace.loader import Workspace
+from .budget import pack
+from .candidates import Candidate
+from .contribute import SourceRules, contribute
+from .events import AssemblyObserver, ignore
+from .execute import Execution, Executor
+from .merge import deduplicate
+from .request import parse_request
+from .resolve import Reference, resolve
+from .state import active_file_item, task_item, warning_item
+from .tokens import Counter, token_counter
+
+
+@define
+class _Run:
+    """The state of one assembly as it moves through the stages."""
+
+    assembly_id: str
+    request: AssemblyRequest
+    workspace: Workspace
+    observer: AssemblyObserver
+    count: Counter
+    started: float = field(factory=time.perf_counter)
+    trace: Trace = field(factory=Trace)
+    warnings: list[tuple[str, dict[str, Any]]] = field(factory=list)
+    candidates: list[Candidate] = field(factory=list)
+    stage_started: float = field(factory=time.perf_counter)
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        self.trace.stages[name] = round((now - self.stage_started) * 1000, 3)
+        self.stage_started = now
+
+    def warn(self, message: str, **metadata: Any) -> None:
+        self.warnings.append((message, metadata))
+
+    def emit(self, event: str, **payload: Any) -> None:
+        self.observer(event, {"assembly_id": self.assembly_id, **payload})
+
+
+class Assembler:
+    """Assembles context for one workspace. Thread-safe; reuse it across requests (cache, pool)."""
+
+    def __init__(self, workspace: Callable[[], Workspace], memory: Any, stores: Any, executor: Executor) -> None:
+        self.workspace = workspace
+        self.memory = memory
+        self.stores = stores
+        self.executor = executor
+
+    def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
+                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None) -> AssembledContext:
+        assembly_id = assembly_id or uuid.uuid4().hex
+        try:
+            return self._assemble(request, observer, cancelled, assembly_id)
+        except ContextAssemblyError as exc:
+            observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
+            raise
+        except Exception as exc:
+            observer("error", {"assembly_id": assembly_id, "message": f"{type(exc).__name__}: {exc}", "code": -32603})
+            raise
+
+    def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
+                  assembly_id: str) -> AssembledContext:
+        request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
+        workspace = self.workspace()
+        settings = workspace.settings
+        run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
+        run.emit("started", thread_id=request.thread_id)
+        lookup = build_lookup(request, self._derived(request))
+        for problem in _validate(request, workspace):
+            run.warn(problem, kind="validation")
+        run.stage("validate")
+
+        evaluation = workspace.rule_set.evaluate(request, lookup)
+        references = resolve(request, evaluation, set(workspace.memories), _uri_problem)
+        _record_rules(run, evaluation)
+        run.emit("rulesEvaluated", matched_memories=evaluation.matched_memories,
+                 resolved=[{"reference": r.reference, "origin": r.origin, "kind": r.kind} for r in references])
+        run.stage("resolve")
+
+        timeout_s = settings.pipeline_timeout_ms / 1000
+        executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
+                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)))
+        if cancelled():
+            raise CancelledError("the assembly was cancelled")
+        self._collect(run, executions, lookup)
+        run.stage("execute")
+
+        run.candidates, duplicates = deduplicate(run.candidates)
+        run.trace.decisions += duplicates
+        run.stage("merge")
+
+        per_source = self._per_source(run, executions, lookup)
+        contribution = contribute(run.candidates, evaluation.caps, evaluation.set_priority, evaluation.boost,
+                                  per_source)
+        run.trace.decisions += contribution.dropped
+        run.trace.section_order = contribution.order
+        run.stage("contribute")
+
+        max_tokens = request.constraints.max_tokens if request.constraints and request.constraints.max_tokens \
+            else settings.max_tokens
+        result = self._budget(run, contribution.sections, contribution.order, max_tokens)
+        run.stage("budget")
+        result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
+        run.emit("complete", meta=unstructure(result.meta))
+        return result
+
+    # -- stage helpers -------------------------------------------------------------------------
+
+    def _derived(self, request: AssemblyRequest) -> dict[str, Any]:
+        """Values the server knows when the caller does not pass them (seed-004 session.turnCount)."""
+        thread = request.thread_id or (request.scope_variables.thread or {}).get("thread_id")
+        if "turn_count" in request.additional_variables or not isinstance(thread, str) or not thread:
+            return {}
+        try:
+            return {"addVar.turn_count": self.memory.episodic.count(thread)}
+        except Exception:  # no turns recorded, or the store is unavailable: the variable stays absent
+            return {}
+
+    def _collect(self, run: _Run, executions: list[Execution], lookup: dict[str, Any]) -> None:
+        for execution in executions:
+            ref = execution.reference
+            run.trace.memory_calls.append(_memory_call(execution))
+            if execution.status not in ("ok", "cached"):
+                run.warn(_miss_message(execution), reference=ref.reference, status=execution.status)
+                continue
+            section, priority, limits = _placement(ref, execution.definition)
+            for item in execution.items:
+                context_item = ContextItem(
+                    item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
+                    section, priority, item.score, run.count(item.content),
+                    {**item.metadata, **({"title": item.title} if item.title else {}), "origin": ref.origin},
+                )
+                run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits))
+            for key in execution.variables_used:
+                if key not in run.trace.variables_used:
+                    run.trace.variables_used.append(key)
+        active = run.request.additional_variables.get("active_file")
+        if isinstance(active, str) and active:
+            state = active_file_item(active, self.memory.files.read, run.count)
+            if isinstance(state, str):
+                run.warn(state, kind="active_file")
+            else:
+                run.candidates.append(Candidate(state, "state", len(run.candidates)))
+        run.candidates.insert(0, Candidate(task_item(run.request, run.count), "state", -1))
+        run.trace.variables_used.sort()
+        run.trace.missing_variables = sorted(set(run.trace.missing_variables) | {
+            v for e in executions for v in e.missing_variables})
+
+    def _per_source(self, run: _Run, executions: list[Execution], lookup: dict[str, Any]) -> dict[str, SourceRules]:
+        rule_set = run.workspace.rule_set
+        out: dict[str, SourceRules] = {}
+        for execution in executions:
+            reference = execution.reference.reference
+            matched = rule_set.per_source_matches(run.request.rule_engine_ids, lookup, reference)
+            if matched:
+                rules = SourceRules(rules=[r.ref for r in matched])
+                for rule in matched:
+                    rules.caps += rule.rule.then.caps
+                    for section, priority in rule.rule.then.set_priority.items():
+                        rules.set_priority.setdefault(section, priority)
+                out[reference] = rules
+        return out
+
+    def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
+                max_tokens: int | None) -> AssembledContext:
+        warning_items = [warning_item(i, message, run.count, **meta) for i, (message, meta) in enumerate(run.warnings)]
+        sections["warnings"] = [Candidate(w, "warnings", i) for i, w in enumerate(warning_items)] + sections["warnings"]
+        ordered = [c.item for name in order for c in sections[name]]
+        packed = pack(ordered, max_tokens, run.count)
+        if packed.truncated:  # tell the agent, inside the budget: re-pack with the warning in place
+            note = warning_item(len(warning_items), _truncation_message(max_tokens), run.count, kind="budget")
+            position = sum(len(sections[name]) for name in order[: order.index("warnings") + 1])
+            packed = pack(ordered[:position] + [note] + ordered[position:], max_tokens, run.count)
+        context: dict[str, list[ContextItem]] = {name: [] for name in SECTION_NAMES}
+        for item in packed.kept:
+            context[item.section].append(item)
+        for item in packed.dropped:
+            run.trace.decisions.append(DroppedItem("budget", f"over the budget of {max_tokens} tokens", item.id,
+                                                   item.memory_id, item.source, item.section, item.tokens))
+        _section_traces(run.trace, context, packed.cut)
+        meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
+                    tokenizer=run.workspace.settings.tokenizer)
+        return AssembledContext(context, run.trace, meta)
+
+
+# -- small pure helpers --------------------------------------------------------------------------
+
+
+def _uri_problem(text: str) -> str | None:
+    try:
+        parse_uri(text)
+    except ContextAssemblyError as exc:
+        return exc.message
+    return None
+
+
+def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:
+    """Stage 1 beyond the request's own shape: references and engines that do not exist."""
+    problems = []
+    known = set(workspace.engines)
+    for engine_id in request.rule_engine_ids or []:
+        if engine_id not in known:
+            problems.append(f"unknown rule engine '{engine_id}'")
+    return problems
+
+
+def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
+    for engine in evaluation.engine_results:
+        for rule in engine.rules:
+            if rule.matched:
+                run.trace.rules_applied.append({"engine_id": engine.engine_id, **unstructure(rule)})
+    run.trace.variables_used = list(evaluation.variables_used)
+    run.trace.missing_variables = list(evaluation.missing_variables)
+    run.trace.decisions += [DroppedItem("conflict", d.outcome, reference_id(d.reference), None, d.reference,
+                                        by=d.rule) for d in evaluation.decisions]
+    for warning in evaluation.warnings:
+        if not warning.startswith("unknown rule engine"):  # stage 1 already said so
+            run.warn(warning, kind="rules")
+
+
+def reference_id(reference: str) -> str:
+    return f"reference:{reference}"
+
+
+def _placement(ref: Reference, definition: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
+    """Section, priority and limits: the definition's contribution, or the URI's defaults (§5.1)."""
+    if definition is None:
+        return default_section(ref.reference), "medium", {}
+    contribution = definition.get("contribution") or {}
+    section = contribution.get("section") if contribution.get("section") in SECTION_NAMES else "knowledge"
+    priority = contribution.get("priority") or "medium"
+    limits = {k: contribution.get(k) for k in ("max_items", "max_tokens") if isinstance(contribution.get(k), int)}
+    return section, priority, limits
+
+
+def _memory_call(execution: Execution) -> MemoryCall:
+    ref = execution.reference
+    return MemoryCall(ref.reference, list(ref.origin), execution.status, ref.kind if ref.kind != "unknown" else "unknown",
+                      execution.duration_ms, len(execution.items), execution.error,
+                      list(execution.missing_variables), execution.steps)
+
+
+def _call_summary(execution: Execution) -> dict[str, Any]:
+    return {"memory_id": execution.reference.reference, "status": execution.status,
+            "items": len(execution.items), "duration_ms": execution.duration_ms,
+            **({"error": execution.error} if execution.error else {})}
+
+
+def _miss_message(execution: Execution) -> str:
+    ref = execution.reference.reference
+    if execution.status == "skipped" and execution.missing_variables:
+        return f"memory '{ref}' was skipped: the request lacks {', '.join(execution.missing_variables)}"
+    if execution.status == "timeout":
+        return f"memory '{ref}' timed out: {execution.error}"
+    if execution.status == "missing":
+        return f"memory reference '{ref}' does not resolve: {execution.error}"
+    return f"memory '{ref}' {execution.status}: {execution.error}"
+
+
+def _truncation_message(max_tokens: int | None) -> str:
+    # worded without counts, so inserting it cannot change what it says
+    return (f"some context was left out or cut to fit the token budget of {max_tokens} tokens; "
+            "the assembly trace lists every dropped item")
+
+
+def _section_traces(trace: Trace, context: dict[str, list[ContextItem]], cut: ContextItem | None) -> None:
+    dropped: dict[str, int] = {}
+    for decision in trace.decisions:
+        if decision.section and decision.kind not in ("duplicate", "conflict"):
+            dropped[decision.section] = dropped.get(decision.section, 0) + 1
+    for name in SECTION_NAMES:
+        items = context[name]
+        count = dropped.get(name, 0)
+        trace.sections[name] = SectionTrace(sum(i.tokens for i in items), len(items),
+                                            bool(count) or any(i is cut for i in items), count)

@@ -1,0 +1,146 @@
+"""Stage 3: run every resolved memory concurrently, each against its own deadline.
+
+A pipeline that fails, times out or lacks its variables becomes a warning; the others still
+assemble. Results are cached for a short TTL under a key that any relevant change alters (see
+cache.py). Blocking store work runs on worker threads so the caller's event loop stays free.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from attrs import define, field
+
+from ..model.request import AssemblyRequest
+from ..pipelines.items import Item
+from ..pipelines.runner import run_pipeline
+from ..registry.steps import lookup_step
+from .cache import ResultCache
+from .direct import Miss, read_items
+from .resolve import Reference
+
+UNCACHED_STORES = {"file", "working"}  # not generation-tracked cheaply, or per turn by nature
+
+
+@define
+class Execution:
+    reference: Reference
+    status: str  # ok | cached | failed | timeout | skipped | missing | cancelled
+    items: list[Item] = field(factory=list)
+    duration_ms: float = 0.0
+    error: str | None = None
+    missing_variables: list[str] = field(factory=list)
+    steps: list[dict[str, Any]] = field(factory=list)
+    definition: dict[str, Any] | None = None
+    variables_used: list[str] = field(factory=list)
+
+
+def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
+    """The store schemes a pipeline reads, or None when it cannot be cached."""
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, dict):
+            continue
+        spec = lookup_step(step.get("type"))
+        if spec is None:
+            return None
+        if spec.reads:
+            if spec.reads in UNCACHED_STORES:
+                return None
+            found.add(spec.reads)
+        for branch in ("then_steps", "else_steps"):
+            if _stores_read(step.get(branch), found) is None:
+                return None
+    return found
+
+
+class Executor:
+    def __init__(self, memory: Any, stores: Any, cache: ResultCache, workers: int = 8) -> None:
+        self.memory = memory
+        self.stores = stores
+        self.cache = cache
+        self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pipeline")
+
+    def _cache_key(self, definition: dict[str, Any], lookup: dict[str, Any]) -> tuple | None:
+        schemes = _stores_read((definition.get("retrieval") or {}).get("pipeline"), set())
+        if schemes is None:
+            return None
+        generations = tuple((s, self.memory.generation(s)) for s in sorted(schemes))
+        return (orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str),
+                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), generations)
+
+    def _run_definition(self, ref: Reference, definition: dict[str, Any], request: AssemblyRequest,
+                        lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool]) -> Execution:
+        key = self._cache_key(definition, lookup)
+        if key is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return Execution(ref, "cached", list(hit.items), 0.0, steps=hit.steps, definition=definition,
+                                 variables_used=hit.variables_used)
+        run = run_pipeline(definition, request, self.stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
+        steps = [{"type": s.type, "alias": s.alias, "duration_ms": s.duration_ms, "count": s.count,
+                  **({"error": s.error} if s.error else {})} for s in run.steps]
+        execution = Execution(ref, run.status, run.items, run.duration_ms, run.error, run.missing_variables,
+                              steps, definition, run.variables_used)
+        if run.status == "ok" and key is not None:
+            self.cache.put(key, execution)
+        return execution
+
+    def _run_uri(self, ref: Reference, query: str) -> Execution:
+        started = time.perf_counter()
+        try:
+            items = read_items(self.memory, ref.reference, query)
+            status, error = "ok", None
+        except Miss as miss:
+            items, status, error = [], "missing", str(miss)
+        except Exception as exc:  # a refused URI, a store error: this reference only
+            items, status, error = [], "failed", str(getattr(exc, "message", exc))
+        return Execution(ref, status, items, round((time.perf_counter() - started) * 1000, 3), error)
+
+    def run(self, references: list[Reference], memories: dict[str, dict[str, Any]], request: AssemblyRequest,
+            lookup: dict[str, Any], timeout_s: float, cancelled: Callable[[], bool],
+            done: Callable[[Execution], None]) -> list[Execution]:
+        query = request.input.text if request.input and request.input.text else ""
+        deadline = time.monotonic() + timeout_s
+        pending: dict[futures.Future[Execution], Reference] = {}
+        results: dict[int, Execution] = {}
+        for index, ref in enumerate(references):
+            if ref.kind == "definition":
+                task = self.pool.submit(self._run_definition, ref, memories[ref.reference], request, lookup,
+                                        deadline, cancelled)
+            elif ref.kind == "uri":
+                task = self.pool.submit(self._run_uri, ref, query)
+            else:
+                results[index] = Execution(ref, "missing", error=ref.error)
+                done(results[index])
+                continue
+            pending[task] = ref
+        order = {id(ref): i for i, ref in enumerate(references)}
+        # as each finishes (its pipelineComplete goes out at once), with a little grace past the
+        # deadline: a pipeline notices the deadline between steps
+        try:
+            for task in futures.as_completed(pending, timeout=max(0.0, deadline - time.monotonic()) + 0.05):
+                ref = pending.pop(task)
+                results[order[id(ref)]] = execution = _outcome(task, ref)
+                done(execution)
+        except futures.TimeoutError:
+            pass
+        for task, ref in pending.items():
+            task.cancel()
+            results[order[id(ref)]] = execution = Execution(
+                ref, "timeout", error=f"did not finish within {timeout_s * 1000:.0f} ms", duration_ms=timeout_s * 1000)
+            done(execution)
+        return [results[i] for i in sorted(results)]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _outcome(task: futures.Future[Execution], ref: Reference) -> Execution:
+    try:
+        return task.result()
+    except Exception as exc:  # the runner never raises; this guards the guard
+        return Execution(ref, "failed", error=f"{type(exc).__name__}: {exc}")

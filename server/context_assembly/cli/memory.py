@@ -1,0 +1,82 @@
+"""`context-assembly memory read|write|delete|list URI [VALUE]`: the `memory/*` calls from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import ContextAssemblyError, InvalidParamsError
+from ..stores.memory import MemoryService
+
+ACTIONS = ("read", "write", "delete", "list")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "memory", help="read, write, delete or list memory by store URI (kv://, markdown://, log://, ...)",
+        description="Read, write, delete or list the workspace's memory by store URI, as the memory/* "
+                    "JSON-RPC calls do, and print the result as JSON. VALUE is JSON ('-' reads it from "
+                    "stdin); --text TEXT writes a plain string instead (a markdown note, say). "
+                    "Exit status 2 for a bad URI or value, 1 for a storage failure.",
+        epilog="examples: memory write kv://users/alice '{\"theme\": \"dark\"}'   "
+               "memory write markdown://decisions --text 'We use SQLite.'   memory list kv://users/",
+    )
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("uri", help="a store URI (for list: a URI prefix such as kv:// or markdown://notes/)")
+    parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
+    parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
+                                                       "('-' = stdin)")
+    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    parser.set_defaults(run=run)
+
+
+def _fail(message: str, errors: list[dict[str, Any]] | None = None) -> int:
+    print(f"context-assembly memory: {message}", file=sys.stderr)
+    for error in errors or []:
+        print(f"  {error.get('path') or '/'}: {error.get('message')}", file=sys.stderr)
+    return 2
+
+
+def _value(args: argparse.Namespace) -> Any:
+    if args.text is not None:
+        return sys.stdin.read() if args.text == "-" else args.text
+    return orjson.loads(sys.stdin.read() if args.value == "-" else args.value)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.workspace)
+    if not root.is_dir():
+        return _fail(f"no such directory: {root}")
+    given = [v for v in (args.value, args.text) if v is not None]
+    if args.action == "write" and len(given) != 1:
+        return _fail("write needs a VALUE (JSON) or --text TEXT, not both" if given else
+                     "write needs a VALUE (JSON) or --text TEXT")
+    if args.action != "write" and given:
+        return _fail(f"{args.action} takes no VALUE")
+    try:
+        value = _value(args) if args.action == "write" else None
+    except orjson.JSONDecodeError as exc:
+        return _fail(f"VALUE is not JSON ({exc}); pass --text to write a plain string")
+    service = MemoryService(root)
+    try:
+        if args.action == "read":
+            result = service.read(args.uri)
+        elif args.action == "write":
+            result = service.write(args.uri, value)
+        elif args.action == "delete":
+            result = service.delete(args.uri)
+        else:
+            result = service.list(args.uri)
+    except InvalidParamsError as exc:
+        return _fail(exc.message, exc.errors)
+    except ContextAssemblyError as exc:
+        print(f"context-assembly memory: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        service.close()
+    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    return 0

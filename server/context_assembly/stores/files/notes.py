@@ -1,0 +1,122 @@
+"""Markdown notes (`markdown://<note>`): real files `.codebolt/memory/<note>.md` that people edit too.
+
+Writes replace the file atomically (readers see the old text or the new, never a mix, and a crash
+leaves the old one) under a workspace lock, so processes sharing the workspace take turns. The temp
+files of atomic writes start with a dot and end in `.tmp`: listing shows only visible `*.md` files,
+so a temp file left by a killed process never appears as a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ...workspace.atomic import remove_file, workspace_lock, write_atomic
+from ..confine import check_relative_path, is_inside, refuse, resolve_inside
+from ..interfaces import NoteInfo
+
+SUFFIX = ".md"
+LOCK = "memory-notes"
+MAX_NOTE_BYTES = 8 * 1024 * 1024
+
+_Found = list[tuple[str, os.stat_result]]
+
+
+def note_name(name: object, pointer: str = "/uri") -> str:
+    """The checked name of a note: a relative path without `.md`, no hidden segments."""
+    if isinstance(name, str) and name.endswith(SUFFIX):
+        name = name[: -len(SUFFIX)]
+    return check_relative_path(name, what="markdown note", pointer=pointer, allow_hidden=False)
+
+
+class MarkdownNotes:
+    def __init__(self, memory_dir: Path | str, locks_dir: Path | str, *, max_bytes: int = MAX_NOTE_BYTES) -> None:
+        self.memory_dir = Path(memory_dir)
+        self.locks_dir = Path(locks_dir)
+        self.max_bytes = max_bytes
+
+    def path(self, name: str, pointer: str = "/uri") -> Path:
+        """The real path of a note, refused when it would leave the memory directory."""
+        return resolve_inside(self.memory_dir, note_name(name, pointer) + SUFFIX, what="markdown note",
+                              pointer=pointer, allow_hidden=False)
+
+    def read(self, name: str) -> str | None:
+        target = self.path(name)
+        if not target.is_file():  # missing, a folder, or something that is no regular file (a FIFO would block)
+            return None
+        try:
+            with open(target, "rb") as handle:
+                data = handle.read(self.max_bytes + 1)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        if len(data) > self.max_bytes:
+            raise refuse(f"markdown note {name!r} is too big to read (more than {self.max_bytes} bytes)")
+        # People edit notes by hand: a stray invalid byte should not make the whole note unreadable.
+        return data.decode("utf-8", errors="replace")
+
+    def write(self, name: str, text: str) -> NoteInfo:
+        if not isinstance(text, str):
+            raise refuse("a markdown note is written from a string", "/value")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise refuse(f"the note text is not valid Unicode: {exc}", "/value") from None
+        if len(data) > self.max_bytes:
+            raise refuse(f"the note is too big ({len(data)} bytes; at most {self.max_bytes})", "/value")
+        with workspace_lock(self.locks_dir, LOCK):
+            target = self.path(name)  # resolved under the lock, right before the write
+            if target.is_dir():
+                raise refuse(f"markdown note {name!r} names a directory")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data)
+            stat = target.stat()
+        return NoteInfo(note_name(name), stat.st_size, stat.st_mtime)
+
+    def delete(self, name: str) -> bool:
+        with workspace_lock(self.locks_dir, LOCK):
+            target = self.path(name)
+            if target.is_dir():
+                return False
+            return remove_file(target)
+
+    def list(self, prefix: str = "") -> list[NoteInfo]:
+        notes = []
+        for relative, stat in self._scan()[0]:
+            name = relative[: -len(SUFFIX)]
+            if name.startswith(prefix):
+                notes.append(NoteInfo(name, stat.st_size, stat.st_mtime))
+        return sorted(notes, key=lambda note: note.name)
+
+    def generation(self) -> int:
+        """A fingerprint of the notes (count, sizes, newest mtime of notes and folders): changes on every write."""
+        files, newest_dir = self._scan()
+        newest = max([newest_dir, *(stat.st_mtime_ns for _, stat in files)])
+        total = sum(stat.st_size for _, stat in files)
+        digest = hashlib.blake2b(f"{len(files)}:{total}:{newest}".encode(), digest_size=7).digest()
+        return int.from_bytes(digest, "big")
+
+    def _scan(self) -> tuple[_Found, int]:
+        """(relative path, stat) of every visible `*.md` file that resolves inside the memory directory,
+        and the newest mtime (ns) of the folders walked (a delete shows there)."""
+        real_base = os.path.realpath(self.memory_dir)
+        found: _Found = []
+        newest_dir = 0
+        for directory, dirs, files in os.walk(real_base):  # symlinked folders are not followed
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            try:
+                newest_dir = max(newest_dir, os.stat(directory).st_mtime_ns)
+            except OSError:
+                continue
+            for file in files:
+                if file.startswith(".") or not file.endswith(SUFFIX) or len(file) == len(SUFFIX):
+                    continue
+                full = os.path.join(directory, file)
+                if not is_inside(real_base, os.path.realpath(full)) or not os.path.isfile(full):
+                    continue  # a symlink out of the workspace is never listed
+                try:
+                    stat = os.stat(full)
+                except OSError:
+                    continue
+                found.append((os.path.relpath(full, real_base).replace(os.sep, "/"), stat))
+        return found, newest_dir

@@ -1,0 +1,461 @@
+"""The embedded knowledge graph: Kuzu at `.codebolt/knowledgegraph/kuzu/graph.kuzu` (SPEC §2, §5.1, §11).
+
+Schema (created on first use, idempotently):
+
+    NODE TABLE Entity(key STRING PRIMARY KEY,  -- "<instance>/<id>"
+                      instance STRING, id STRING, kind STRING, name STRING,
+                      attributes STRING)         -- a JSON object
+    REL TABLE Relates(FROM Entity TO Entity,
+                      key STRING,                -- "<instance>/<edge id>", unique (kept so by upsert_edge)
+                      instance STRING, id STRING, kind STRING,
+                      from_id STRING, to_id STRING,  -- the endpoints' node ids, so a returned edge is self-contained
+                      attributes STRING)         -- a JSON object
+
+One relationship table with a `kind` property, rather than a table per kind: kinds come from
+extraction (`calls`, `depends-on`, ...) and need not be identifiers, and a view that names a kind no
+edge has yet still runs (it returns nothing instead of failing on a missing table). Instance names
+contain no '/', so the key is unambiguous. Views are written against this schema, e.g.
+
+    MATCH (m:Entity {name: $name})<-[r:Relates {kind: 'DEPENDS_ON'}]-(d:Entity)
+    RETURN d.name AS name, d.kind AS kind LIMIT $limit
+
+Whole nodes, edges and paths in a view's result come back as the store's dicts (see `rows`).
+Every write bumps a counter file `kuzu/generation` (before committing, under the lock), which other
+processes read without opening the database to tell whether their caches are stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import kuzu
+import orjson
+
+from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
+from ...workspace.atomic import write_atomic
+from ...workspace.layout import WorkspaceLayout
+from ..graph import GraphEdge, GraphNode, NeighborHit
+from .rows import NODE_TABLE, REL_TABLE, edge_from, node_from, to_json
+from .session import KuzuSessions, SessionSettings
+from .views import load_view
+
+T = TypeVar("T")
+
+NODE_DDL = (f"CREATE NODE TABLE IF NOT EXISTS {NODE_TABLE}(key STRING, instance STRING, id STRING, kind STRING, "
+            "name STRING, attributes STRING, PRIMARY KEY(key))")
+REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NODE_TABLE}, key STRING, "
+           "instance STRING, id STRING, kind STRING, from_id STRING, to_id STRING, attributes STRING)")
+
+GENERATION_FILE = "generation"
+MAX_ID_CHARS = 1024
+MAX_NAME_CHARS = 4096
+MAX_DEPTH = 5
+MAX_LIMIT = 1000
+MAX_VIEW_ROWS = 10_000
+# Edges read per expansion level: bounds the work a hub node can cause.
+MAX_LEVEL_EDGES = 10_000
+DIRECTIONS = ("both", "out", "in")
+
+_INSTANCE = re.compile(r"[^/\x00-\x1f\x7f]{1,128}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+_NODE_COLUMNS = "n.instance AS instance, n.id AS id, n.kind AS kind, n.name AS name, n.attributes AS attributes"
+_EDGE_COLUMNS = ("r.instance AS instance, r.id AS id, r.kind AS kind, r.from_id AS from_id, r.to_id AS to_id, "
+                 "r.attributes AS attributes")
+
+
+class KuzuGraph:
+    """`GraphStore` on an embedded Kuzu database shared by the workspace's processes."""
+
+    def __init__(self, layout: WorkspaceLayout | Path | str, instance_default: str = "default",
+                 settings: SessionSettings | None = None) -> None:
+        self.layout = layout if isinstance(layout, WorkspaceLayout) else WorkspaceLayout(layout)
+        self.instance_default = _instance(instance_default)
+        self._schema_ready = False
+        self._sessions = KuzuSessions(self.layout, settings, on_open=self._ensure_schema)
+
+    # -- nodes and edges ----------------------------------------------------------------------
+
+    def upsert_node(self, instance: str, node_id: str, kind: str, name: str,
+                    attributes: dict[str, Any]) -> dict[str, Any]:
+        node = GraphNode(instance=self._instance(instance), id=_text(node_id, "/id"), kind=_text(kind, "/kind"),
+                         name=_name(name, "/name"), attributes=_attributes(attributes))
+        return self._write(lambda conn: _put_node(conn, node)).as_dict()
+
+    def upsert_edge(self, instance: str, edge_id: str, kind: str, from_id: str, to_id: str,
+                    attributes: dict[str, Any]) -> dict[str, Any]:
+        edge = GraphEdge(instance=self._instance(instance), id=_text(edge_id, "/id"), kind=_text(kind, "/kind"),
+                         from_id=_text(from_id, "/from"), to_id=_text(to_id, "/to"),
+                         attributes=_attributes(attributes))
+        return self._write(lambda conn: _put_edge(conn, edge)).as_dict()
+
+    def get_node(self, instance: str, node_id: str) -> dict[str, Any] | None:
+        key = _key(self._instance(instance), _text(node_id, "/id"))
+        rows = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE} {{key: $key}}) RETURN {_NODE_COLUMNS}",
+                                              {"key": key}))
+        return node_from(rows[0]).as_dict() if rows else None
+
+    def get_edge(self, instance: str, edge_id: str) -> dict[str, Any] | None:
+        key = _key(self._instance(instance), _text(edge_id, "/id"))
+        rows = self._read(lambda conn: _find_edge(conn, key))
+        return edge_from(rows[0]).as_dict() if rows else None
+
+    def delete_node(self, instance: str, node_id: str) -> bool:
+        """Remove the node and every edge that touches it."""
+        key = _key(self._instance(instance), _text(node_id, "/id"))
+        rows = self._write(lambda conn: _query(
+            conn, f"MATCH (n:{NODE_TABLE} {{key: $key}}) DETACH DELETE n RETURN count(*) AS removed", {"key": key}))
+        return bool(rows and rows[0]["removed"])
+
+    def delete_edge(self, instance: str, edge_id: str) -> bool:
+        key = _key(self._instance(instance), _text(edge_id, "/id"))
+        rows = self._write(lambda conn: _query(
+            conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() DELETE r RETURN count(*) AS removed", {"key": key}))
+        return bool(rows and rows[0]["removed"])
+
+    def list_nodes(self, instance: str, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"instance": self._instance(instance), "limit": _count(limit, "/limit", MAX_LIMIT)}
+        where = "n.instance = $instance"
+        if kind is not None:
+            params["kind"] = _text(kind, "/kind")
+            where += " AND n.kind = $kind"
+        cypher = f"MATCH (n:{NODE_TABLE}) WHERE {where} RETURN {_NODE_COLUMNS} ORDER BY n.id LIMIT $limit"
+        return [node_from(row).as_dict() for row in self._read(lambda conn: _query(conn, cypher, params))]
+
+    # -- views and expansion ------------------------------------------------------------------
+
+    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters."""
+        view = load_view(self.layout, view_id)
+        bound = view.bind(params if params is not None else {})
+
+        def work(conn: kuzu.Connection) -> list[dict[str, Any]]:
+            # Second guard after the keyword check: the database itself refuses writes here.
+            conn.execute("BEGIN TRANSACTION READ ONLY")
+            try:
+                return _query(conn, view.cypher, bound, max_rows=MAX_VIEW_ROWS, view_id=view.id)
+            finally:
+                with contextlib.suppress(RuntimeError):
+                    conn.execute("ROLLBACK")
+
+        return [{name: to_json(value) for name, value in row.items()} for row in self._read(work)]
+
+    def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
+                  limit: int = 50, direction: str = "both") -> list[dict[str, Any]]:
+        """Breadth-first expansion from `node_ids`: each node reached once, by its shortest path.
+
+        Results are ordered by distance, then by edge id and node id; the seeds themselves are not
+        included. `edge_kinds` None or empty means every kind; `direction` is `both`, `out` or `in`.
+        """
+        space = self._instance(instance)
+        if not isinstance(node_ids, list):
+            raise _invalid("/node_ids", "expected a list of node ids")
+        seeds = [_text(node_id, f"/node_ids/{index}") for index, node_id in enumerate(node_ids)]
+        depth = _count(depth, "/depth", MAX_DEPTH)
+        limit = _count(limit, "/limit", MAX_LIMIT)
+        if edge_kinds is not None and not isinstance(edge_kinds, list):
+            raise _invalid("/edge_kinds", "expected a list of edge kinds")
+        kinds = [_text(kind, f"/edge_kinds/{index}") for index, kind in enumerate(edge_kinds or [])]
+        if direction not in DIRECTIONS:
+            raise _invalid("/direction", f"expected one of {', '.join(DIRECTIONS)}")
+        if not seeds or not depth or not limit:
+            return []
+        hits = self._read(lambda conn: _expand(conn, space, seeds, depth, kinds, limit, direction))
+        return [hit.as_dict() for hit in hits]
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def generation(self) -> int:
+        """Counts writes from every process; read without opening the database."""
+        try:
+            return int((self.layout.kuzu_dir / GENERATION_FILE).read_text(encoding="ascii").strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def close(self) -> None:
+        self._sessions.close()
+
+    def load(self, nodes: list[GraphNode], edges: list[GraphEdge]) -> None:
+        """Upsert many nodes then edges in one transaction: all land or none."""
+        def work(conn: kuzu.Connection) -> None:
+            for node in nodes:
+                _put_node(conn, node)
+            for edge in edges:
+                _put_edge(conn, edge)
+        self._write(work)
+
+    def __enter__(self) -> KuzuGraph:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _instance(self, instance: str | None) -> str:
+        return _instance(instance) if instance else self.instance_default
+
+    def _read(self, work: Callable[[kuzu.Connection], T]) -> T:
+        try:
+            return self._sessions.run(work)
+        except RuntimeError as exc:
+            raise StorageError(f"knowledge graph read failed: {exc}") from exc
+
+    def _write(self, work: Callable[[kuzu.Connection], T]) -> T:
+        def job(conn: kuzu.Connection) -> T:
+            self._bump_generation()  # before the commit: a crash in between only costs a cache refill
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                result = work(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(RuntimeError):
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+        try:
+            return self._sessions.run(job)
+        except RuntimeError as exc:
+            raise StorageError(f"knowledge graph write failed: {exc}") from exc
+
+    def _bump_generation(self) -> None:
+        # Runs under the kuzu lock, so read-increment-write cannot lose a count.
+        write_atomic(self.layout.kuzu_dir / GENERATION_FILE, str(self.generation() + 1).encode("ascii"))
+
+    def _ensure_schema(self, conn: kuzu.Connection, created: bool) -> None:
+        if self._schema_ready and not created:
+            return
+        tables = {row["name"] for row in _query(conn, "CALL show_tables() RETURN name")}
+        for table, ddl in ((NODE_TABLE, NODE_DDL), (REL_TABLE, REL_DDL)):
+            if table not in tables:
+                conn.execute(ddl)
+        self._schema_ready = True
+
+
+def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -> dict[str, int]:
+    """Upsert the nodes and edges of a JSON file into `graph`; returns how many of each.
+
+    The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id, kind, from, to,
+    attributes}]}`; `instance` (argument, else the file's, else the graph's default) names the graph
+    instance. The whole file is checked first; on a KuzuGraph it then loads in one transaction.
+    """
+    try:
+        document = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise InvalidParamsError(f"cannot read graph data {path}: {exc}", [{"path": "", "message": str(exc)}]) from exc
+    if not isinstance(document, dict):
+        raise _invalid("", "expected an object {nodes, edges}")
+    space = instance or document.get("instance") or getattr(graph, "instance_default", "default")
+    space = _instance(space)
+    nodes = [_node_entry(space, entry, f"/nodes/{index}") for index, entry in enumerate(_list(document, "nodes"))]
+    edges = [_edge_entry(space, entry, f"/edges/{index}") for index, entry in enumerate(_list(document, "edges"))]
+    if isinstance(graph, KuzuGraph):
+        graph.load(nodes, edges)
+    else:
+        for node in nodes:
+            graph.upsert_node(node.instance, node.id, node.kind, node.name, node.attributes)
+        for edge in edges:
+            graph.upsert_edge(edge.instance, edge.id, edge.kind, edge.from_id, edge.to_id, edge.attributes)
+    return {"nodes": len(nodes), "edges": len(edges)}
+
+
+# -- queries (run on the session's owner thread) --------------------------------------------------
+
+
+def _query(conn: kuzu.Connection, cypher: str, params: dict[str, Any] | None = None, *,
+           max_rows: int | None = None, view_id: str | None = None) -> list[dict[str, Any]]:
+    try:
+        result = conn.execute(cypher, parameters=params or {})
+        if isinstance(result, list):  # several statements; views are refused earlier, so never expected
+            for extra in result[1:]:
+                extra.close()
+            result = result[0]
+        try:
+            names = result.get_column_names()
+            rows: list[dict[str, Any]] = []
+            while result.has_next() and (max_rows is None or len(rows) < max_rows):
+                rows.append(dict(zip(names, result.get_next(), strict=True)))
+            return rows
+        finally:
+            result.close()
+    except RuntimeError as exc:
+        raise _query_error(exc, view_id) from exc
+
+
+def _query_error(exc: RuntimeError, view_id: str | None) -> ContextAssemblyError:
+    message = str(exc)
+    if "Interrupted" in message:
+        return TimeoutError_(f"knowledge graph query ran too long{_named(view_id)}: {message}")
+    if view_id is not None:
+        if message.startswith(("Parser exception", "Binder exception", "Catalog exception")) or \
+                "read-only transaction" in message:
+            return InvalidParamsError(f"graph view {view_id!r} cannot run: {message}",
+                                      [{"path": "/cypher", "message": message}])
+        if "ANY type" in message:  # an empty list bound to a parameter has no element type in Kuzu
+            return InvalidParamsError(f"graph view {view_id!r}: a parameter value has no type (empty list?)",
+                                      [{"path": "/params", "message": message}])
+    return StorageError(f"knowledge graph query failed{_named(view_id)}: {message}")
+
+
+def _named(view_id: str | None) -> str:
+    return f" (view {view_id!r})" if view_id else ""
+
+
+def _put_node(conn: kuzu.Connection, node: GraphNode) -> GraphNode:
+    _query(conn, f"MERGE (n:{NODE_TABLE} {{key: $key}}) SET n.instance = $instance, n.id = $id, n.kind = $kind, "
+                 "n.name = $name, n.attributes = $attributes",
+           {"key": _key(node.instance, node.id), "instance": node.instance, "id": node.id, "kind": node.kind,
+            "name": node.name, "attributes": _dump(node.attributes)})
+    return node
+
+
+def _put_edge(conn: kuzu.Connection, edge: GraphEdge) -> GraphEdge:
+    ends = {_key(edge.instance, edge.from_id), _key(edge.instance, edge.to_id)}
+    found = {row["key"] for row in _query(conn, f"MATCH (n:{NODE_TABLE}) WHERE n.key IN $keys RETURN n.key AS key",
+                                          {"keys": sorted(ends)})}
+    missing = [node_id for node_id in dict.fromkeys((edge.from_id, edge.to_id))
+               if _key(edge.instance, node_id) not in found]
+    if missing:
+        raise NotFoundError(f"edge {edge.id!r}: no node {', '.join(map(repr, missing))} in graph instance "
+                            f"{edge.instance!r}", {"missing": missing})
+    key = _key(edge.instance, edge.id)
+    params = {"key": key, "kind": edge.kind, "attributes": _dump(edge.attributes)}
+    current = _find_edge(conn, key)
+    if current and (current[0]["from_id"], current[0]["to_id"]) == (edge.from_id, edge.to_id):
+        _query(conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() SET r.kind = $kind, r.attributes = $attributes",
+               params)
+        return edge
+    if current:  # moved to other endpoints: a relationship cannot be re-pointed, so replace it
+        _query(conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() DELETE r", {"key": key})
+    _query(conn, f"MATCH (a:{NODE_TABLE} {{key: $from_key}}), (b:{NODE_TABLE} {{key: $to_key}}) "
+                 f"CREATE (a)-[:{REL_TABLE} {{key: $key, instance: $instance, id: $id, kind: $kind, "
+                 "from_id: $from_id, to_id: $to_id, attributes: $attributes}]->(b)",
+           {**params, "from_key": _key(edge.instance, edge.from_id), "to_key": _key(edge.instance, edge.to_id),
+            "instance": edge.instance, "id": edge.id, "from_id": edge.from_id, "to_id": edge.to_id})
+    return edge
+
+
+def _find_edge(conn: kuzu.Connection, key: str) -> list[dict[str, Any]]:
+    return _query(conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() RETURN {_EDGE_COLUMNS}", {"key": key})
+
+
+def _expand(conn: kuzu.Connection, instance: str, seeds: list[str], depth: int, kinds: list[str], limit: int,
+            direction: str) -> list[NeighborHit]:
+    arrow = {"both": "-[r:{rel}]-", "out": "-[r:{rel}]->", "in": "<-[r:{rel}]-"}[direction].format(rel=REL_TABLE)
+    where = "WHERE r.kind IN $kinds " if kinds else ""
+    cypher = (f"UNWIND $keys AS k MATCH (s:{NODE_TABLE} {{key: k}}){arrow}(n:{NODE_TABLE}) {where}"
+              f"RETURN s.id AS source, {_NODE_COLUMNS}, r.instance AS e_instance, r.id AS e_id, r.kind AS e_kind, "
+              "r.from_id AS e_from_id, r.to_id AS e_to_id, r.attributes AS e_attributes "
+              "ORDER BY e_id, id LIMIT $cap")
+    paths: dict[str, tuple[str, tuple[GraphEdge, ...]]] = {seed: (seed, ()) for seed in seeds}
+    frontier = list(dict.fromkeys(seeds))
+    hits: list[NeighborHit] = []
+    for _ in range(depth):
+        params: dict[str, Any] = {"keys": [_key(instance, node_id) for node_id in frontier], "cap": MAX_LEVEL_EDGES}
+        if kinds:
+            params["kinds"] = kinds
+        rows = _query(conn, cypher, params)
+        order = {node_id: index for index, node_id in enumerate(frontier)}
+        rows.sort(key=lambda row: order[row["source"]])  # stable: keeps edge-id order within a source
+        frontier = []
+        for row in rows:
+            if row["id"] in paths:
+                continue
+            seed, path = paths[row["source"]]
+            edge = edge_from({name[2:]: value for name, value in row.items() if name.startswith("e_")})
+            paths[row["id"]] = (seed, (*path, edge))
+            hits.append(NeighborHit(node=node_from(row), seed=seed, path=(*path, edge)))
+            frontier.append(row["id"])
+            if len(hits) >= limit:
+                return hits
+        if not frontier:
+            break
+    return hits
+
+
+# -- input checks ---------------------------------------------------------------------------------
+
+
+def _key(instance: str, item_id: str) -> str:
+    return f"{instance}/{item_id}"
+
+
+def _instance(instance: Any) -> str:
+    if not isinstance(instance, str) or not _INSTANCE.fullmatch(instance):
+        raise _invalid("/instance", "a graph instance name is 1-128 characters without '/' or control characters")
+    return instance
+
+
+def _text(value: Any, path: str) -> str:
+    """An id or a kind: non-empty, bounded, no control characters."""
+    if not isinstance(value, str):
+        raise _invalid(path, "expected a string")
+    if not value:
+        raise _invalid(path, "must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise _invalid(path, f"longer than {MAX_ID_CHARS} characters")
+    if _CONTROL.search(value):
+        raise _invalid(path, "must not contain control characters")
+    return value
+
+
+def _name(value: Any, path: str) -> str:
+    """A display name: any text, possibly empty."""
+    if not isinstance(value, str):
+        raise _invalid(path, "expected a string")
+    if len(value) > MAX_NAME_CHARS:
+        raise _invalid(path, f"longer than {MAX_NAME_CHARS} characters")
+    return value
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _invalid("/attributes", "expected an object")
+    try:
+        return dict(orjson.loads(orjson.dumps(value)))  # a JSON round trip: what is stored is what is returned
+    except TypeError as exc:
+        raise _invalid("/attributes", f"not JSON: {exc}") from exc
+
+
+def _dump(attributes: dict[str, Any]) -> str:
+    return orjson.dumps(attributes).decode()
+
+
+def _count(value: Any, path: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise _invalid(path, f"expected an integer from 0 to {maximum}")
+    return value
+
+
+def _list(document: dict[str, Any], name: str) -> list[Any]:
+    value = document.get(name, [])
+    if not isinstance(value, list):
+        raise _invalid(f"/{name}", "expected a list")
+    return value
+
+
+def _node_entry(instance: str, entry: Any, path: str) -> GraphNode:
+    if not isinstance(entry, dict):
+        raise _invalid(path, "expected an object {id, kind, name, attributes}")
+    return GraphNode(instance=instance, id=_text(entry.get("id"), f"{path}/id"),
+                     kind=_text(entry.get("kind"), f"{path}/kind"),
+                     name=_name(entry.get("name", entry.get("id")), f"{path}/name"),
+                     attributes=_attributes(entry.get("attributes")))
+
+
+def _edge_entry(instance: str, entry: Any, path: str) -> GraphEdge:
+    if not isinstance(entry, dict):
+        raise _invalid(path, "expected an object {id, kind, from, to, attributes}")
+    return GraphEdge(instance=instance, id=_text(entry.get("id"), f"{path}/id"),
+                     kind=_text(entry.get("kind"), f"{path}/kind"), from_id=_text(entry.get("from"), f"{path}/from"),
+                     to_id=_text(entry.get("to"), f"{path}/to"), attributes=_attributes(entry.get("attributes")))
+
+
+def _invalid(path: str, message: str) -> InvalidParamsError:
+    return InvalidParamsError(f"{path or 'input'}: {message}", [{"path": path, "message": message}])

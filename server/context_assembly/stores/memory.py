@@ -1,0 +1,471 @@
+"""The URI layer (SPEC §5.1, §8 `memory/*`): read, write, delete and list any store by its URI.
+
+One `MemoryService` per workspace. The SQLite database is opened on first use (nothing to start);
+the vector store and the knowledge graph are separate components handed in by the caller. The
+result shapes are exactly those of `memory/read|write|delete|list`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import orjson
+
+from ..errors import ContextAssemblyError, StorageError
+from ..workspace.layout import WorkspaceLayout
+from .confine import check_key, check_relative_path, refuse
+from .files.notes import MarkdownNotes
+from .files.workspace_files import WorkspaceFiles
+from .sqlite.blobs import SqliteBlobStore
+from .sqlite.database import Database
+from .sqlite.episodic import SqliteEpisodicStore
+from .sqlite.events import SqliteEventLog
+from .sqlite.json_docs import SqliteJsonStore
+from .sqlite.kv import SqliteKVStore
+from .sqlite.working import SqliteWorkingMemory
+from .uri import SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
+
+DEFAULT_READ_LIMIT = 20
+APPEND_ONLY = "the event log is append-only: events are never updated or deleted (write log://<instance> to append)"
+
+T = TypeVar("T")
+Result = dict[str, Any]
+Items = list[Result]
+
+
+class MemoryService:
+    def __init__(self, layout: WorkspaceLayout | Path | str, *, vectors: Any = None, graph: Any = None,
+                 database: Database | None = None) -> None:
+        self.layout = layout if isinstance(layout, WorkspaceLayout) else WorkspaceLayout(Path(layout))
+        self.vectors = vectors
+        self.graph = graph
+        self._database = database
+        self._stores: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    # -- the stores, built on first use
+
+    @property
+    def database(self) -> Database:
+        with self._lock:
+            if self._database is None:
+                self._database = Database(self.layout.db_path)
+            return self._database
+
+    def _store(self, name: str, build: Callable[[], T]) -> T:
+        with self._lock:
+            if name not in self._stores:
+                self._stores[name] = build()
+            built: T = self._stores[name]
+            return built
+
+    @property
+    def kv(self) -> SqliteKVStore:
+        return self._store("kv", lambda: SqliteKVStore(self.database))
+
+    @property
+    def json_docs(self) -> SqliteJsonStore:
+        return self._store("json", lambda: SqliteJsonStore(self.database))
+
+    @property
+    def events(self) -> SqliteEventLog:
+        return self._store("log", lambda: SqliteEventLog(self.database))
+
+    @property
+    def episodic(self) -> SqliteEpisodicStore:
+        return self._store("episodic", lambda: SqliteEpisodicStore(self.database))
+
+    @property
+    def working(self) -> SqliteWorkingMemory:
+        return self._store("working", lambda: SqliteWorkingMemory(self.database))
+
+    @property
+    def blobs(self) -> SqliteBlobStore:
+        return self._store("blob", lambda: SqliteBlobStore(self.database))
+
+    @property
+    def notes(self) -> MarkdownNotes:
+        return self._store("markdown", lambda: MarkdownNotes(self.layout.memory_dir, self.layout.locks_dir))
+
+    @property
+    def files(self) -> WorkspaceFiles:
+        return self._store("file", lambda: WorkspaceFiles(self.layout.root))
+
+    def close(self) -> None:
+        """Close this thread's database connection (others close with their threads)."""
+        if self._database is not None:
+            self._database.close()
+
+    # -- memory/read, write, delete, list
+
+    def read(self, uri: str) -> Result:
+        parsed = parse_uri(uri)
+        exists, value = getattr(self, f"_read_{parsed.scheme}")(parsed)
+        return {"uri": uri, "exists": exists, "value": value}
+
+    def write(self, uri: str, value: Any) -> Result:
+        parsed = parse_uri(uri)
+        if parsed.params and parsed.scheme != "log":
+            raise refuse(f"{uri!r}: query parameters only apply to reads")
+        getattr(self, f"_write_{parsed.scheme}")(parsed, value)
+        return {"uri": uri, "written": True}
+
+    def delete(self, uri: str) -> Result:
+        parsed = parse_uri(uri)
+        if parsed.scheme == "log":
+            raise refuse(APPEND_ONLY)
+        if parsed.params:
+            raise refuse(f"{uri!r}: query parameters only apply to reads")
+        deleted = getattr(self, f"_delete_{parsed.scheme}")(parsed)
+        return {"uri": uri, "deleted": bool(deleted)}
+
+    def list(self, prefix: str, *, limit: int | None = None) -> Result:
+        """Every item whose URI starts with `prefix` (as URIs are rendered), sorted by URI."""
+        scheme, wanted = normalize_prefix(prefix)
+        items = [item for item in getattr(self, f"_list_{scheme}")(wanted) if item["uri"].startswith(wanted)]
+        items.sort(key=lambda item: item["uri"])
+        return {"items": items if limit is None else items[:limit]}
+
+    def generation(self, scheme: str) -> int:
+        """The write generation of a scheme's store: it changes with every write, in any process."""
+        if scheme not in SCHEMES:
+            raise refuse(f"unknown memory URI scheme '{scheme}://' (known: {', '.join(SCHEMES)})", "/scheme")
+        if scheme in ("vector", "graph"):
+            target = self.vectors if scheme == "vector" else self.graph
+            counter = getattr(target, "generation", None)
+            return int(counter()) if callable(counter) else 0
+        if scheme == "markdown":
+            return self.notes.generation()
+        if scheme == "file":
+            return self.files.generation()
+        return self.database.generation(scheme)
+
+    def clear_working(self, thread_id: str) -> int:
+        """End of a thread's turn: its scratchpad goes. The number of entries removed."""
+        return self.working.clear(thread_id)
+
+    # -- kv://
+
+    def _read_kv(self, uri: MemoryUri) -> tuple[bool, Any]:
+        entry = self.kv.get(*uri.parts)
+        return (entry is not None, entry.value if entry else None)
+
+    def _write_kv(self, uri: MemoryUri, value: Any) -> None:
+        instance, namespace, key = uri.parts
+        self.kv.set(instance, namespace, key, value)
+
+    def _delete_kv(self, uri: MemoryUri) -> bool:
+        return self.kv.delete(*uri.parts)
+
+    def _list_kv(self, wanted: str) -> Items:
+        return [{"uri": render("kv", (e.instance, e.namespace, e.key)), "instance": e.instance,
+                 "namespace": e.namespace, "key": e.key, "updated_at": e.updated_at}
+                for e in self.kv.list(values=False)]
+
+    # -- json://
+
+    def _read_json(self, uri: MemoryUri) -> tuple[bool, Any]:
+        return self.json_docs.get(uri.parts[0], uri.pointer)
+
+    def _write_json(self, uri: MemoryUri, value: Any) -> None:
+        self.json_docs.put(uri.parts[0], value, uri.pointer)
+
+    def _delete_json(self, uri: MemoryUri) -> bool:
+        return self.json_docs.delete(uri.parts[0], uri.pointer)
+
+    def _list_json(self, wanted: str) -> Items:
+        return [{"uri": render("json", (d.name,)), "name": d.name, "size": d.size, "updated_at": d.updated_at}
+                for d in self.json_docs.list()]
+
+    # -- markdown://
+
+    def _read_markdown(self, uri: MemoryUri) -> tuple[bool, Any]:
+        text = self.notes.read(uri.parts[0])
+        return (text is not None, text)
+
+    def _write_markdown(self, uri: MemoryUri, value: Any) -> None:
+        if not isinstance(value, str):
+            raise refuse("a markdown note is written from a string (use --text on the command line)", "/value")
+        self.notes.write(uri.parts[0], value)
+
+    def _delete_markdown(self, uri: MemoryUri) -> bool:
+        return self.notes.delete(uri.parts[0])
+
+    def _list_markdown(self, wanted: str) -> Items:
+        _check_path_prefix(wanted, "markdown note", allow_hidden=False)
+        return [{"uri": render("markdown", (n.name,)), "name": n.name, "size": n.size, "modified": n.modified}
+                for n in self.notes.list()]
+
+    # -- file:// (read-only)
+
+    def _read_file(self, uri: MemoryUri) -> tuple[bool, Any]:
+        text = self.files.read(uri.parts[0])
+        return (text is not None, text)
+
+    def _write_file(self, uri: MemoryUri, value: Any) -> None:
+        raise refuse("file:// is read-only: workspace files are never written through memory")
+
+    def _delete_file(self, uri: MemoryUri) -> bool:
+        raise refuse("file:// is read-only: workspace files are never deleted through memory")
+
+    def _list_file(self, wanted: str) -> Items:
+        body = _check_path_prefix(wanted, "file path", allow_hidden=True)
+        directory = body.rsplit("/", 1)[0] if "/" in body else ""
+        return [{"uri": render("file", (f.path,)) + ("/" if f.is_dir else ""), "path": f.path, "is_dir": f.is_dir,
+                 "size": f.size, "modified": f.modified} for f in self.files.list(directory)]
+
+    # -- log:// (append-only)
+
+    def _read_log(self, uri: MemoryUri) -> tuple[bool, Any]:
+        if len(uri.parts) == 2:
+            event = self.events.get(uri.parts[0], int(uri.parts[1]))
+            return (event is not None, event)
+        limit = uri.param("limit")
+        events = self.events.search(
+            uri.parts[0], event_type=uri.param_list("event_type", "eventType") or None, since=uri.since,
+            fields=uri.param_list("fields") or None,
+            limit=parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
+        return (True, events)
+
+    def _write_log(self, uri: MemoryUri, value: Any) -> None:
+        if len(uri.parts) == 2 or uri.params:
+            raise refuse(APPEND_ONLY)
+        if not isinstance(value, dict) or not isinstance(value.get("event_type"), str):
+            raise refuse("an event is written as {event_type, payload}", "/value")
+        unknown = sorted(set(value) - {"event_type", "payload", "ts"})
+        if unknown:
+            raise refuse(f"an event has only event_type, payload and ts (not {', '.join(unknown)})", "/value")
+        self.events.append(uri.parts[0], value["event_type"], value.get("payload", {}), value.get("ts"))
+
+    def _list_log(self, wanted: str) -> Items:
+        return [{"uri": render("log", (i.name,)), "instance": i.name, "count": i.count, "last_ts": i.last_ts}
+                for i in self.events.instances()]
+
+    # -- episodic://
+
+    def _read_episodic(self, uri: MemoryUri) -> tuple[bool, Any]:
+        limit = uri.param("limit")
+        turns = self.episodic.recent(uri.parts[0], parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
+        return (True, turns)
+
+    def _write_episodic(self, uri: MemoryUri, value: Any) -> None:
+        self.episodic.append(uri.parts[0], value)
+
+    def _delete_episodic(self, uri: MemoryUri) -> bool:
+        return self.episodic.clear(uri.parts[0]) > 0
+
+    def _list_episodic(self, wanted: str) -> Items:
+        return [{"uri": render("episodic", (t.name,)), "thread_id": t.name, "count": t.count, "last_ts": t.last_ts}
+                for t in self.episodic.threads()]
+
+    # -- working://
+
+    def _read_working(self, uri: MemoryUri) -> tuple[bool, Any]:
+        if len(uri.parts) == 1:
+            return (True, self.working.list(uri.parts[0]))
+        entry = self.working.get(*uri.parts)
+        return (entry is not None, entry.value if entry else None)
+
+    def _write_working(self, uri: MemoryUri, value: Any) -> None:
+        if len(uri.parts) == 1:
+            raise refuse("name a key to write: working://<thread_id>/<key>")
+        thread_id, key = uri.parts
+        self.working.set(thread_id, key, value)
+
+    def _delete_working(self, uri: MemoryUri) -> bool:
+        if len(uri.parts) == 1:
+            return self.working.clear(uri.parts[0]) > 0
+        return self.working.delete(*uri.parts)
+
+    def _list_working(self, wanted: str) -> Items:
+        return [{"uri": render("working", (e.thread_id, e.key)), "thread_id": e.thread_id, "key": e.key,
+                 "updated_at": e.updated_at} for e in self.working.entries()]
+
+    # -- blob:// (base64 on the wire)
+
+    def _read_blob(self, uri: MemoryUri) -> tuple[bool, Any]:
+        data = self.blobs.get(*uri.parts)
+        return (data is not None, base64.b64encode(data).decode("ascii") if data is not None else None)
+
+    def _write_blob(self, uri: MemoryUri, value: Any) -> None:
+        if not isinstance(value, str):
+            raise refuse("a blob is written as a base64 string", "/value")
+        try:
+            data = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise refuse("the blob value is not valid base64", "/value") from None
+        bucket, key = uri.parts
+        self.blobs.put(bucket, key, data)
+
+    def _delete_blob(self, uri: MemoryUri) -> bool:
+        return self.blobs.delete(*uri.parts)
+
+    def _list_blob(self, wanted: str) -> Items:
+        return [{"uri": render("blob", (b.bucket, b.key)), "bucket": b.bucket, "key": b.key, "size": b.size,
+                 "sha256": b.sha256, "updated_at": b.updated_at} for b in self.blobs.list()]
+
+    # -- vector:// (delegated)
+
+    def _vector_store(self) -> Any:
+        if self.vectors is None:
+            raise StorageError("the vector store is not configured")
+        return self.vectors
+
+    def _read_vector(self, uri: MemoryUri) -> tuple[bool, Any]:
+        vectors = self._vector_store()
+        collection = uri.parts[0]
+        if len(uri.parts) == 2:
+            docs = _delegate("vector", lambda: vectors.list(collection))
+            found = [d for d in docs if isinstance(d, dict) and uri.parts[1] in (d.get("doc_uri"), d.get("uri"))]
+            return (bool(found), found[0] if found else None)
+        query = uri.param("q", "query")
+        if query is None:
+            return (True, _delegate("vector", lambda: vectors.list(collection)))
+        top_k = _number(uri.param("top_k", "topK"), int, 5, "top_k")
+        min_score = _number(uri.param("min_score", "minScore"), float, 0.0, "min_score")
+        mode = uri.param("mode") or "vector"
+        if mode not in ("vector", "hybrid"):
+            raise refuse(f"mode must be vector or hybrid (got {mode!r})")
+        return (True, _delegate("vector", lambda: vectors.search(collection, query, top_k=top_k,
+                                                                  min_score=min_score, mode=mode)))
+
+    def _write_vector(self, uri: MemoryUri, value: Any) -> None:
+        vectors = self._vector_store()
+        metadata: Any
+        if isinstance(value, str):
+            text, metadata, named = value, {}, None
+        elif isinstance(value, dict) and isinstance(value.get("text"), str):
+            text, metadata, named = value["text"], value.get("metadata"), value.get("uri") or value.get("doc_uri")
+            metadata = {} if metadata is None else metadata
+        else:
+            raise refuse("a vector document is written as {text, metadata} or a string", "/value")
+        if not isinstance(metadata, dict):
+            raise refuse("the document metadata must be an object", "/value/metadata")
+        if len(uri.parts) == 2:
+            doc_uri = uri.parts[1]
+        elif named is not None:
+            doc_uri = check_key(named, what="document URI", pointer="/value/uri")
+        else:  # an unnamed document is named by its content, so writing it again does not duplicate it
+            doc_uri = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        _delegate("vector", lambda: vectors.upsert(uri.parts[0], doc_uri, text, metadata))
+
+    def _delete_vector(self, uri: MemoryUri) -> bool:
+        vectors = self._vector_store()
+        if len(uri.parts) == 1:
+            raise refuse("name the document to delete: vector://<collection>/<doc uri>")
+        return bool(_delegate("vector", lambda: vectors.delete(uri.parts[0], uri.parts[1])))
+
+    def _list_vector(self, wanted: str) -> Items:
+        vectors = self._vector_store()
+        body = wanted[len("vector://"):]
+        collection = unquote(body.split("/", 1)[0]) if "/" in body else None
+        items = []
+        for item in _delegate("vector", lambda: vectors.list(collection)):
+            if not isinstance(item, dict):
+                continue
+            name = item.get("collection", collection)
+            doc = item.get("doc_uri")
+            if not isinstance(name, str):
+                continue
+            items.append({**item, "uri": render("vector", (name, doc) if isinstance(doc, str) else (name,))})
+        return items
+
+    # -- graph:// (delegated; views are named queries, read-only)
+
+    def _graph_store(self) -> Any:
+        if self.graph is None:
+            raise StorageError("the knowledge graph is not configured")
+        return self.graph
+
+    def _read_graph(self, uri: MemoryUri) -> tuple[bool, Any]:
+        graph = self._graph_store()
+        if len(uri.parts) == 1:
+            params = {key: _param_value(value) for key, value in uri.params}
+            return (True, _delegate("graph", lambda: graph.run_view(uri.parts[0], params)))
+        instance, kind, ident = uri.parts
+        getter = graph.get_node if kind == "node" else graph.get_edge
+        found = _delegate("graph", lambda: getter(instance, ident))
+        return (found is not None, found)
+
+    def _write_graph(self, uri: MemoryUri, value: Any) -> None:
+        graph = self._graph_store()
+        if len(uri.parts) == 1:
+            raise refuse("graph views are read-only: write graph://<instance>/node/<id> or …/edge/<id>")
+        instance, kind, ident = uri.parts
+        if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or not value["kind"]:
+            shape = "{kind, name, attributes}" if kind == "node" else "{kind, from, to, attributes}"
+            raise refuse(f"a graph {kind} is written as {shape}", "/value")
+        attributes = value.get("attributes")
+        attributes = {} if attributes is None else attributes
+        if not isinstance(attributes, dict):
+            raise refuse("attributes must be an object", "/value/attributes")
+        if kind == "node":
+            name = value.get("name", ident)
+            _delegate("graph", lambda: graph.upsert_node(instance, ident, value["kind"], name, attributes))
+            return
+        ends = [value.get("from"), value.get("to")]
+        for end, field in zip(ends, ("from", "to"), strict=True):
+            if not isinstance(end, str) or not end:
+                raise refuse(f"an edge needs '{field}': a node id", f"/value/{field}")
+        _delegate("graph", lambda: graph.upsert_edge(instance, ident, value["kind"], ends[0], ends[1], attributes))
+
+    def _delete_graph(self, uri: MemoryUri) -> bool:
+        graph = self._graph_store()
+        if len(uri.parts) == 1:
+            raise refuse("graph views are not deleted through memory: edit .codebolt/knowledgegraph/views/")
+        instance, kind, ident = uri.parts
+        remove = graph.delete_node if kind == "node" else graph.delete_edge
+        return bool(_delegate("graph", lambda: remove(instance, ident)))
+
+    def _list_graph(self, wanted: str) -> Items:
+        views_dir = self.layout.graph_views_dir
+        if not views_dir.is_dir():
+            return []
+        return [{"uri": render("graph", (path.stem,)), "view": path.stem}
+                for path in sorted(views_dir.glob("*.json")) if path.is_file() and not path.name.startswith(".")]
+
+
+def _delegate(component: str, call: Callable[[], T]) -> T:
+    """Call the vector store or graph; a failure that is not one of ours becomes a StorageError."""
+    try:
+        return call()
+    except ContextAssemblyError:
+        raise
+    except Exception as exc:
+        name = "vector store" if component == "vector" else "knowledge graph"
+        raise StorageError(f"the {name} failed: {exc}") from exc
+
+
+def _check_path_prefix(wanted: str, what: str, *, allow_hidden: bool) -> str:
+    """The decoded path part of a markdown:// or file:// prefix, refused when it tries to leave its base."""
+    body = unquote(wanted.split("://", 1)[1])
+    stem = body.rstrip("/")
+    if stem:
+        check_relative_path(stem, what=what, pointer="/prefix", allow_hidden=allow_hidden)
+    return body
+
+
+def _number(text: str | None, kind: type[int] | type[float], default: Any, name: str) -> Any:
+    if text is None:
+        return default
+    try:
+        return kind(text)
+    except ValueError:
+        raise refuse(f"{name} must be a number (got {text!r})") from None
+
+
+def _param_value(text: str) -> Any:
+    """A view parameter from a query string: JSON numbers, booleans, null and "quoted" strings are
+    read as JSON; anything else stays the string it is."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return value if value is None or isinstance(value, (bool, int, float, str)) else text

@@ -1,0 +1,79 @@
+"""Episodic memory (`episodic://<thread_id>`): the turns of a thread, in order."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from typing import Any
+
+from ..confine import check_key, refuse
+from ..interfaces import ThreadInfo
+from .database import Database
+from .json_docs import decode_value, encode_value
+
+STORE = "episodic"
+MAX_LIMIT = 10_000
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS episodic (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+                 "turn TEXT NOT NULL, ts REAL NOT NULL, PRIMARY KEY (thread_id, seq)) WITHOUT ROWID")
+
+
+class SqliteEpisodicStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        db.register("episodic", _migrate)
+
+    def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+        check_key(thread_id, what="thread id")
+        if not isinstance(turn, dict):
+            raise refuse("a turn must be a JSON object {role, content, …}", "/value")
+        if not isinstance(turn.get("role"), str) or not turn["role"]:
+            raise refuse("a turn needs a 'role' string (user, assistant, tool, …)", "/value/role")
+        if "content" not in turn:
+            raise refuse("a turn needs 'content'", "/value/content")
+        given = turn.get("ts")
+        ts = float(given) if given is not None and _is_time(given) else time.time()
+        text = encode_value(turn)
+        with self.db.transaction() as conn:
+            # BEGIN IMMEDIATE serialises writers, so max+1 cannot collide across processes.
+            row = conn.execute("SELECT coalesce(max(seq), 0) FROM episodic WHERE thread_id = ?",
+                               (thread_id,)).fetchone()
+            seq = int(row[0]) + 1
+            conn.execute("INSERT INTO episodic(thread_id, seq, turn, ts) VALUES (?, ?, ?, ?)",
+                         (thread_id, seq, text, ts))
+            self.db.bump(conn, STORE)
+        return {**turn, "seq": seq, "ts": ts}
+
+    def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:
+        check_key(thread_id, what="thread id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise refuse(f"limit must be an integer between 1 and {MAX_LIMIT}", "/limit")
+        rows = self.db.read("SELECT seq, turn, ts FROM episodic WHERE thread_id = ? ORDER BY seq DESC LIMIT ?",
+                            (thread_id, limit))
+        return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]
+
+    def count(self, thread_id: str) -> int:
+        rows = self.db.read("SELECT count(*) FROM episodic WHERE thread_id = ?", (thread_id,))
+        return int(rows[0][0])
+
+    def clear(self, thread_id: str) -> int:
+        check_key(thread_id, what="thread id")
+        with self.db.transaction() as conn:
+            removed = conn.execute("DELETE FROM episodic WHERE thread_id = ?", (thread_id,)).rowcount
+            if removed:
+                self.db.bump(conn, STORE)
+        return int(removed)
+
+    def threads(self) -> list[ThreadInfo]:
+        rows = self.db.read("SELECT thread_id, count(*), max(ts) FROM episodic GROUP BY thread_id ORDER BY thread_id")
+        return [ThreadInfo(name, count, last) for name, count, last in rows]
+
+    def generation(self) -> int:
+        return self.db.generation(STORE)
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,94 @@
+"""The KV store (`kv://[<instance>/][<namespace>/]<key>`): small JSON values by instance, namespace, key."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..confine import check_key
+from ..interfaces import KVEntry
+from .database import Database
+from .json_docs import decode_value, encode_value
+
+STORE = "kv"
+
+_UPSERT = ("INSERT INTO kv(instance, namespace, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
+           "ON CONFLICT(instance, namespace, key) DO UPDATE SET value = excluded.value, "
+           "updated_at = excluded.updated_at")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS kv (instance TEXT NOT NULL, namespace TEXT NOT NULL, "
+                 "key TEXT NOT NULL, value TEXT NOT NULL, updated_at REAL NOT NULL, "
+                 "PRIMARY KEY (instance, namespace, key)) WITHOUT ROWID")
+
+
+def _check(instance: str, namespace: str, key: str) -> None:
+    check_key(instance, what="KV instance")
+    check_key(namespace, what="KV namespace")
+    check_key(key, what="KV key")
+
+
+class SqliteKVStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        db.register("kv", _migrate)
+
+    def get(self, instance: str, namespace: str, key: str) -> KVEntry | None:
+        _check(instance, namespace, key)
+        rows = self.db.read("SELECT value, updated_at FROM kv WHERE instance = ? AND namespace = ? AND key = ?",
+                            (instance, namespace, key))
+        if not rows:
+            return None
+        return KVEntry(instance, namespace, key, decode_value(rows[0][0]), rows[0][1])
+
+    def set(self, instance: str, namespace: str, key: str, value: Any) -> KVEntry:
+        _check(instance, namespace, key)
+        text = encode_value(value)
+        now = time.time()
+        with self.db.transaction() as conn:
+            conn.execute(_UPSERT, (instance, namespace, key, text, now))
+            self.db.bump(conn, STORE)
+        return KVEntry(instance, namespace, key, value, now)
+
+    def set_many(self, entries: Sequence[tuple[str, str, str, Any]]) -> int:
+        rows = []
+        now = time.time()
+        for index, (instance, namespace, key, value) in enumerate(entries):
+            _check(instance, namespace, key)
+            rows.append((instance, namespace, key, encode_value(value, f"/value/{index}"), now))
+        if not rows:
+            return 0
+        with self.db.transaction() as conn:
+            conn.executemany(_UPSERT, rows)
+            self.db.bump(conn, STORE)
+        return len(rows)
+
+    def delete(self, instance: str, namespace: str, key: str) -> bool:
+        _check(instance, namespace, key)
+        with self.db.transaction() as conn:
+            deleted = conn.execute("DELETE FROM kv WHERE instance = ? AND namespace = ? AND key = ?",
+                                   (instance, namespace, key)).rowcount > 0
+            if deleted:
+                self.db.bump(conn, STORE)
+        return deleted
+
+    def list(self, instance: str | None = None, namespace: str | None = None, key_prefix: str = "",
+             *, values: bool = True) -> list[KVEntry]:
+        where = ["substr(key, 1, ?) = ?"]
+        params: list[Any] = [len(key_prefix), key_prefix]
+        if instance is not None:
+            where.append("instance = ?")
+            params.append(instance)
+        if namespace is not None:
+            where.append("namespace = ?")
+            params.append(namespace)
+        column = "value" if values else "NULL"
+        rows = self.db.read(f"SELECT instance, namespace, key, {column}, updated_at FROM kv "
+                            f"WHERE {' AND '.join(where)} ORDER BY instance, namespace, key", tuple(params))
+        return [KVEntry(i, n, k, decode_value(v) if values else None, t) for i, n, k, v, t in rows]
+
+    def generation(self) -> int:
+        return self.db.generation(STORE)

@@ -1,0 +1,75 @@
+"""`context-assembly memory read|write|delete|list`: the memory/* calls from a terminal, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.cli import memory as memory_cli
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Through the command's own parser, as `context-assembly` wires every command."""
+    parser = argparse.ArgumentParser(prog="context-assembly")
+    memory_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["memory", *argv])
+    status = args.run(args)
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out) if captured.out.strip() else None, captured.err
+
+
+def test_write_read_list_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = ["--workspace", str(tmp_path)]
+    assert run(capsys, "write", "kv://users/alice", '{"theme": "dark"}', *ws)[:2] == (
+        0, {"uri": "kv://users/alice", "written": True})
+    assert run(capsys, "read", "kv://users/alice", *ws)[:2] == (
+        0, {"uri": "kv://users/alice", "exists": True, "value": {"theme": "dark"}})
+    status, listed, _ = run(capsys, "list", "kv://users/", *ws)
+    assert status == 0 and [i["uri"] for i in listed["items"]] == ["kv://users/alice"]
+    assert run(capsys, "delete", "kv://users/alice", *ws)[:2] == (0, {"uri": "kv://users/alice", "deleted": True})
+    assert run(capsys, "read", "kv://users/alice", *ws)[1]["exists"] is False
+
+
+def test_text_values_and_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = ["--workspace", str(tmp_path)]
+    assert run(capsys, "write", "markdown://decisions", "--text", "We use SQLite.", *ws)[0] == 0
+    assert (tmp_path / ".codebolt" / "memory" / "decisions.md").read_text() == "We use SQLite."
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"event_type": "deploy", "payload": {"v": 2}}'))
+    assert run(capsys, "write", "log://default", "-", *ws)[0] == 0
+    status, result, _ = run(capsys, "read", "log://default?event_type=deploy", *ws)
+    assert status == 0 and result["value"][0]["payload"] == {"v": 2}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["read", "nope://x"], "unknown memory URI scheme"),
+    (["read", "file://../secret"], "'..' segments are not allowed"),
+    (["write", "kv://k", "{not json"], "not JSON"),
+    (["write", "kv://k"], "needs a VALUE"),
+    (["write", "kv://k", "1", "--text", "x"], "not both"),
+    (["read", "kv://k", "1"], "takes no VALUE"),
+    (["delete", "log://default"], "append-only"),
+    (["write", "file://a.txt", '"x"'], "read-only"),
+    (["list", "nope://"], "unknown memory URI scheme"),
+])
+def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                argv: list[str], message: str) -> None:
+    status, out, err = run(capsys, *argv, "--workspace", str(tmp_path))
+    assert status == 2 and out is None
+    assert message in err and err.startswith("context-assembly memory: ")
+
+
+def test_storage_failures_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "read", "vector://docs?q=x", "--workspace", str(tmp_path))
+    assert (status, out) == (1, None) and "vector store is not configured" in err
+
+
+def test_missing_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "read", "kv://k", "--workspace", str(tmp_path / "nope"))
+    assert status == 2 and "no such directory" in err
+    assert not (tmp_path / "nope").exists()

@@ -1,0 +1,98 @@
+"""Embedders: the offline default model, feature hashing, the per-process registry."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from context_assembly.stores import embedding
+from context_assembly.stores.embedding import (
+    HASHING,
+    WORDLLAMA,
+    EmbedderUnavailableError,
+    HashingEmbedder,
+    default_embedder_name,
+    get_embedder,
+)
+
+HAS_WORDLLAMA = importlib.util.find_spec("wordllama") is not None
+needs_model = pytest.mark.skipif(not HAS_WORDLLAMA, reason="the wordllama package is not installed")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)
+
+
+def test_hashing_shapes_and_norms() -> None:
+    e = HashingEmbedder()
+    v = e.embed(["login timeout error", "", "!!!", "Login TIMEOUT error"])
+    assert v.shape == (4, 256) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v[[0, 3]], axis=1), 1.0, atol=1e-5)
+    assert not v[1].any() and not v[2].any()  # no word: a zero vector, not NaN
+    assert np.allclose(v[0], v[3])  # case-insensitive
+    assert e.embed([]).shape == (0, 256)
+
+
+def test_hashing_shares_words_not_meanings() -> None:
+    v = HashingEmbedder().embed(["the login request timed out", "login request failed", "banana bread recipe"])
+    assert cosine(v[0], v[1]) > 0.3 > abs(cosine(v[0], v[2]))
+
+
+def test_hashing_is_deterministic_across_processes() -> None:
+    texts = ["alpha beta gamma", "naïve café au lait", "x y z"]
+    here = HashingEmbedder().embed(texts)
+    code = ("import sys, json; from context_assembly.stores.embedding import HashingEmbedder; "
+            f"print(json.dumps(HashingEmbedder().embed({texts!r}).tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout
+    assert np.allclose(here, np.array(json.loads(out), dtype=np.float32))
+
+
+def test_registry_caches_and_rejects_unknown_names() -> None:
+    assert get_embedder(HASHING) is get_embedder(HASHING)
+    with pytest.raises(EmbedderUnavailableError, match="unknown embedding model"):
+        get_embedder("no-such-model")
+
+
+def test_default_is_the_real_model_when_installed() -> None:
+    assert default_embedder_name() == (WORDLLAMA if HAS_WORDLLAMA else HASHING)
+
+
+@needs_model
+def test_real_model_semantic_sanity() -> None:
+    e = get_embedder(WORDLLAMA)
+    assert e.dimension == 256
+    login, auth, banana = e.embed(["login timeout error", "authentication request timed out", "banana bread recipe"])
+    assert cosine(login, auth) > cosine(login, banana) + 0.15
+    db, postgres, cake = e.embed(["database connection pool exhausted", "too many open connections to postgres",
+                                  "how to bake a chocolate cake"])
+    assert cosine(db, postgres) > cosine(db, cake) + 0.15
+    v = e.embed(["some text", ""])
+    assert np.isclose(np.linalg.norm(v[0]), 1.0, atol=1e-5) and not np.isnan(v).any()
+
+
+@needs_model
+def test_real_model_loads_with_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    fresh = embedding.WordLlamaEmbedder()  # not the cached one: really load the files again
+    assert fresh.embed(["offline"]).shape == (1, 256)
+
+
+@needs_model
+def test_loading_the_model_leaves_logging_alone() -> None:
+    code = ("import logging; from context_assembly.stores.embedding import get_embedder, WORDLLAMA; "
+            "get_embedder(WORDLLAMA).embed(['x']); root = logging.getLogger(); "
+            "print(len(root.handlers), root.level)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", str(logging.WARNING)]
