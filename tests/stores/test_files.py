@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,8 @@ def test_notes_refuse_bad_names_and_values(notes: MarkdownNotes) -> None:
         with pytest.raises(InvalidParamsError):
             notes.read(name)
     with pytest.raises(InvalidParamsError):
-        notes.write("ok", b"bytes")  # type: ignore[arg-type]
+        not_text: Any = b"bytes"
+        notes.write("ok", not_text)
     with pytest.raises(InvalidParamsError):
         notes.write("ok", "\udcff")  # a lone surrogate is no text
     small = MarkdownNotes(notes.memory_dir, notes.locks_dir, max_bytes=10)

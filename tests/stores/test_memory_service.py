@@ -125,6 +125,11 @@ def test_kv_uri_forms_address_the_same_entries(memory: MemoryService) -> None:
     assert memory.list("kv://team/users/")["items"][0] | {"updated_at": 0} == {
         "uri": "kv://team/users/bob", "instance": "team", "namespace": "users", "key": "bob", "updated_at": 0}
     assert len(memory.list("kv")["items"]) == 4
+    # a prefix may use any spelling of the default instance / namespace; items show the shortest
+    assert [i["uri"] for i in memory.list("kv://default/")["items"]] == ["kv://prefs", "kv://users/a%2Fb",
+                                                                          "kv://users/alice"]
+    assert [i["uri"] for i in memory.list("kv://default/default/")["items"]] == ["kv://prefs"]
+    assert [i["uri"] for i in memory.list("kv://default/users/al")["items"]] == ["kv://users/alice"]
     assert len(memory.list("kv://", limit=2)["items"]) == 2
 
 
@@ -249,6 +254,34 @@ def test_generations_per_scheme(memory: MemoryService) -> None:
         s: before[s] for s in schemes if s not in ("kv", "markdown")}
     with pytest.raises(InvalidParamsError):
         memory.generation("nope")
+
+
+def test_threads_share_one_service(tmp_path: Path) -> None:
+    import threading
+
+    memory = MemoryService(tmp_path)
+    memory.read("kv://warm")  # this thread's connection exists before the other tables are used elsewhere
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                memory.write(f"log://t{n}", {"event_type": "e", "payload": {"i": i}})
+                memory.write(f"working://t{n}/k{i}", i)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            memory.close()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [i["count"] for i in memory.list("log://")["items"]] == [20, 20, 20, 20]
+    assert len(memory.read("working://t3")["value"]) == 20
+    memory.close()
 
 
 def test_a_second_service_sees_writes(tmp_path: Path) -> None:

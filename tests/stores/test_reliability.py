@@ -9,6 +9,7 @@ import re
 import signal
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ SPAWN = multiprocessing.get_context("spawn")
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and fork-free spawn timing are POSIX here")
 
 
-def _run_together(target: object, workspace: Path, workers: list[tuple[object, ...]]) -> None:
+def _run_together(target: Callable[..., None], workspace: Path, workers: list[tuple[object, ...]]) -> None:
     start = SPAWN.Event()
     processes = [SPAWN.Process(target=target, args=(str(workspace), *args, start)) for args in workers]
     for process in processes:

@@ -218,9 +218,10 @@ def test_episodic_order_limit_count(db: Database) -> None:
 
 def test_episodic_refuses_bad_turns(db: Database) -> None:
     episodes = SqliteEpisodicStore(db)
-    for bad in ("text", {"content": "no role"}, {"role": "user"}, {"role": 3, "content": "x"}):
+    bad_turns: list[Any] = ["text", {"content": "no role"}, {"role": "user"}, {"role": 3, "content": "x"}]
+    for bad in bad_turns:
         with pytest.raises(InvalidParamsError):
-            episodes.append("t", bad)  # type: ignore[arg-type]
+            episodes.append("t", bad)
     with pytest.raises(InvalidParamsError):
         episodes.recent("t", limit=0)
 
@@ -268,7 +269,8 @@ def test_blobs_round_trip(db: Database) -> None:
     assert blobs.delete("other", "report.bin") and not blobs.delete("other", "report.bin")
     assert blobs.generation() == generation + 1
     with pytest.raises(InvalidParamsError):
-        blobs.put("b", "k", "not bytes")  # type: ignore[arg-type]
+        not_bytes: Any = "not bytes"
+        blobs.put("b", "k", not_bytes)
 
 
 def test_stores_share_one_database_file(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ def write_keys(workspace: str, worker: str, count: int, batch: int, start: Any) 
     service = MemoryService(workspace)
     start.wait(30)
     for first in range(0, count, batch):
-        rows = [("default", worker, f"k{i}", {"worker": worker, "i": i}) for i in range(first, min(count, first + batch))]
+        last = min(count, first + batch)
+        rows = [("default", worker, f"k{i}", {"worker": worker, "i": i}) for i in range(first, last)]
         if batch == 1:
             service.kv.set(*rows[0])
         else:

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from attrs import define, field
 
 from ..errors import CancelledError, ContextAssemblyError
@@ -20,8 +21,10 @@ from ..model.converter import unstructure
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.sections import SECTION_NAMES
+from ..rules.evaluate import reference_matches
 from ..rules.lookup import build_lookup
 from ..stores.uri import default_section, parse_uri
+from ..workspace.atomic import write_atomic
 from ..workspace.loader import Workspace
 from .budget import pack
 from .candidates import Candidate
@@ -48,6 +51,7 @@ class _Run:
     trace: Trace = field(factory=Trace)
     warnings: list[tuple[str, dict[str, Any]]] = field(factory=list)
     candidates: list[Candidate] = field(factory=list)
+    excludes: dict[str, str] = field(factory=dict)  # exclude pattern -> the rule that set it
     stage_started: float = field(factory=time.perf_counter)
 
     def stage(self, name: str) -> None:
@@ -97,6 +101,7 @@ class Assembler:
 
         evaluation = workspace.rule_set.evaluate(request, lookup)
         references = resolve(request, evaluation, set(workspace.memories), _uri_problem)
+        run.excludes = _exclusions(evaluation)
         _record_rules(run, evaluation)
         run.emit("rulesEvaluated", matched_memories=evaluation.matched_memories,
                  resolved=[{"reference": r.reference, "origin": r.origin, "kind": r.kind} for r in references])
@@ -126,8 +131,21 @@ class Assembler:
         result = self._budget(run, contribution.sections, contribution.order, max_tokens)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
+        if settings.snapshots:
+            self._snapshot(run, result)
         run.emit("complete", meta=unstructure(result.meta))
         return result
+
+    def _snapshot(self, run: _Run, result: AssembledContext) -> None:
+        """Keep the request and the result for replay (`.codebolt/memory/context/<id>.json`)."""
+        document = {"request": unstructure(run.request), "result": unstructure(result)}
+        path = run.workspace.layout.snapshots_dir / f"{run.assembly_id}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, orjson.dumps(document, option=orjson.OPT_INDENT_2, default=str))
+            result.meta.snapshot = path.relative_to(run.workspace.root).as_posix()
+        except (OSError, ContextAssemblyError) as exc:  # a snapshot is a debugging aid: never fail the turn
+            result.trace.decisions.append(DroppedItem("snapshot", f"the snapshot could not be written: {exc}"))
 
     # -- stage helpers -------------------------------------------------------------------------
 
@@ -150,6 +168,12 @@ class Assembler:
                 continue
             section, priority, limits = _placement(ref, execution.definition)
             for item in execution.items:
+                blocker = None if ref.explicit else excluded_by(item.source, run.excludes)
+                if blocker is not None:
+                    run.trace.decisions.append(DroppedItem("excluded", f"excluded by the pattern {blocker[0]}",
+                                                           item.id, ref.reference, item.source, section,
+                                                           by=blocker[1]))
+                    continue
                 context_item = ContextItem(
                     item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
                     section, priority, item.score, run.count(item.content),
@@ -195,7 +219,9 @@ class Assembler:
         if packed.truncated:  # tell the agent, inside the budget: re-pack with the warning in place
             note = warning_item(len(warning_items), _truncation_message(max_tokens), run.count, kind="budget")
             position = sum(len(sections[name]) for name in order[: order.index("warnings") + 1])
-            packed = pack(ordered[:position] + [note] + ordered[position:], max_tokens, run.count)
+            told = pack(ordered[:position] + [note] + ordered[position:], max_tokens, run.count)
+            if any(item is note for item in told.kept):  # else the budget is too small even for the note
+                packed = told
         context: dict[str, list[ContextItem]] = {name: [] for name in SECTION_NAMES}
         for item in packed.kept:
             context[item.section].append(item)
@@ -243,6 +269,24 @@ def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
             run.warn(warning, kind="rules")
 
 
+def _exclusions(evaluation: EvaluationResult) -> dict[str, str]:
+    """Exclude patterns with the rule that set them (from the evaluation's per-rule results)."""
+    by_rule = {}
+    for engine in evaluation.engine_results:
+        for rule in engine.rules:
+            for pattern in rule.excluded if rule.matched else []:
+                by_rule.setdefault(pattern, f"{engine.engine_id}/{rule.rule_id}")
+    return {pattern: by_rule.get(pattern, "rules") for pattern in evaluation.excluded_memories}
+
+
+def excluded_by(source: str, excludes: dict[str, str]) -> tuple[str, str] | None:
+    """Seed 004: an exclude suppresses a reference even when a retrieval pipeline returns it."""
+    for pattern, rule in excludes.items():
+        if reference_matches(pattern, source):
+            return pattern, rule
+    return None
+
+
 def reference_id(reference: str) -> str:
     return f"reference:{reference}"
 
@@ -252,17 +296,16 @@ def _placement(ref: Reference, definition: dict[str, Any] | None) -> tuple[str, 
     if definition is None:
         return default_section(ref.reference), "medium", {}
     contribution = definition.get("contribution") or {}
-    section = contribution.get("section") if contribution.get("section") in SECTION_NAMES else "knowledge"
-    priority = contribution.get("priority") or "medium"
+    section = str(contribution["section"]) if contribution.get("section") in SECTION_NAMES else "knowledge"
+    priority = str(contribution.get("priority") or "medium")
     limits = {k: contribution.get(k) for k in ("max_items", "max_tokens") if isinstance(contribution.get(k), int)}
     return section, priority, limits
 
 
 def _memory_call(execution: Execution) -> MemoryCall:
     ref = execution.reference
-    return MemoryCall(ref.reference, list(ref.origin), execution.status, ref.kind if ref.kind != "unknown" else "unknown",
-                      execution.duration_ms, len(execution.items), execution.error,
-                      list(execution.missing_variables), execution.steps)
+    return MemoryCall(ref.reference, list(ref.origin), execution.status, ref.kind, execution.duration_ms,
+                      len(execution.items), execution.error, list(execution.missing_variables), execution.steps)
 
 
 def _call_summary(execution: Execution) -> dict[str, Any]:
@@ -284,8 +327,7 @@ def _miss_message(execution: Execution) -> str:
 
 def _truncation_message(max_tokens: int | None) -> str:
     # worded without counts, so inserting it cannot change what it says
-    return (f"some context was left out or cut to fit the token budget of {max_tokens} tokens; "
-            "the assembly trace lists every dropped item")
+    return f"context was left out to fit the budget of {max_tokens} tokens (see the trace)"
 
 
 def _section_traces(trace: Trace, context: dict[str, list[ContextItem]], cut: ContextItem | None) -> None:

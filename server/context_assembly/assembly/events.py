@@ -12,5 +12,6 @@ class AssemblyObserver(Protocol):
         """`event` is one of EVENTS; `payload` always carries `assembly_id`."""
 
 
-def ignore(_event: str, _payload: dict[str, Any]) -> None:
+def ignore(event: str, payload: dict[str, Any]) -> None:
     """The observer used when nobody listens."""
+    del event, payload

@@ -80,6 +80,7 @@ class Meta:
     duration_ms: float = 0.0
     max_tokens: int | None = None
     tokenizer: str = "estimate"
+    snapshot: str | None = None  # the replay snapshot's path, when settings enable snapshots
 
 
 @define

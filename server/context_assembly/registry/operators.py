@@ -26,11 +26,14 @@ class ConditionValueError(ValueError):
     """The condition's `value` does not suit its operator (the rule then never matches)."""
 
 
+_NO_SCHEMA: dict[str, Any] = {}
+
+
 class ValueKind(enum.Enum):
     """What an operator expects in `value`; `schema` is the JSON Schema the published files use."""
 
-    NONE = ("no value (it is ignored)", {})
-    ANY = ("any JSON value", {})
+    NONE = ("no value (it is ignored)", _NO_SCHEMA)
+    ANY = ("any JSON value", _NO_SCHEMA)
     SCALAR = ("a string, number, boolean or null", {"type": ["string", "number", "boolean", "null"]})
     ARRAY = ("an array of values", {"type": "array"})
     STRING = ("a string", {"type": "string"})
@@ -305,6 +308,6 @@ def all_spellings() -> list[str]:
     return operator_names() + [alias for op in OPERATORS for alias in op.aliases]
 
 
-def lookup_operator(spelling: str) -> Operator | None:
+def lookup_operator(spelling: object) -> Operator | None:
     """The operator a name or alias stands for, or None."""
     return _BY_SPELLING.get(spelling) if isinstance(spelling, str) else None

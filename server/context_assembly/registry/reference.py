@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .ingestion import PROCESSORS, TRIGGERS
 from .operators import OPERATORS
@@ -17,7 +17,7 @@ from .steps import STEP_TYPES
 from .variables import FIELD_ALIASES, SCOPES
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -252,5 +252,5 @@ def step_names() -> list[str]:
     return [s.name for s in STEP_TYPES]
 
 
-def lookup_step(name: str) -> StepSpec | None:
+def lookup_step(name: object) -> StepSpec | None:
     return _BY_NAME.get(name) if isinstance(name, str) else None

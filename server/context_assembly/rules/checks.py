@@ -234,10 +234,12 @@ def engine_sites(document: dict[str, Any]) -> list[RuleSite]:
     rules = document.get("rules")
     if not isinstance(rules, list):
         return []
-    return [
-        RuleSite(rule, f"/rules/{i}", lambda j, i=i: f"/rules/{i}/when/{j}", f"/rules/{i}/then", True)
-        for i, rule in enumerate(rules) if isinstance(rule, dict)
-    ]
+    return [RuleSite(rule, f"/rules/{i}", _when_pointer(i), f"/rules/{i}/then", True)
+            for i, rule in enumerate(rules) if isinstance(rule, dict)]
+
+
+def _when_pointer(rule_index: int) -> Callable[[int], str]:
+    return lambda j: f"/rules/{rule_index}/when/{j}"
 
 
 def check_engine_document(document: Any, ctx: LintContext) -> list[Problem]:

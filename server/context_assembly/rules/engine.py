@@ -119,7 +119,8 @@ class _Emitter:
                             *loads, *tests, "    return hits"])
         namespace: dict[str, Any] = {}
         exec(compile(source, "<rule-engine>", "exec"), self.globals, namespace)  # noqa: S102
-        return namespace["match"]  # type: ignore[no-any-return]
+        matcher: Matcher = namespace["match"]
+        return matcher
 
 
 def compile_engine(engine: RuleEngine) -> CompiledEngine:

@@ -30,7 +30,7 @@ from .sqlite.events import SqliteEventLog
 from .sqlite.json_docs import SqliteJsonStore
 from .sqlite.kv import SqliteKVStore
 from .sqlite.working import SqliteWorkingMemory
-from .uri import SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
+from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
 
 DEFAULT_READ_LIMIT = 20
 APPEND_ONLY = "the event log is append-only: events are never updated or deleted (write log://<instance> to append)"
@@ -47,6 +47,7 @@ class MemoryService:
         self.vectors = vectors
         self.graph = graph
         self._database = database
+        self._sqlite: dict[str, Any] = {}
         self._stores: dict[str, Any] = {}
         self._lock = threading.RLock()
 
@@ -54,10 +55,19 @@ class MemoryService:
 
     @property
     def database(self) -> Database:
+        return self._open()[0]
+
+    def _open(self) -> tuple[Database, dict[str, Any]]:
         with self._lock:
             if self._database is None:
                 self._database = Database(self.layout.db_path)
-            return self._database
+            if not self._sqlite:
+                # Every table registered before a connection opens, whichever thread comes first.
+                db = self._database
+                self._sqlite = {"kv": SqliteKVStore(db), "json": SqliteJsonStore(db), "log": SqliteEventLog(db),
+                                "episodic": SqliteEpisodicStore(db), "working": SqliteWorkingMemory(db),
+                                "blob": SqliteBlobStore(db)}
+            return self._database, self._sqlite
 
     def _store(self, name: str, build: Callable[[], T]) -> T:
         with self._lock:
@@ -68,27 +78,33 @@ class MemoryService:
 
     @property
     def kv(self) -> SqliteKVStore:
-        return self._store("kv", lambda: SqliteKVStore(self.database))
+        store: SqliteKVStore = self._open()[1]["kv"]
+        return store
 
     @property
     def json_docs(self) -> SqliteJsonStore:
-        return self._store("json", lambda: SqliteJsonStore(self.database))
+        store: SqliteJsonStore = self._open()[1]["json"]
+        return store
 
     @property
     def events(self) -> SqliteEventLog:
-        return self._store("log", lambda: SqliteEventLog(self.database))
+        store: SqliteEventLog = self._open()[1]["log"]
+        return store
 
     @property
     def episodic(self) -> SqliteEpisodicStore:
-        return self._store("episodic", lambda: SqliteEpisodicStore(self.database))
+        store: SqliteEpisodicStore = self._open()[1]["episodic"]
+        return store
 
     @property
     def working(self) -> SqliteWorkingMemory:
-        return self._store("working", lambda: SqliteWorkingMemory(self.database))
+        store: SqliteWorkingMemory = self._open()[1]["working"]
+        return store
 
     @property
     def blobs(self) -> SqliteBlobStore:
-        return self._store("blob", lambda: SqliteBlobStore(self.database))
+        store: SqliteBlobStore = self._open()[1]["blob"]
+        return store
 
     @property
     def notes(self) -> MarkdownNotes:
@@ -112,7 +128,7 @@ class MemoryService:
 
     def write(self, uri: str, value: Any) -> Result:
         parsed = parse_uri(uri)
-        if parsed.params and parsed.scheme != "log":
+        if parsed.params:
             raise refuse(f"{uri!r}: query parameters only apply to reads")
         getattr(self, f"_write_{parsed.scheme}")(parsed, value)
         return {"uri": uri, "written": True}
@@ -129,7 +145,9 @@ class MemoryService:
     def list(self, prefix: str, *, limit: int | None = None) -> Result:
         """Every item whose URI starts with `prefix` (as URIs are rendered), sorted by URI."""
         scheme, wanted = normalize_prefix(prefix)
-        items = [item for item in getattr(self, f"_list_{scheme}")(wanted) if item["uri"].startswith(wanted)]
+        items = getattr(self, f"_list_{scheme}")(wanted)
+        if scheme != "kv":  # kv:// matches its longer spellings too, so it filters itself
+            items = [item for item in items if item["uri"].startswith(wanted)]
         items.sort(key=lambda item: item["uri"])
         return {"items": items if limit is None else items[:limit]}
 
@@ -165,9 +183,17 @@ class MemoryService:
         return self.kv.delete(*uri.parts)
 
     def _list_kv(self, wanted: str) -> Items:
-        return [{"uri": render("kv", (e.instance, e.namespace, e.key)), "instance": e.instance,
-                 "namespace": e.namespace, "key": e.key, "updated_at": e.updated_at}
-                for e in self.kv.list(values=False)]
+        # kv://k, kv://default/k and kv://default/default/k are one entry: a prefix may follow any spelling
+        # (kv://default/ lists the default instance), the item shows the shortest.
+        items = []
+        for e in self.kv.list(values=False):
+            forms = [render("kv", (e.instance, e.namespace, e.key))]
+            forms += [f"kv://{_seg(e.namespace)}/{_seg(e.key)}"] if e.instance == DEFAULT else []
+            forms += [f"kv://{_seg(e.instance)}/{_seg(e.namespace)}/{_seg(e.key)}"]
+            if any(form.startswith(wanted) for form in forms):
+                items.append({"uri": forms[0], "instance": e.instance, "namespace": e.namespace, "key": e.key,
+                              "updated_at": e.updated_at})
+        return items
 
     # -- json://
 
@@ -235,7 +261,7 @@ class MemoryService:
         return (True, events)
 
     def _write_log(self, uri: MemoryUri, value: Any) -> None:
-        if len(uri.parts) == 2 or uri.params:
+        if len(uri.parts) == 2:
             raise refuse(APPEND_ONLY)
         if not isinstance(value, dict) or not isinstance(value.get("event_type"), str):
             raise refuse("an event is written as {event_type, payload}", "/value")
@@ -430,6 +456,10 @@ class MemoryService:
             return []
         return [{"uri": render("graph", (path.stem,)), "view": path.stem}
                 for path in sorted(views_dir.glob("*.json")) if path.is_file() and not path.name.startswith(".")]
+
+
+def _seg(part: str) -> str:
+    return render("kv", (DEFAULT, DEFAULT, part))[len("kv://"):]
 
 
 def _delegate(component: str, call: Callable[[], T]) -> T:

@@ -38,10 +38,8 @@ def _reference(item: Any) -> str | None:
 def _boost(item: Any) -> dict[str, Any] | None:
     if not isinstance(item, dict):
         return None
-    if isinstance(item.get("kg_entity"), str):
-        target = KG_ENTITY_PREFIX + item["kg_entity"]
-    else:
-        target = _reference(item)
+    entity = item.get("kg_entity")
+    target = KG_ENTITY_PREFIX + entity if isinstance(entity, str) else _reference(item)
     if target is None:
         return None
     return {"target": target, "weight": item.get("weight", 1.0)}
