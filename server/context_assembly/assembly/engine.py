@@ -271,7 +271,7 @@ def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
 
 def _exclusions(evaluation: EvaluationResult) -> dict[str, str]:
     """Exclude patterns with the rule that set them (from the evaluation's per-rule results)."""
-    by_rule = {}
+    by_rule: dict[str, str] = {}
     for engine in evaluation.engine_results:
         for rule in engine.rules:
             for pattern in rule.excluded if rule.matched else []:
