@@ -65,8 +65,32 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pytest.C
 
 
 def test_storage_failures_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(capsys, "read", "vector://docs?q=x", "--workspace", str(tmp_path))
-    assert (status, out) == (1, None) and "vector store is not configured" in err
+    database = tmp_path / ".codebolt/db/project.db"
+    database.parent.mkdir(parents=True)
+    database.write_bytes(b"this is not a database" * 100)
+    status, out, err = run(capsys, "read", "kv://k", "--workspace", str(tmp_path))
+    assert (status, out) == (1, None) and "database" in err
+
+
+def test_import_seeds_the_example_idempotently(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seed = str(example_copy / "seed.json")
+    for _ in range(2):
+        status, out, _ = run(capsys, "import", seed, "--workspace", str(example_copy))
+        assert status == 0 and out == {"imported": {"writes": 12, "turns": 3, "nodes": 12, "edges": 15}}
+    _, turns, _ = run(capsys, "read", "episodic://t-42", "--workspace", str(example_copy))
+    assert len(turns["value"]) == 3  # replaced, not appended twice
+    _, prefs, _ = run(capsys, "read", "kv://users/u-ada", "--workspace", str(example_copy))
+    assert prefs["value"]["wants_tests"] is True
+
+
+def test_import_refuses_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"writes": [{"uri": "log://default", "value": {}}], "extra": 1, "graph": "../../x.json"}')
+    status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
+    assert status == 2 and "/writes/0/uri" in err and "/extra" in err
+    bad.write_text('{"graph": "../../outside.json"}')
+    status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
+    assert status == 2 and "/graph" in err
 
 
 def test_missing_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

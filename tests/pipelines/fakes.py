@@ -147,7 +147,9 @@ class FakeGraph:
 
 def dependents(params: dict[str, Any]) -> list[dict[str, Any]]:
     table = {"auth": [{"id": "session", "name": "session", "kind": "module"},
-                      {"id": "billing", "name": "billing", "kind": "module"}]}
+                      {"id": "billing", "name": "billing", "kind": "module"}],
+             "session": [{"id": "auth", "name": "auth", "kind": "module"},
+                         {"id": "billing", "name": "billing", "kind": "module"}]}
     return table.get(params.get("name", ""), [])[: int(params.get("limit", 20))]
 
 
@@ -158,6 +160,10 @@ DOCS = [
      "text": "One embedded database per workspace."},
     {"id": "d3#0", "doc_uri": "adr/login.md", "chunk": 0, "metadata": {"title": "Login"},
      "text": "The login form retries on timeout and refactor notes for auth."},
+]
+TASKS = [
+    {"id": "t1#0", "doc_uri": "T-097", "chunk": 0, "metadata": {"title": "T-097"},
+     "text": "T-097: fixed a login timeout in the billing webhook with a bounded retry."},
 ]
 
 
@@ -177,7 +183,7 @@ def example_stores(**overrides: Any) -> StoreBundle:
         episodic=FakeEpisodic({"t-42": [{"role": "user", "content": f"turn {i}", "ts": 100.0 + i}
                                         for i in range(10)]}),
         files=FakeFiles({"src/auth/login.py": (EXAMPLE / "src" / "auth" / "login.py").read_text()}),
-        vectors=FakeVectors({"docs": DOCS}),
+        vectors=FakeVectors({"docs": DOCS, "task-history": TASKS}),
         graph=FakeGraph({"dependents": dependents},
                         edges=[("auth", "depends_on", "session"), ("session", "depends_on", "db"),
                                ("auth", "calls", "log")]),

@@ -19,7 +19,8 @@ def memories() -> dict[str, dict[str, Any]]:
 
 
 def test_every_example_runs(memories: dict[str, dict[str, Any]]) -> None:
-    assert set(memories) == {"architecture-docs", "project-conventions", "recent-history", "user-preferences"}
+    assert set(memories) == {"architecture-docs", "project-conventions", "recent-history", "user-preferences",
+                             "related-tasks", "session-dependents"}
     for memory in memories.values():
         result = run_pipeline(memory, make_request(), example_stores())
         assert result.status == "ok", (memory["id"], result.error)
@@ -39,7 +40,7 @@ def test_architecture_docs(memories: dict[str, dict[str, Any]]) -> None:
 
 def test_project_conventions_shorthand(memories: dict[str, dict[str, Any]]) -> None:
     result = run_pipeline(memories["project-conventions"], make_request(), example_stores())
-    assert [i.content.split("\n")[0] for i in result.items] == ["### Coding standards", "### Style guide"]
+    assert [i.content.split("\n")[0] for i in result.items] == ["# Coding standards", "# Style guide"]
     assert result.to_result(memories["project-conventions"])["items"][0]["section"] == "constraints"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from context_assembly.errors import InvalidParamsError
+from context_assembly.errors import InvalidParamsError, StorageError
 from context_assembly.stores import interfaces
 from context_assembly.stores.files import MarkdownNotes, WorkspaceFiles
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -91,6 +91,14 @@ def test_note_with_invalid_utf8_is_still_readable(notes: MarkdownNotes) -> None:
     notes.write("n", "ok")
     (notes.memory_dir / "n.md").write_bytes(b"caf\xe9\n")
     assert notes.read("n") == "caf\ufffd\n"
+
+
+def test_note_under_a_file_is_a_storage_error(notes: MarkdownNotes) -> None:
+    notes.write("plain", "x")
+    (notes.memory_dir / "plain").write_text("a file, not a folder")
+    with pytest.raises(StorageError, match="folder"):
+        notes.write("plain/child", "x")
+    assert notes.read("plain/child") is None
 
 
 def test_note_that_is_a_directory(notes: MarkdownNotes) -> None:

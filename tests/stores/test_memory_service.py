@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -257,8 +258,6 @@ def test_generations_per_scheme(memory: MemoryService) -> None:
 
 
 def test_threads_share_one_service(tmp_path: Path) -> None:
-    import threading
-
     memory = MemoryService(tmp_path)
     memory.read("kv://warm")  # this thread's connection exists before the other tables are used elsewhere
     errors: list[BaseException] = []

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import assemble, check, evaluate, reference
+from . import assemble, check, evaluate, memory, reference
 
-COMMANDS = (assemble, check, evaluate, reference)
+COMMANDS = (assemble, check, evaluate, memory, reference)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
-from ..stores.memory import MemoryService
+from ..runtime import Runtime
+from ..stores.importer import import_memory
 
-ACTIONS = ("read", "write", "delete", "list")
+ACTIONS = ("read", "write", "delete", "list", "import")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -23,10 +24,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "stdin); --text TEXT writes a plain string instead (a markdown note, say). "
                     "Exit status 2 for a bad URI or value, 1 for a storage failure.",
         epilog="examples: memory write kv://users/alice '{\"theme\": \"dark\"}'   "
-               "memory write markdown://decisions --text 'We use SQLite.'   memory list kv://users/",
+               "memory write markdown://decisions --text 'We use SQLite.'   memory list kv://users/   "
+               "memory import seed.json",
     )
     parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("uri", help="a store URI (for list: a URI prefix such as kv:// or markdown://notes/)")
+    parser.add_argument("uri", help="a store URI (for list: a URI prefix such as kv:// or markdown://notes/; "
+                                    "for import: a JSON file of writes, threads and graph data)")
     parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
@@ -47,6 +50,14 @@ def _value(args: argparse.Namespace) -> Any:
     return orjson.loads(sys.stdin.read() if args.value == "-" else args.value)
 
 
+def _import(runtime: Runtime, path: str) -> dict[str, Any]:
+    try:
+        document = orjson.loads(sys.stdin.read() if path == "-" else Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise InvalidParamsError(f"cannot read the import file: {exc}", []) from None
+    return {"imported": import_memory(runtime.memory, document, runtime.layout.codebolt)}
+
+
 def run(args: argparse.Namespace) -> int:
     root = Path(args.workspace)
     if not root.is_dir():
@@ -61,9 +72,12 @@ def run(args: argparse.Namespace) -> int:
         value = _value(args) if args.action == "write" else None
     except orjson.JSONDecodeError as exc:
         return _fail(f"VALUE is not JSON ({exc}); pass --text to write a plain string")
-    service = MemoryService(root)
+    runtime = Runtime(root)
+    service = runtime.memory
     try:
-        if args.action == "read":
+        if args.action == "import":
+            result = _import(runtime, args.uri)
+        elif args.action == "read":
             result = service.read(args.uri)
         elif args.action == "write":
             result = service.write(args.uri, value)
@@ -77,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"context-assembly memory: {exc.message}", file=sys.stderr)
         return 1
     finally:
-        service.close()
+        runtime.close()
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     return 0

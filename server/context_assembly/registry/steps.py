@@ -177,7 +177,7 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("depth", integer(1), "How many hops to follow.", default=1),
         _p("edge_kinds", STRINGS, "Follow only these edge kinds (default: all)."),
         _p("limit", integer(1), "The most neighbours to add.", default=20),
-    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["depends_on"]}, reads="graph"),
+    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["DEPENDS_ON"]}, reads="graph"),
     StepSpec("graph_view_expand", "expansion", "Run a named graph view once per item found so far.", (
         _p("view", STRING, "The view id (knowledgegraph/views/{id}.json).", required=True),
         _p("params", OBJECT, "Cypher parameters; templates may read the current item."),

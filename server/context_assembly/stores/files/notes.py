@@ -12,6 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from ...errors import StorageError
 from ...workspace.atomic import remove_file, workspace_lock, write_atomic
 from ..confine import check_relative_path, is_inside, refuse, resolve_inside
 from ..interfaces import NoteInfo
@@ -50,6 +51,8 @@ class MarkdownNotes:
                 data = handle.read(self.max_bytes + 1)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        except OSError as exc:
+            raise StorageError(f"cannot read markdown note {name!r}: {exc.strerror}") from exc
         if len(data) > self.max_bytes:
             raise refuse(f"markdown note {name!r} is too big to read (more than {self.max_bytes} bytes)")
         # People edit notes by hand: a stray invalid byte should not make the whole note unreadable.
@@ -68,7 +71,10 @@ class MarkdownNotes:
             target = self.path(name)  # resolved under the lock, right before the write
             if target.is_dir():
                 raise refuse(f"markdown note {name!r} names a directory")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot create the folder of markdown note {name!r}: {exc.strerror}") from exc
             write_atomic(target, data)
             stat = target.stat()
         return NoteInfo(note_name(name), stat.st_size, stat.st_mtime)

@@ -5,12 +5,14 @@ workspace lock `kuzu` (`.codebolt/.locks/kuzu.lock`) and closes it before lettin
 close. Closing checkpoints the write-ahead log into the file; a process that dies mid-write leaves a
 WAL that the next open replays or discards, so the graph stays readable and committed writes stay.
 
-Cost, measured on the reference machine (2 cores, small graph / 10k nodes): opening takes 3–11 ms and
-closing 2–25 ms (the checkpoint and its fsync), while on an open database a lookup takes ~0.5 ms
-and a small write ~4 ms. A session per operation would make a 0.5 ms lookup cost ~30 ms, so a
-process keeps the database (and the lock) for `hold_s` after its last operation, at most `max_hold_s`
-in a row while busy, then closes it. The trade-off: another process waits up to `hold_s` (plus the
-lock's 50 ms poll) for its turn; `hold_s=0` gives strict open → work → close for each batch.
+Cost, measured on the reference machine (2 cores, 12 to 10k nodes, medians, noisy): opening takes
+3–11 ms and closing 2–25 ms (the checkpoint and its fsync). Open → work → close per operation made
+a node lookup cost 9–35 ms and an upsert 13–55 ms; on a database kept open the lookup takes ~0.5 ms
+and the upsert 3–15 ms (two fsyncs). So a process keeps the database (and the lock) for `hold_s`
+after its last operation, at most `max_hold_s` in a row while busy, then closes it. The trade-off:
+another process waits up to `hold_s` (plus the lock's 50 ms poll) for its turn, and a crash inside
+that window leaves a WAL for the next opener to replay; `hold_s=0` gives strict open → work → close
+for each batch of queued calls.
 
 All work of one `KuzuSessions` runs on an owner thread: the file lock is per thread and must be
 released by the thread that took it, and Kuzu connections are then only ever used by one thread.
@@ -113,7 +115,7 @@ class KuzuSessions:
         try:
             while True:
                 try:
-                    job = self._jobs.get(timeout=self.settings.hold_s) if session else self._jobs.get_nowait()
+                    job = self._jobs.get(timeout=max(self.settings.hold_s, 0.0)) if session else self._jobs.get_nowait()
                 except queue.Empty:
                     session = self._end(session)
                     with self._mutex:

@@ -101,6 +101,15 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{term}"' for term in terms)
 
 
+def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
+    """matrix @ query for unit rows, i.e. the cosines.
+
+    numpy's einsum loop, not BLAS gemv: measured on a 2-core machine it streams a 100k x 256 matrix
+    in ~5 ms, while OpenBLAS's threaded gemv took 10-20 ms (its threads fight for the two cores).
+    """
+    return np.einsum("ij,j->i", matrix, query)  # type: ignore[no-any-return]
+
+
 @frozen
 class _Index:
     """One collection's embeddings as of `generation`: row i of `matrix` is chunk `ids[i]`."""
@@ -251,7 +260,7 @@ class SqliteVectorStore:
         q = get_embedder(index.model).embed([query])[0]
         if not q.any():
             return []
-        scores = index.matrix @ q
+        scores = cosine_scores(index.matrix, q)
         n = len(scores)
         top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
         top = top[scores[top] >= min_score]

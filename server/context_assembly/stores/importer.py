@@ -1,0 +1,64 @@
+"""Importing memory from one JSON document: seeding a workspace, or moving memory between them.
+
+```json
+{ "writes": [ {"uri": "kv://users/u-1", "value": {...}}, ... ],
+  "threads": { "t-42": [ {"role": "user", "content": "..."}, ... ] },
+  "graph": "knowledgegraph/seed.json"  |  {"nodes": [...], "edges": [...]} }
+```
+
+Importing twice gives the same stores: writes are upserts, each listed thread's turns are
+replaced, graph nodes and edges are upserted. Event-log appends are refused here, since the log
+is append-only and a re-import would duplicate them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidParamsError
+from .confine import resolve_inside
+from .kuzu.graph import load_graph_json
+from .memory import MemoryService
+
+
+def _problems(document: Any) -> list[dict[str, str]]:
+    if not isinstance(document, dict):
+        return [{"path": "", "message": "an import is a JSON object with writes, threads and graph"}]
+    problems = []
+    for key in sorted(set(document) - {"writes", "threads", "graph", "description", "$schema"}):
+        problems.append({"path": f"/{key}", "message": f"unknown key '{key}' (writes, threads, graph)"})
+    for i, write in enumerate(document.get("writes") or []):
+        if not isinstance(write, dict) or not isinstance(write.get("uri"), str) or "value" not in write:
+            problems.append({"path": f"/writes/{i}", "message": "a write is {uri, value}"})
+        elif write["uri"].startswith(("log://", "episodic://")):
+            problems.append({"path": f"/writes/{i}/uri", "message": "list turns under 'threads'; the event log "
+                             "is append-only and cannot be imported idempotently"})
+    threads = document.get("threads") or {}
+    if not isinstance(threads, dict) or not all(isinstance(t, list) for t in threads.values()):
+        problems.append({"path": "/threads", "message": "threads map a thread id to a list of turns"})
+    return problems
+
+
+def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str, int]:
+    """Apply an import; `base` resolves a graph file path (relative to `.codebolt/`)."""
+    problems = _problems(document)
+    if problems:
+        raise InvalidParamsError("invalid memory import", problems)
+    counts = {"writes": 0, "turns": 0, "nodes": 0, "edges": 0}
+    for write in document.get("writes") or []:
+        memory.write(write["uri"], write["value"])
+        counts["writes"] += 1
+    for thread_id, turns in (document.get("threads") or {}).items():
+        memory.delete(f"episodic://{thread_id}")
+        for turn in turns:
+            memory.write(f"episodic://{thread_id}", turn)
+            counts["turns"] += 1
+    graph = document.get("graph")
+    if graph is not None:
+        if memory.graph is None:
+            raise InvalidParamsError("invalid memory import", [{"path": "/graph", "message": "no graph store"}])
+        source = resolve_inside(base, graph, what="graph file", pointer="/graph") if isinstance(graph, str) else graph
+        loaded = load_graph_json(memory.graph, source)
+        counts["nodes"], counts["edges"] = loaded["nodes"], loaded["edges"]
+    return counts
