@@ -287,3 +287,35 @@ def test_snapshots_when_enabled(workspace: Path) -> None:
         assert result.meta.snapshot == f".codebolt/memory/context/{result.meta.assembly_id}.json"
     finally:
         rt.close()
+
+
+def test_traversal_through_templates_is_refused_with_real_stores(workspace: Path, tmp_path: Path) -> None:
+    canary = tmp_path / "canary.md"
+    canary.write_text("SECRET")
+    write(workspace, "PersistentMemory/by-name.json", definition("by-name", [
+        {"type": "markdown_read", "note": "${addVar.note}"}, {"type": "file_read", "path": "${addVar.path}"}]))
+    rt = Runtime(workspace)
+    try:
+        for note, path in (("../../canary", "ok.txt"), ("a", "../canary.md"), ("%2e%2e/%2e%2e/canary", "x"),
+                           ("a", str(canary))):
+            result = assemble(rt, explicit_memory=["by-name"], additional_variables={"note": note, "path": path})
+            assert calls(result)["by-name"]["status"] == "failed", (note, path)
+            assert "SECRET" not in json.dumps(result)
+    finally:
+        rt.close()
+    assert canary.read_text() == "SECRET"
+
+
+def test_exact_tokenizer_from_settings(workspace: Path) -> None:
+    write(workspace, "context-assembly.json", {"tokenizer": "cl100k", "max_tokens": 40})
+    rt = Runtime(workspace)
+    try:
+        result = assemble(rt)
+        from context_assembly.assembly.tokens import token_counter
+
+        count = token_counter("cl100k")
+        items = [i for section in result["context"].values() for i in section]
+        assert all(i["tokens"] == count(i["content"]) for i in items)
+        assert result["meta"]["tokenizer"] == "cl100k" and result["meta"]["token_estimate"] <= 40
+    finally:
+        rt.close()
