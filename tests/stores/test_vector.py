@@ -305,3 +305,13 @@ def test_store_shares_the_database_with_other_stores(tmp_path: Path) -> None:
     s = SqliteVectorStore(db, WorkspaceLayout(tmp_path).vectordb_dir, default_model=HASHING)
     s.upsert("c", "d", "text", {})
     assert db.generation("vector") == 1 and db.generation("vector:c") == 1
+
+
+def test_keyword_search_skips_terms_most_chunks_contain(tmp_path: Path) -> None:
+    s = make_store(tmp_path)
+    docs = [(f"d{i}", f"common words everywhere, item {i}", {}) for i in range(1200)]
+    docs += [(f"rare{i}", f"common words and one zygote {i}", {}) for i in range(3)]
+    s.upsert_many("big", docs)
+    hits = s.search("big", "common zygote", mode="keyword", top_k=5)
+    assert sorted(uris(hits)) == ["rare0", "rare1", "rare2"]
+    assert len(s.search("big", "common words", mode="keyword", top_k=5)) == 5  # nothing rarer: kept
