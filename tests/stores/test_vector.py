@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -307,11 +308,16 @@ def test_store_shares_the_database_with_other_stores(tmp_path: Path) -> None:
     assert db.generation("vector") == 1 and db.generation("vector:c") == 1
 
 
-def test_keyword_search_skips_terms_most_chunks_contain(tmp_path: Path) -> None:
+def test_keyword_search_over_common_terms_stays_exact(tmp_path: Path) -> None:
     s = make_store(tmp_path)
-    docs = [(f"d{i}", f"common words everywhere, item {i}", {}) for i in range(1200)]
-    docs += [(f"rare{i}", f"common words and one zygote {i}", {}) for i in range(3)]
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(60)]
+    docs = [(f"d{i}", " ".join(rng.choice(vocab) for _ in range(rng.randint(5, 30))) + (" zygote" * (i % 50 == 0)),
+             {}) for i in range(1500)]
     s.upsert_many("big", docs)
-    hits = s.search("big", "common zygote", mode="keyword", top_k=5)
-    assert sorted(uris(hits)) == ["rare0", "rare1", "rare2"]
-    assert len(s.search("big", "common words", mode="keyword", top_k=5)) == 5  # nothing rarer: kept
+    for query in ("w1 zygote", "w2 w3 zygote", "w4", "zygote w5 w6 w7", "nothing zygote"):
+        for limit in (1, 5, 50):
+            got = s._keyword("big", query, limit)
+            full = s._bm25("big", fts_query(query), limit)
+            assert [i for i, _ in got] == [i for i, _ in full], (query, limit)
+            assert np.allclose([x for _, x in got], [x for _, x in full])
