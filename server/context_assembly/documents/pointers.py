@@ -42,3 +42,24 @@ def array_index(token: str) -> int | None:
     if not token.isdigit() or not token.isascii() or (len(token) > 1 and token[0] == "0"):
         return None
     return int(token)
+
+
+def resolve_pointer(document: object, pointer: PointerLike) -> object:
+    """The value a pointer names in a parsed document, or None when it names nothing."""
+    node = document
+    for token in parse_pointer(pointer):
+        if isinstance(node, list):
+            index = array_index(token)
+            if index is None or index >= len(node):
+                return None
+            node = node[index]
+        elif isinstance(node, dict):
+            node = node.get(token)
+        else:
+            return None
+    return node
+
+
+def escape_token(token: str) -> str:
+    """One reference token, escaped for a pointer ("a/b" -> "a~1b")."""
+    return _escape(token)

@@ -18,6 +18,7 @@ from typing import Any
 
 from attrs import define, field
 
+from ..documents.pointers import resolve_pointer
 from ..errors import InvalidParamsError
 from ..model.problems import Problem, Severity
 from ..registry.ingestion import DESTINATION_SCHEMES, lookup_processor, processor_names
@@ -270,7 +271,7 @@ def _tolerated(problem: Problem, cond: Any, pointer: str, item_fields: bool) -> 
     """Event fields (payload, trigger) are not request variables; nor are a routed element's fields."""
     if problem.code != "unknown-variable" or not problem.path.endswith("/field"):
         return False
-    name = _at(cond, problem.path[len(pointer):])
+    name = resolve_pointer(cond, problem.path[len(pointer):])
     if not isinstance(name, str):
         return False
     if name == "trigger" or name == "payload" or name.startswith("payload."):
@@ -278,19 +279,6 @@ def _tolerated(problem: Problem, cond: Any, pointer: str, item_fields: bool) -> 
     if item_fields:  # item.<path>, index, or the element's own fields (`score`); variables stay checked
         return not name.startswith((SCOPE_PREFIX, ADDVAR_PREFIX))
     return False
-
-
-def _at(document: Any, pointer: str) -> Any:
-    node = document
-    for raw in filter(None, pointer.split("/")):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict):
-            node = node.get(part)
-        else:
-            return None
-    return node
 
 
 __all__ = ["meaning_problems", "validate_pipeline"]

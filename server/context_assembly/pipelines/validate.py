@@ -15,6 +15,7 @@ from typing import Any
 
 from attrs import define
 
+from ..documents.pointers import escape_token, resolve_pointer
 from ..model.problems import Problem, Severity
 from ..registry.steps import lookup_step, step_names
 from ..registry.variables import ADDVAR_PREFIX, SCOPE_PREFIX, canonical_field, field_problem
@@ -129,7 +130,7 @@ def _check_step(step: dict[str, Any], pointer: str, walk: _Walk, has_query: bool
         if name in (type_key, "alias") or (name in lazy and name in NESTED):
             continue
         allow_item = PER_ITEM.get(kind) == name
-        for path, text in _strings(value, f"{pointer}/{_escape(name)}"):
+        for path, text in _strings(value, f"{pointer}/{escape_token(name)}"):
             for variable in (m.group(1).strip() for m in PLACEHOLDER.finditer(text)):
                 _check_variable(variable, path, walk, allow_item)
     if kind in CONDITIONS and CONDITIONS[kind] in step:
@@ -234,7 +235,7 @@ def _check_conditions(step: dict[str, Any], kind: str, pointer: str, walk: _Walk
 
 def _tolerated(problem: Problem, step: dict[str, Any], pointer: str, item_fields: bool, extra: set[str]) -> bool:
     """Item fields are not variables, and a `${...}` value is only known at run time."""
-    value = _at(step, problem.path[len(pointer):])
+    value = resolve_pointer(step, problem.path[len(pointer):])
     if problem.path.endswith("/field") and isinstance(value, str):
         return value in extra or (item_fields and _is_item_field(value))
     if problem.path.endswith("/value"):
@@ -256,24 +257,7 @@ def _strings(value: Any, pointer: str, depth: int = 0) -> Iterator[tuple[str, st
             yield from _strings(v, f"{pointer}/{i}", depth + 1)
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _strings(v, f"{pointer}/{_escape(str(k))}", depth + 1)
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
-
-
-def _at(document: Any, pointer: str) -> Any:
-    node = document
-    for raw in filter(None, pointer.split("/")):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict):
-            node = node.get(part)
-        else:
-            return None
-    return node
+            yield from _strings(v, f"{pointer}/{escape_token(str(k))}", depth + 1)
 
 
 __all__ = ["meaning_problems", "validate_definition"]

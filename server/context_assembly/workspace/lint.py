@@ -7,8 +7,7 @@ problem is dropped.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..documents.pointers import resolve_pointer
 from ..model.problems import Problem, Severity
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
@@ -53,18 +52,11 @@ def _dialect_sites(source: SourceFile) -> list[RuleSite]:
 
 def _dialect_site(source: SourceFile, rule: NormalisedRule) -> RuleSite:
     if source.dialect == "seed-004":
-        original = _at(source.value, rule.pointer)
+        original = resolve_pointer(source.value, rule.pointer)
         condition = original.get("condition", []) if isinstance(original, dict) else []
         as_written = {**rule.rule, "when": condition if isinstance(condition, list) else [condition]}
         return RuleSite(as_written, rule.pointer, rule.condition_pointer, f"{rule.pointer}/action", False)
     return RuleSite(rule.rule, rule.pointer, lambda _i: rule.conditions_pointer, f"{rule.pointer}/then", False)
-
-
-def _at(document: Any, pointer: str) -> Any:
-    node = document
-    for part in filter(None, pointer.split("/")):
-        node = node[int(part)] if isinstance(node, list) else node.get(part) if isinstance(node, dict) else None
-    return node
 
 
 def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
