@@ -321,3 +321,9 @@ def test_keyword_search_over_common_terms_stays_exact(tmp_path: Path) -> None:
             full = s._bm25("big", fts_query(query), limit)
             assert [i for i, _ in got] == [i for i, _ in full], (query, limit)
             assert np.allclose([x for _, x in got], [x for _, x in full])
+
+
+def test_a_huge_top_k_returns_everything(tmp_path: Path) -> None:
+    s = make_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"text number {i}", {}) for i in range(1200)])
+    assert len(s.search("c", "text number", top_k=100_000, min_score=-1.0)) == 1200

@@ -8,8 +8,9 @@ Search is exact: each collection's embeddings are held as one contiguous float32
 with a single matrix-vector product and cut with `argpartition`. The matrix is cached per process
 and keyed on the collection's write generation (`generations` row `vector:<collection>`), so a
 write by any process makes the next search reload it; this process's own writes patch the cached
-matrix in place of a reload when nothing else wrote in between. Score scales per mode: see
-`stores.vector`.
+matrix in place of a reload when nothing else wrote in between. Keyword search is exact BM25 (FTS5
+`bm25()`), computed so that common query words do not make it score most of the index (see
+`_bm25_split`). Score scales per mode: see `stores.vector`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ EMBED_BATCH = 4096  # texts per embed call in bulk loads: bounds the padded toke
 MAX_FTS_TERMS = 32
 HYBRID_POOL = 50  # candidates per leg before fusion (at least 4 x top_k)
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
-RARE_SHARE = 0.05  # a keyword in at most this share of all chunks is "rare" (see _bm25_split)
+RARE_SHARE = 0.02  # a keyword in at most this share of all chunks is "rare" (see _bm25_split)
 BM25_K1 = 1.2  # FTS5's bm25() constant
 
 _BLOB = np.dtype("<f4")
@@ -313,12 +314,14 @@ class SqliteVectorStore:
             return []
         try:
             stats = self._stats()
-            rare = [t for t in terms if stats.doc_count(self._db.connection(), t) <= RARE_SHARE * stats.total]
-            common = [t for t in terms if t not in rare]
-            if stats.total >= MIN_CHUNKS_TO_SPLIT and rare and common:
-                ranked = self._bm25_split(collection, rare, common, limit, stats)
-                if ranked is not None:
-                    return ranked
+            if stats.total >= MIN_CHUNKS_TO_SPLIT:
+                conn = self._db.connection()
+                rare = [t for t in terms if stats.doc_count(conn, t) <= RARE_SHARE * stats.total]
+                common = [t for t in terms if t not in rare]
+                if rare and common:
+                    ranked = self._bm25_split(collection, rare, common, limit, stats)
+                    if ranked is not None:
+                        return ranked
             return self._bm25(collection, fts_query(terms), limit)
         except sqlite3.Error as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
@@ -381,12 +384,14 @@ class SqliteVectorStore:
     def _hits(self, collection: str, ranked: Ranked) -> Hits:
         if not ranked:
             return []
-        marks = ",".join("?" * len(ranked))
-        rows = self._db.read(
-            "SELECT c.id, c.doc_uri, c.ord, c.text, d.metadata FROM vector_chunks c JOIN vector_documents d "
-            f"ON d.collection = c.collection AND d.doc_uri = c.doc_uri WHERE c.id IN ({marks})",
-            tuple(i for i, _ in ranked))
-        found = {row[0]: row for row in rows}
+        found: dict[int, Any] = {}
+        for start in range(0, len(ranked), 500):  # stay far below SQLite's bound-parameter limit
+            batch = tuple(i for i, _ in ranked[start:start + 500])
+            marks = ",".join("?" * len(batch))
+            rows = self._db.read(
+                "SELECT c.id, c.doc_uri, c.ord, c.text, d.metadata FROM vector_chunks c JOIN vector_documents d "
+                f"ON d.collection = c.collection AND d.doc_uri = c.doc_uri WHERE c.id IN ({marks})", batch)
+            found.update((row[0], row) for row in rows)
         hits: Hits = []
         for chunk_id, score in ranked:
             row = found.get(chunk_id)
