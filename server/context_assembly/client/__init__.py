@@ -1,0 +1,35 @@
+"""The agent-side Python client of the Context Assembly sidecar (SPEC §8).
+
+`ContextAssemblyClient` (async) and `SyncContextAssemblyClient` (blocking) start
+`python -m context_assembly serve`, initialise it on a workspace and call every custom method;
+errors are raised as the domain exceptions of `context_assembly.errors`.
+"""
+
+from ..errors import (
+    CancelledError,
+    ConflictError,
+    ContextAssemblyError,
+    InvalidParamsError,
+    NotFoundError,
+    StorageError,
+    TimeoutError_,
+)
+from .client import ContextAssemblyClient
+from .connection import Connection, ConnectionLost, RpcError, error_from
+from .sync import SyncContextAssemblyClient
+
+__all__ = [
+    "CancelledError",
+    "ConflictError",
+    "Connection",
+    "ConnectionLost",
+    "ContextAssemblyClient",
+    "ContextAssemblyError",
+    "InvalidParamsError",
+    "NotFoundError",
+    "RpcError",
+    "StorageError",
+    "SyncContextAssemblyClient",
+    "TimeoutError_",
+    "error_from",
+]

@@ -1,0 +1,274 @@
+"""The connection to a sidecar: a JSON-RPC client that keeps every message plain JSON.
+
+Built on pygls' `JsonRPCClient` and `JsonRPCProtocol` (request ids, futures, dispatch of the
+server's requests), with two parts replaced. The protocol's structuring: pygls would turn the
+results of unknown methods into namedtuples, renaming keys such as `"scope.agent.agent_name"`;
+here every request, notification and result is kept exactly as received. And the reader: pygls'
+reader runs its structuring hook on every nested object; here each body is parsed once, with the
+same tolerant framing the server uses (`context_assembly.lsp.framing`, which imports no pygls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from lsprotocol.types import ResponseError, ResponseErrorMessage
+from pygls.client import JsonRPCClient
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCProtocol,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
+
+from ..errors import (
+    CancelledError,
+    ConflictError,
+    ContextAssemblyError,
+    InvalidParamsError,
+    NotFoundError,
+    StorageError,
+    TimeoutError_,
+)
+from ..lsp.framing import FrameReader, StreamSource, encode_json, frame
+
+logger = logging.getLogger(__name__)
+
+Listener = Callable[[str, Any], Any]  # (method, params); may return an awaitable
+RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it)
+
+CANCEL_REQUEST = "$/cancelRequest"
+
+
+class RpcError(ContextAssemblyError):
+    """A JSON-RPC error without a domain class of its own (method not found, internal error, …)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message, data if isinstance(data, dict) else ({} if data is None else {"value": data}))
+        self.code = code
+
+
+class ConnectionLost(ContextAssemblyError):
+    """The sidecar went away (exited, closed its output) before answering."""
+
+
+_BY_CODE: dict[int, type[ContextAssemblyError]] = {
+    cls.code: cls for cls in (NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError)
+}
+
+
+def error_from(code: int, message: str, data: Any) -> ContextAssemblyError:
+    """The domain exception for a JSON-RPC error: InvalidParamsError (with `errors`), NotFoundError, …"""
+    details = data if isinstance(data, dict) else ({} if data is None else {"value": data})
+    if code == InvalidParamsError.code:
+        errors = details.get("errors")
+        exc: ContextAssemblyError = InvalidParamsError(message, errors if isinstance(errors, list) else [])
+        exc.data = details
+        return exc
+    cls = _BY_CODE.get(code)
+    return cls(message, details) if cls is not None else RpcError(code, message, data)
+
+
+class PlainJsonProtocol(JsonRPCProtocol):
+    """Every message as plain JSON; notifications go to the connection's listeners."""
+
+    _server: Connection  # type: ignore[assignment]
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        if "jsonrpc" not in data:
+            return data
+        if "method" in data:
+            if "id" in data:
+                return JsonRPCRequestMessage(id=data["id"], method=data["method"], jsonrpc=data["jsonrpc"],
+                                             params=data.get("params"))
+            return JsonRPCNotification(method=data["method"], jsonrpc=data["jsonrpc"], params=data.get("params"))
+        msg_id: Any = data.get("id")
+        self._result_types.pop(msg_id, None)
+        error = data.get("error")
+        if isinstance(error, dict):
+            return ResponseErrorMessage(id=msg_id, error=ResponseError(
+                code=int(error.get("code", -32603)), message=str(error.get("message", "")), data=error.get("data")))
+        return JsonRPCResponseMessage(id=msg_id, jsonrpc=data["jsonrpc"], result=data.get("result"))
+
+    def _send_data(self, data: Any) -> None:
+        if not data or self.writer is None:
+            return
+        if isinstance(data, JsonRPCRequestMessage):
+            message: Any = {"jsonrpc": "2.0", "id": data.id, "method": data.method, "params": data.params}
+        elif isinstance(data, JsonRPCNotification):
+            message = {"jsonrpc": "2.0", "method": data.method}
+            if data.params is not None:
+                message["params"] = data.params
+        elif isinstance(data, JsonRPCResponseMessage):
+            message = {"jsonrpc": "2.0", "id": data.id, "result": data.result}
+        else:
+            message = self._converter.unstructure(data)
+        try:
+            self.writer.write(frame(encode_json(message)))
+        except (ConnectionError, RuntimeError, OSError) as exc:  # the sidecar is gone; pending calls fail
+            logger.debug("cannot send to the sidecar: %s", exc)
+
+    def _get_handler(self, feature_name: str) -> Any:
+        handler = self._server.request_handlers.get(feature_name)
+        if handler is None:
+            raise JsonRpcMethodNotFound.of(feature_name)
+        return handler
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if method_name == CANCEL_REQUEST:
+            msg_id = params.get("id") if isinstance(params, dict) else None
+            if isinstance(msg_id, (str, int)):
+                self._handle_cancel_notification(msg_id)
+            return
+        self._server.dispatch(method_name, params)
+
+
+class Connection(JsonRPCClient):
+    """One JSON-RPC connection (a spawned sidecar over stdio, or TCP). Use from one event loop."""
+
+    protocol: PlainJsonProtocol
+
+    def __init__(self) -> None:
+        super().__init__(protocol_cls=PlainJsonProtocol, converter_factory=default_converter)
+        self.listeners: dict[str, list[Listener]] = {}
+        self.request_handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+        self.process: asyncio.subprocess.Process | None = None
+        self.lost: ContextAssemblyError | None = None
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._transport_writer: asyncio.StreamWriter | None = None
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    async def spawn(self, command: Sequence[str], *, cwd: Path | str | None = None, env: dict[str, str] | None = None,
+                    stderr: Any = None) -> None:
+        """Start the sidecar process and talk to it over its stdin/stdout."""
+        self.process = await asyncio.create_subprocess_exec(
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._attach(self.process.stdout, self.process.stdin)
+
+    async def connect_tcp(self, host: str, port: int) -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        self._attach(reader, writer)
+
+    def _attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._transport_writer = writer
+        self.protocol.set_writer(writer)
+        self._reader = asyncio.ensure_future(self._read(reader))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        reader = FrameReader(StreamSource(stream), on_problem=lambda m: logger.warning("sidecar output: %s", m))
+        try:
+            while (body := await reader.next_body()) is not None:
+                try:
+                    data = orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    reader.resync(body)
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                try:
+                    self.protocol.handle_message(self.protocol.structure_message(data))
+                except Exception:
+                    logger.exception("cannot handle a message from the sidecar")
+        finally:
+            self._fail_pending(ConnectionLost("the sidecar closed the connection"))
+
+    def _fail_pending(self, error: ContextAssemblyError) -> None:
+        self.lost = error
+        for future in list(self.protocol._request_futures.values()):
+            if isinstance(future, concurrent.futures.Future) and not future.done():
+                future.set_exception(error)
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Send a request and wait for its result; a JSON-RPC error is raised as its domain exception.
+        Cancelling the awaiting task sends `$/cancelRequest`."""
+        if self.lost is not None:
+            raise ConnectionLost(self.lost.message)
+        msg_id = next(self._ids)
+        future = self.protocol.send_request(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                self.notify(CANCEL_REQUEST, {"id": msg_id})
+            raise
+        except JsonRpcException as exc:
+            raise error_from(exc.code, exc.message, exc.data) from None
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.protocol.notify(method, params)
+
+    def on(self, method: str, listener: Listener) -> Callable[[], None]:
+        """Call `listener(method, params)` for each notification `method` ("*" = every one). Returns an unsubscribe."""
+        self.listeners.setdefault(method, []).append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self.listeners.get(method, []):
+                self.listeners[method].remove(listener)
+
+        return unsubscribe
+
+    def handle(self, method: str, handler: RequestHandler) -> None:
+        """Answer the server's requests `method` with `handler(params)` (sync handlers run in a thread)."""
+
+        async def run(params: Any) -> Any:
+            if inspect.iscoroutinefunction(handler):
+                return await handler(params)
+            result = await asyncio.to_thread(handler, params)
+            return await result if inspect.isawaitable(result) else result
+
+        self.request_handlers[method] = run
+
+    def dispatch(self, method: str, params: Any) -> None:
+        for listener in [*self.listeners.get(method, []), *self.listeners.get("*", [])]:
+            try:
+                result = listener(method, params)
+            except Exception:
+                logger.exception("a listener of %s failed", method)
+                continue
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    # -- closing ----------------------------------------------------------------------------------
+
+    async def close(self, timeout: float = 5.0) -> int | None:
+        """`shutdown` + `exit`, then wait for the process (killed when it does not exit in time)."""
+        if self.lost is None and self._reader is not None:
+            try:
+                await asyncio.wait_for(self.request("shutdown"), timeout)
+                self.notify("exit")
+            except (ContextAssemblyError, TimeoutError, OSError):
+                pass
+        code = None
+        if self.process is not None:
+            try:
+                code = await asyncio.wait_for(self.process.wait(), timeout)
+            except TimeoutError:
+                self.process.kill()
+                code = await self.process.wait()
+        if self._transport_writer is not None:
+            self._transport_writer.close()
+        if self._reader is not None:
+            try:
+                await asyncio.wait_for(self._reader, timeout)
+            except (TimeoutError, asyncio.CancelledError):
+                self._reader.cancel()
+        self._fail_pending(ConnectionLost("the connection is closed"))
+        return code

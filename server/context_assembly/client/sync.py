@@ -1,0 +1,91 @@
+"""`SyncContextAssemblyClient`: the same client for code without an event loop.
+
+It runs its own event loop on a daemon thread; every method blocks until the sidecar answers.
+Event listeners and the `llm` callback run on that thread.
+
+    with SyncContextAssemblyClient("path/to/workspace") as client:
+        context = client.assemble(request)
+        client.rule_engines.list()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .client import ContextAssemblyClient
+
+T = TypeVar("T")
+
+
+class _Blocking:
+    """The coroutine methods of `target`, made blocking."""
+
+    def __init__(self, target: Any, owner: SyncContextAssemblyClient) -> None:
+        self._target = target
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if inspect.iscoroutinefunction(value):
+            return lambda *args, **kwargs: self._owner._run(value(*args, **kwargs))
+        return value
+
+
+class SyncContextAssemblyClient:
+    def __init__(self, workspace: Any, **options: Any) -> None:
+        """The options of `ContextAssemblyClient`."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="context-assembly-client", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+        async def make() -> ContextAssemblyClient:
+            return ContextAssemblyClient(workspace, **options)
+
+        self.client = self._run(make())
+        self.rule_engines = _Blocking(self.client.rule_engines, self)
+        self.persistent_memory = _Blocking(self.client.persistent_memory, self)
+        self.ingestion = _Blocking(self.client.ingestion, self)
+        self.memory = _Blocking(self.client.memory, self)
+        self._calls = _Blocking(self.client, self)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coroutine.close()
+            raise RuntimeError("the client is closed")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def __getattr__(self, name: str) -> Any:
+        # start, assemble, validate, memory_types, evaluate_rules, required_variables, request, on, …
+        return getattr(self._calls, name)
+
+    def close(self) -> int | None:
+        """Shut the sidecar down and stop the event loop thread. Its exit status."""
+        if self._closed:
+            return None
+        try:
+            code = self._run(self.client.close())
+        finally:
+            self._closed = True
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            if not self._loop.is_running():
+                self._loop.close()
+        return code
+
+    def __enter__(self) -> SyncContextAssemblyClient:
+        try:
+            self._run(self.client.start())
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,181 @@
+"""LSP base-protocol framing (`Content-Length: N` header lines, a blank line, N bytes of JSON), read
+tolerantly and written as UTF-8.
+
+pygls' own reader trusts its input: a header line must match exactly, a line has no length limit,
+a body of any declared size is allocated, and a body whose length was declared wrong swallows the
+next message. This reader bounds header lines and bodies, finds a `Content-Length` header even when
+junk precedes it on the line, and can resynchronise: when a body does not parse, the caller hands
+it back (`resync`) and any `Content-Length` header inside it is read again as a header, so a
+valid message that followed a bad one is still answered. It imports neither pygls nor lsprotocol,
+so the agent client uses it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+MAX_HEADER_LINE = 8 * 1024  # a longer line without a newline is junk: dropped, keeping a tail
+MAX_BODY = 64 * 1024 * 1024  # a larger declared body is refused (the header is ignored)
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?\n?\Z", re.IGNORECASE)
+_HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_READ_SIZE = 64 * 1024
+
+
+class ByteSource(Protocol):
+    async def read(self) -> bytes:
+        """Some bytes; b"" at end of input."""
+
+
+class StreamSource:
+    """An asyncio stream (TCP, a subprocess pipe)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def read(self) -> bytes:
+        try:
+            return await self.reader.read(_READ_SIZE)
+        except (ConnectionError, OSError):
+            return b""
+
+
+class FileDescriptorSource:
+    """A file descriptor (stdin) read by a daemon thread, so a blocked read never holds the event
+    loop, the worker pool, or the interpreter's exit."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._queue: asyncio.Queue[bytes] | None = None
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> asyncio.Queue[bytes]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+        def pump() -> None:
+            while True:
+                try:
+                    chunk = os.read(self.fd, _READ_SIZE)
+                except OSError:
+                    chunk = b""
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, chunk)
+                except RuntimeError:  # the loop is closed: nobody is listening any more
+                    return
+                if not chunk:
+                    return
+
+        self._thread = threading.Thread(target=pump, name="stdin-reader", daemon=True)
+        self._thread.start()
+        return queue
+
+    async def read(self) -> bytes:
+        if self._queue is None:
+            self._queue = self._start()
+        return await self._queue.get()
+
+
+class FrameReader:
+    """Message bodies from a byte source, one at a time."""
+
+    def __init__(self, source: ByteSource, *, max_body: int = MAX_BODY,
+                 on_problem: Callable[[str], None] | None = None) -> None:
+        self.source = source
+        self.max_body = max_body
+        self.on_problem = on_problem or (lambda message: None)
+        self._buffer = bytearray()
+        self._eof = False
+
+    async def _fill(self) -> bool:
+        if self._eof:
+            return False
+        chunk = await self.source.read()
+        if not chunk:
+            self._eof = True
+            return False
+        self._buffer += chunk
+        return True
+
+    async def _line(self) -> bytes | None:
+        searched = 0
+        while True:
+            end = self._buffer.find(b"\n", searched)
+            if end >= 0:
+                line = bytes(self._buffer[: end + 1])
+                del self._buffer[: end + 1]
+                return line
+            searched = len(self._buffer)
+            if len(self._buffer) > MAX_HEADER_LINE:
+                self.on_problem(f"dropped {len(self._buffer) - 64} bytes that are not a header line")
+                del self._buffer[:-64]  # keep a tail: a header may start there
+                searched = 0
+            if not await self._fill():
+                if not self._buffer:
+                    return None
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                return line
+
+    async def _exactly(self, size: int) -> bytes | None:
+        while len(self._buffer) < size:
+            if not await self._fill():
+                return None
+        body = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return body
+
+    async def next_body(self) -> bytes | None:
+        """The next message body, or None at end of input."""
+        length: int | None = None
+        while True:
+            line = await self._line()
+            if line is None:
+                return None
+            if not line.strip():
+                if length is None:
+                    continue  # stray blank line
+                return await self._exactly(length)
+            match = _CONTENT_LENGTH.search(line)
+            if match is None:
+                if not line.lower().startswith(b"content-type"):
+                    self.on_problem(f"ignored a line that is not a header: {line[:80]!r}")
+                continue
+            declared = int(match.group(1))
+            if declared > self.max_body:
+                self.on_problem(f"refused a body of {declared} bytes (at most {self.max_body})")
+                length = None
+            else:
+                length = declared
+
+    def resync(self, body: bytes) -> bool:
+        """Read again, as headers, whatever follows a `Content-Length` header inside a body that did
+        not parse (its declared length was wrong and it ran into the next message)."""
+        match = _HEADER_START.search(body)
+        if match is None:
+            return False
+        self._buffer[:0] = body[match.start():]
+        return True
+
+
+def _fallback(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def encode_json(message: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+    """UTF-8 JSON; stdlib json when orjson refuses (integers beyond 64 bits, lone surrogates)."""
+    try:
+        return orjson.dumps(message, default=default or _fallback)
+    except TypeError:
+        return json.dumps(message, default=default or str, ensure_ascii=True).encode("ascii")
+
+
+def frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

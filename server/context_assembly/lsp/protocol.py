@@ -1,0 +1,236 @@
+"""The JSON-RPC protocol: pygls' LSP protocol, with custom methods kept as plain JSON and every
+incoming message checked before pygls sees it.
+
+pygls 2 structures the params of a method it has no type for into namedtuples, renaming keys that
+are not identifiers (`"scope.agent.agent_name"` becomes `_0`; `class` and `$schema` do not survive
+either), and its reader calls the structuring hook on every nested object, so a stored value that
+happens to hold a `"jsonrpc"` key would be taken for a message. Here a body is parsed once, plainly;
+incoming requests and notifications of the methods in `context_assembly.methods.METHODS` (by exact
+name) and of any other method lsprotocol has no type for, and responses to the server's own plain
+requests (`llm/complete`), keep their JSON as sent; LSP methods (`initialize`, `$/cancelRequest`, …)
+are structured by lsprotocol as usual. Nothing matches method names by prefix, and outgoing
+notifications (`contextAssembly/started`, …) are written as given: the rule only reads input.
+
+Bad input gets an answer where JSON-RPC has one: invalid JSON or UTF-8 → -32700 (id null), a batch
+array or a malformed envelope → -32600, LSP params that do not structure → -32602 with the request's
+id, a request after `shutdown` → -32600. Nothing of it stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+import orjson
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    lsp_method,
+)
+
+from ..methods import METHODS
+from .framing import encode_json, frame
+
+logger = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+_CONTAINER = re.compile(rb"[\[{]")
+_ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
+PLAIN_OUTGOING = frozenset({"llm/complete"})  # server-to-client requests whose results stay plain JSON
+
+
+class PlainResult:
+    """Marker result type: keep the response's `result` exactly as received."""
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def top_level_id(body: bytes) -> Any:
+    """The id of a body that does not parse (nested too deep, a bad value), when it can be told for sure:
+    an `"id"` member before the first nested object or array, so it is the message's own."""
+    head = body[:4096]
+    if not head.lstrip().startswith(b"{"):
+        return None
+    start = head.index(b"{") + 1
+    nested = _CONTAINER.search(head, start)
+    match = _ID_MEMBER.search(head[: nested.start() if nested else len(head)], start)
+    if match is None:
+        return None
+    try:
+        value = orjson.loads(match.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return value if _is_id(value) else None
+
+
+def envelope_problem(data: Any) -> str | None:
+    """Why `data` is not a JSON-RPC 2.0 request, notification or response (None when it is one)."""
+    if not isinstance(data, dict):
+        return "a message must be a JSON object"
+    if data.get("jsonrpc") != "2.0":
+        return 'a message must have "jsonrpc": "2.0"'
+    if "method" in data:
+        if not isinstance(data["method"], str) or not data["method"]:
+            return "method must be a non-empty string"
+        if "id" in data and not _is_id(data["id"]):
+            return "id must be a string or an integer"
+        if "params" in data and not isinstance(data["params"], (dict, list)) and data["params"] is not None:
+            return "params must be an object or an array"
+        return None
+    if "id" not in data or ("result" not in data and "error" not in data):
+        return "a message must be a request (method), a notification, or a response (id with result or error)"
+    if "error" in data and not (isinstance(data["error"], dict) and isinstance(data["error"].get("code"), int)):
+        return "error must be an object with an integer code"
+    return None
+
+
+class ContextAssemblyProtocol(LanguageServerProtocol):
+    plain_methods: frozenset[str] = frozenset(METHODS)
+
+    # -- receiving ---------------------------------------------------------------------------------
+
+    def receive(self, body: bytes) -> bool:
+        """Handle one message body. False when it is not JSON at all (the reader may resync)."""
+        try:
+            data = orjson.loads(body)  # strict UTF-8, no lone surrogates
+        except orjson.JSONDecodeError as exc:
+            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {exc}")
+            return False
+        if isinstance(data, list):
+            self._refuse_batch(data)
+            return True
+        problem = envelope_problem(data)
+        if problem is not None:
+            msg_id = data.get("id") if isinstance(data, dict) and _is_id(data.get("id")) else None
+            if msg_id is not None or not isinstance(data, dict) or "method" not in data:
+                self.send_error(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
+            else:
+                logger.warning("ignored a malformed notification: %s", problem)
+            return True
+        is_request = "method" in data and "id" in data
+        if self._shutdown and is_request and data["method"] != types.EXIT:
+            self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
+            return True
+        try:
+            message = self.structure_message(data)
+        except Exception as exc:  # LSP params that lsprotocol cannot structure
+            if is_request:
+                self.send_error(data["id"], INVALID_PARAMS, f"Invalid params for {data['method']}: "
+                                f"{exc.__cause__ or exc}")
+            else:
+                logger.warning("ignored %s: its params do not structure", data.get("method") or "a response")
+            return True
+        try:
+            self.handle_message(message)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except Exception:
+            logger.exception("failed to handle %s", data.get("method") or "a response")
+            if is_request:
+                self.send_error(data["id"], -32603, "Internal error")
+        return True
+
+    def _refuse_batch(self, batch: list[Any]) -> None:
+        """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""
+        ids = [m["id"] for m in batch if isinstance(m, dict) and "method" in m and _is_id(m.get("id"))]
+        for msg_id in ids or [None]:
+            self.send_error(msg_id, INVALID_REQUEST, "Invalid request: batches are not supported; send one message "
+                            "per frame")
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        method = data.get("method")
+        if isinstance(method, str) and (method in self.plain_methods or self.get_message_type(method) is None):
+            if "id" in data:
+                return JsonRPCRequestMessage(id=data["id"], method=method, jsonrpc=data["jsonrpc"],
+                                             params=data.get("params"))
+            return JsonRPCNotification(method=method, jsonrpc=data["jsonrpc"], params=data.get("params"))
+        if method is None and "id" in data:
+            expected = self._result_types.get(data["id"])
+            if expected is PlainResult or "error" in data:
+                self._result_types.pop(data["id"], None)
+            if expected is PlainResult and "error" not in data:
+                return JsonRPCResponseMessage(id=data["id"], jsonrpc=data["jsonrpc"], result=data.get("result"))
+        return super().structure_message(data)
+
+    def get_result_type(self, method: str) -> Any:  # type: ignore[override]
+        if method in PLAIN_OUTGOING:
+            return PlainResult
+        return super().get_result_type(method)
+
+    # -- sending -----------------------------------------------------------------------------------
+
+    def _unstructure(self, value: Any) -> Any:
+        if attrs.has(type(value)):
+            return self._converter.unstructure(value)
+        raise TypeError(f"{type(value).__name__} is not JSON")
+
+    def _message(self, data: Any) -> Any:
+        # The generic messages carry plain JSON (custom results and params): no converter pass over them.
+        if isinstance(data, JsonRPCResponseMessage):
+            return {"jsonrpc": data.jsonrpc, "id": data.id, "result": data.result}
+        if isinstance(data, JsonRPCRequestMessage):
+            return {"jsonrpc": data.jsonrpc, "id": data.id, "method": data.method, "params": data.params}
+        if isinstance(data, JsonRPCNotification):
+            out = {"jsonrpc": data.jsonrpc, "method": data.method}
+            return out if data.params is None else {**out, "params": data.params}
+        return self._converter.unstructure(data) if attrs.has(type(data)) else data
+
+    def _send_data(self, data: Any) -> None:
+        if not data:
+            return
+        if self.writer is None:
+            logger.error("no transport to send a message on")
+            return
+        body = encode_json(self._message(data), self._unstructure)
+        try:
+            written = self.writer.write(frame(body) if self._include_headers else body)
+            if inspect.isawaitable(written):
+                asyncio.ensure_future(written)
+        except (BrokenPipeError, ConnectionError) as exc:
+            logger.error("the client is gone: %s", exc)
+            self._server.request_stop()  # type: ignore[attr-defined]
+        except Exception:
+            logger.exception("failed to send a message")
+
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error = {"code": code, "message": message, **({} if data is None else {"data": data})}
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """Answer a request: expected errors are answered without a traceback in the log."""
+        self._request_futures.pop(msg_id, None)
+        if future.cancelled():
+            cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
+            self._send_response(msg_id, error=cancelled.to_response_error())
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_response(msg_id, result=future.result())
+        elif isinstance(exc, JsonRpcException):
+            self._send_response(msg_id, error=exc.to_response_error())
+        else:
+            logger.error("request %s failed", msg_id, exc_info=exc)
+            error = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")
+            self._send_response(msg_id, error=error.to_response_error())
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]
+        """Stop serving; the transport closes and the process exits with 0 after `shutdown`, else 1."""
+        self._server.exit_code = 0 if self._shutdown else 1  # type: ignore[attr-defined]
+        self._server.request_stop()  # type: ignore[attr-defined]
+

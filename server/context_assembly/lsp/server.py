@@ -1,0 +1,215 @@
+"""The language server: lifecycle, the workspace session, and the plumbing each feature module
+registers with once (`calls`, `config`, `watch`; editor features the same way).
+
+Handlers of custom methods run on a worker pool (`workers`), so a long assembly never blocks the
+event loop: a second request, a cancellation or a completion is answered meanwhile. Everything
+that writes to the client runs on the event loop thread (`post`), which keeps the transport
+single-threaded and the order of notifications before their response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..errors import ContextAssemblyError, TimeoutError_
+from ..methods import Session
+from .errors import not_initialized
+from .protocol import ContextAssemblyProtocol
+
+logger = logging.getLogger(__name__)
+
+LLM_TIMEOUT_S = 120.0  # how long an llm/complete may take the client
+WORKERS = 8
+SHUTDOWN_GRACE_S = 5.0  # how long `shutdown` waits for requests in flight
+METHOD_NOT_FOUND = -32601
+LLM_OPTION = "llm"  # initializationOptions.llm = true: the client answers llm/complete
+SETTINGS_OPTION = "settings"  # initializationOptions.settings: overrides applied before any configuration
+
+Hook = Callable[["ContextAssemblyServer"], Awaitable[None]]
+
+
+class ContextAssemblyServer(LanguageServer):
+    protocol: ContextAssemblyProtocol
+
+    def __init__(self, workspace: Path | None = None, workers: int = WORKERS) -> None:
+        super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
+        self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
+        self.session: Session | None = None
+        self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.llm_offered = False
+        self.initial_settings: dict[str, Any] = {}
+        self.exit_code: int | None = None
+        self.stop_requested: asyncio.Event | None = None
+        self.on_initialized: list[Hook] = []  # run once `initialized` arrives (configuration, watchers)
+        self.on_workspace_changed: list[Callable[[Session], None]] = []  # after .codebolt/ changed on disk
+        self.progress_cancels: dict[Any, Callable[[], None]] = {}  # work-done token -> cancel its request
+
+    # -- the session ------------------------------------------------------------------------------
+
+    def require_session(self) -> Session:
+        if self.session is None:
+            raise not_initialized()
+        return self.session
+
+    def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> Session:
+        if not root.is_dir():
+            raise JsonRpcException(code=-32602, message=f"the workspace root {str(root)!r} is not a directory")
+        if self.session is not None:  # a second initialize: the new root replaces the old session
+            self.session.close()
+        self.llm_offered = llm_offered
+        self.initial_settings = settings
+        self.session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text)
+        for problem in self.session.set_settings(settings):
+            logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
+        return self.session
+
+    def open_document_text(self, uri: str) -> str | None:
+        documents = self.protocol.workspace.text_documents if self.protocol._workspace is not None else {}
+        document = documents.get(uri)
+        return document.source if document is not None else None
+
+    # -- the event loop ---------------------------------------------------------------------------
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.stop_requested = asyncio.Event()
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn(*args)` on the event loop thread (from any thread)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # closed between the check and the call: the client is gone
+            loop.call_soon_threadsafe(fn, *args)
+
+    def notify_threadsafe(self, method: str, params: Any) -> None:
+        self.post(self.protocol.notify, method, params)
+
+    def request_stop(self) -> None:
+        if self.stop_requested is not None:
+            self.post(self.stop_requested.set)
+
+    def ask_llm(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Server-to-client `llm/complete`, from a worker thread: the client runs the model."""
+        if self.loop is None:
+            raise ContextAssemblyError("no client connection to ask llm/complete")
+        async def ask() -> Any:  # on the event loop: the protocol's futures belong to it
+            return await self.protocol.send_request_async("llm/complete", request)
+
+        future = asyncio.run_coroutine_threadsafe(ask(), self.loop)
+        try:
+            result = future.result(timeout=LLM_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError_(f"the client did not answer llm/complete within {LLM_TIMEOUT_S:.0f} s") from None
+        except JsonRpcException as exc:
+            if exc.code == METHOD_NOT_FOUND:  # the client offered models but has no handler after all
+                from ..ingestion import LLMUnavailable
+
+                raise LLMUnavailable(exc.message) from None
+            raise ContextAssemblyError(f"llm/complete failed: {exc.message}", {"code": exc.code}) from None
+        if not isinstance(result, dict):
+            raise ContextAssemblyError("llm/complete must answer with an object")
+        return result
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls shows errors outside requests as window/showMessage; an agent has no window: log them.
+        # Errors of requests were answered to the requester already.
+        if source is not FeatureRequestError:
+            logger.error("%s: %s", getattr(source, "__name__", source), error)
+
+    def close(self) -> None:
+        self.workers.shutdown(wait=False, cancel_futures=True)
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+# -- lifecycle -------------------------------------------------------------------------------------
+
+
+def workspace_root(params: types.InitializeParams) -> Path | None:
+    """rootUri, else workspaceFolders[0], else rootPath (SPEC §2)."""
+    candidates = [params.root_uri, params.workspace_folders[0].uri if params.workspace_folders else None]
+    for uri in candidates:
+        if uri:
+            path = to_fs_path(uri)
+            if path:
+                return Path(path)
+    return Path(params.root_path) if params.root_path else None
+
+
+def llm_offered(params: types.InitializeParams) -> bool:
+    """`initializationOptions.llm: true`, or `capabilities.experimental.contextAssembly.llm: true`."""
+    options = params.initialization_options
+    if isinstance(options, dict) and options.get(LLM_OPTION) is True:
+        return True
+    experimental = params.capabilities.experimental
+    section = experimental.get("contextAssembly") if isinstance(experimental, dict) else None
+    return isinstance(section, dict) and section.get(LLM_OPTION) is True
+
+
+def _log_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.warning("loading the workspace failed: %s", future.exception())
+
+
+def _register_lifecycle(server: ContextAssemblyServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: ContextAssemblyServer, params: types.InitializeParams) -> None:
+        root = ls.pinned_root or workspace_root(params) or Path(os.getcwd())
+        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        settings = options.get(SETTINGS_OPTION)
+        session = ls.open(root.resolve(), settings if isinstance(settings, dict) else {}, llm_offered(params))
+        encoding = ls.protocol.workspace.position_encoding
+        session.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: ContextAssemblyServer, params: types.InitializedParams) -> None:
+        session = ls.require_session()
+        loop = asyncio.get_running_loop()
+        warm_up = loop.run_in_executor(ls.workers, session.workspace)  # load and compile the definitions now
+        warm_up.add_done_callback(_log_failure)
+        for hook in ls.on_initialized:
+            try:
+                await hook(ls)
+            except Exception:
+                logger.exception("an initialized hook failed")
+
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: ContextAssemblyServer, params: None) -> None:
+        # pygls cancels whatever is still running once this returns: let requests already in flight
+        # finish and answer first (for a while).
+        me = asyncio.current_task()
+        pending: list[asyncio.Future[Any]] = [
+            f for f in list(ls.protocol._request_futures.values())  # type: ignore[misc]
+            if isinstance(f, asyncio.Future) and f is not me and not f.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
+
+
+def build_server(workspace: Path | None = None) -> ContextAssemblyServer:
+    """The server with every feature module registered."""
+    from . import calls, config, watch
+
+    server = ContextAssemblyServer(workspace)
+    _register_lifecycle(server)
+    for feature in (calls, config, watch):
+        feature.register(server)
+    return server

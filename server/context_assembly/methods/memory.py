@@ -1,0 +1,36 @@
+"""`memory/read|write|delete|list`: the stores by §5.1 URI (`memory/event` is in ingestion.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .call import CallContext, MethodSpec
+from .params import shape
+from .session import Session
+
+PREFIX = "memory/"
+
+
+def read(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    return session.runtime.memory.read(params["uri"])
+
+
+def write(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    return session.runtime.memory.write(params["uri"], params["value"])
+
+
+def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    return session.runtime.memory.delete(params["uri"])
+
+
+def list_items(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    return session.runtime.memory.list(params["prefix"])
+
+
+METHODS = (
+    MethodSpec(PREFIX + "read", read, shape(uri="string"), summary="Read one URI: {uri, exists, value}."),
+    MethodSpec(PREFIX + "write", write, shape(uri="string", value="any"), summary="Write one URI."),
+    MethodSpec(PREFIX + "delete", delete, shape(uri="string"),
+               summary="Delete one URI (log:// is append-only: refused)."),
+    MethodSpec(PREFIX + "list", list_items, shape(prefix="string"), summary="Every item under a URI prefix."),
+)

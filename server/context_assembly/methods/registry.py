@@ -1,0 +1,22 @@
+"""The one table of custom methods (SPEC §8) and the call path every transport uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import assembly, ingestion, memory, persistent_memory, rule_engines
+from .call import CallContext, MethodSpec
+from .params import check, require_object
+from .session import Session
+
+FAMILIES = (assembly, rule_engines, persistent_memory, ingestion, memory)
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for family in FAMILIES for spec in family.METHODS}
+
+
+def call(session: Session, method: str, params: Any, ctx: CallContext | None = None) -> Any:
+    """Run one method: params checked against its envelope, then its handler. Domain errors propagate."""
+    spec = METHODS[method]
+    body = require_object(params)
+    check(body, spec.params)
+    return spec.handler(session, body, ctx or CallContext())

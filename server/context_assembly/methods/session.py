@@ -1,0 +1,154 @@
+"""One workspace as the sidecar serves it: the runtime, the repositories, the ingestion engine and
+the settings the client overrides.
+
+The settings file (`.codebolt/context-assembly.json`) is read by the workspace loader; the client's
+`workspace/configuration` section `contextAssembly` is applied on top of it here, key by key
+(`Settings.merged`), so every method — and the assembler, whose workspace callable is this
+session's — sees the merged settings without the loader knowing about clients.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..model.problems import Problem
+from ..pipelines.validate import validate_definition
+from ..runtime import Runtime
+from ..schemas import validation_errors
+from ..workspace.loader import Workspace
+from ..workspace.repository import (
+    DefinitionRepository,
+    RuleEngineRepository,
+    ingestion_repository,
+    persistent_memory_repository,
+    rule_engine_repository,
+)
+from ..workspace.settings import Settings
+from .call import Llm
+
+TextSource = Callable[[str], "str | None"]  # document URI -> its text, when the editor has it open
+
+
+def _rule_engine_problems(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return validation_errors("rule-engine", doc)
+
+
+def _memory_problems(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"path": e["path"], "message": e["message"]} for e in validate_definition(doc)["errors"]]
+
+
+def _ingestion_problems(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    from ..ingestion import validate_pipeline  # late: the ingestion layer is optional for every other method
+
+    return [{"path": e["path"], "message": e["message"]} for e in validate_pipeline(doc)["errors"]]
+
+
+def settings_problems(overrides: Any) -> tuple[dict[str, Any], list[Problem]]:
+    """The usable part of client settings, and a problem per key the settings schema refuses."""
+    if not isinstance(overrides, dict):
+        return {}, ([] if overrides is None else [Problem("settings must be an object", "settings")])
+    errors = validation_errors("settings", overrides)
+    bad = {e["path"].split("/")[1] for e in errors if e["path"].count("/") >= 1}
+    good = {k: v for k, v in overrides.items() if k not in bad and k != "$schema"}
+    return good, [Problem(e["message"], "settings", path=e["path"]) for e in errors]
+
+
+class Session:
+    """Everything the methods need for one workspace. Thread-safe: handlers run on worker threads."""
+
+    def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
+                 text_source: TextSource | None = None) -> None:
+        self.runtime = Runtime(root)
+        self.layout = self.runtime.layout
+        self.llm = llm
+        self.text_source = text_source
+        self.position_encoding = "utf-16"  # LSP positions in validate results; the LSP layer negotiates it
+        self._overrides: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._ingestion: Any = None
+        self.rule_engines: RuleEngineRepository = rule_engine_repository(self.layout, validate=_rule_engine_problems)
+        self.persistent_memory: DefinitionRepository = persistent_memory_repository(
+            self.layout, validate=_memory_problems)
+        self.ingestion_pipelines: DefinitionRepository = ingestion_repository(
+            self.layout, validate=_ingestion_problems)
+        self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
+        if settings:
+            self.set_settings(settings)
+
+    @property
+    def root(self) -> Path:
+        return self.runtime.root
+
+    # -- settings ---------------------------------------------------------------------------------
+
+    def set_settings(self, overrides: Any) -> list[Problem]:
+        """Replace the client's overrides; keys the settings schema refuses are dropped and reported."""
+        good, problems = settings_problems(overrides)
+        try:
+            Settings().merged(good)
+        except (TypeError, ValueError) as exc:
+            good, problems = {}, [*problems, Problem(f"settings ignored: {exc}", "settings")]
+        with self._lock:
+            self._overrides = good
+        return problems
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(self._overrides)
+
+    def workspace(self) -> Workspace:
+        """The workspace as on disk now, with the client's settings applied."""
+        workspace = self.runtime.workspace()
+        overrides = self._overrides
+        if not overrides:
+            return workspace
+        settings = workspace.settings.merged(overrides)
+        self.runtime.cache.ttl_s = settings.cache_ttl_s
+        return attrs.evolve(workspace, settings=settings)
+
+    def settings(self) -> Settings:
+        return self.workspace().settings
+
+    def reload(self) -> Workspace:
+        """Re-read what changed under `.codebolt/` now (the loader re-reads changed files only)."""
+        return self.workspace()
+
+    # -- ingestion --------------------------------------------------------------------------------
+
+    def ingestion(self) -> Any:
+        """The ingestion engine, built on first use (LLM steps ask the client when it offered to run models)."""
+        with self._lock:
+            if self._ingestion is None:
+                from ..ingestion import IngestionEngine
+
+                self._ingestion = IngestionEngine(self.runtime.memory, self.workspace,
+                                                  repository=self.ingestion_pipelines, llm=self.llm)
+            return self._ingestion
+
+    def document_text(self, uri: str) -> str | None:
+        """The text of a definition document: as the editor has it open, else as on disk (inside the workspace)."""
+        if self.text_source is not None:
+            text = self.text_source(uri)
+            if text is not None:
+                return text
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(uri)
+        if parsed.scheme != "file":
+            return None
+        path = Path(unquote(parsed.path)).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            return None  # never read outside the workspace
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        self.runtime.close()
+

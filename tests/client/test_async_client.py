@@ -1,0 +1,179 @@
+"""ContextAssemblyClient: every method family, events (global and per call), typed errors, the llm
+callback, and a clean shutdown that leaves no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from context_assembly.client import (
+    ConflictError,
+    ContextAssemblyClient,
+    InvalidParamsError,
+    NotFoundError,
+    RpcError,
+)
+from tests.lsp.support import REQUEST
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(workspace: Path) -> AsyncIterator[ContextAssemblyClient]:
+    async with ContextAssemblyClient(workspace, settings={"max_tokens": 3000}) as client:
+        yield client
+    assert client.returncode == 0 and client.pid is not None and gone(client.pid)
+
+
+async def test_assemble_with_events(client: ContextAssemblyClient) -> None:
+    completed: list[Any] = []
+    unsubscribe = client.on("contextAssembly/complete", lambda method, params: completed.append(params))
+    mine: list[str] = []
+    result = await client.assemble(REQUEST, on_event=lambda method, params: mine.append(method))
+    unsubscribe()
+    assert mine[:2] == ["contextAssembly/started", "contextAssembly/rulesEvaluated"]
+    assert mine[-1] == "contextAssembly/complete" and mine.count("contextAssembly/pipelineComplete") >= 1
+    assert completed[-1]["assembly_id"] == result["meta"]["assembly_id"]
+    assert result["meta"]["token_estimate"] <= 4000
+    other = await client.assemble({k: v for k, v in REQUEST.items() if k != "constraints"})
+    assert other["meta"]["max_tokens"] == 3000  # the client's settings override the file's 4000
+    assert len(completed) == 1  # unsubscribed
+    client.set_settings({"max_tokens": 2500})
+    for _ in range(100):
+        if (await client.assemble({k: v for k, v in REQUEST.items() if k != "constraints"}))["meta"][
+                "max_tokens"] == 2500:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the pushed settings were not applied")
+
+
+async def test_concurrent_assemblies_route_their_own_events(client: ContextAssemblyClient) -> None:
+    seen: dict[int, set[str]] = {0: set(), 1: set()}
+
+    def listener(index: int) -> Any:
+        return lambda method, params: seen[index].add(params["assembly_id"])
+
+    first, second = await asyncio.gather(client.assemble(REQUEST, on_event=listener(0)),
+                                         client.assemble(REQUEST, on_event=listener(1)))
+    assert seen[0] == {first["meta"]["assembly_id"]} and seen[1] == {second["meta"]["assembly_id"]}
+
+
+async def test_other_assembly_methods(client: ContextAssemblyClient) -> None:
+    assert (await client.validate(REQUEST))["valid"] is True
+    assert "architecture-docs" in {m["id"] for m in await client.memory_types()}
+    assert "architecture-docs" in (await client.evaluate_rules(REQUEST))["matched_memories"]
+    assert (await client.required_variables(["architecture-docs"]))["scopes"] == ["project"]
+
+
+async def test_rule_engines(client: ContextAssemblyClient) -> None:
+    assert "planning" in {e["id"] for e in await client.rule_engines.list()}
+    engine = await client.rule_engines.create({"id": "client-rules", "rules": []})
+    rule = await client.rule_engines.add_rule("client-rules", {"when": [], "then": {"add_memories": ["x"]}})
+    assert (await client.rule_engines.update_rule("client-rules", rule["id"], {"priority": 2}))["priority"] == 2
+    assert (await client.rule_engines.get("client-rules"))["rules"][0]["priority"] == 2
+    assert (await client.rule_engines.update("client-rules", {"name": "Client"}))["name"] == "Client"
+    await client.rule_engines.delete_rule("client-rules", rule["id"])
+    assert (await client.rule_engines.evaluate(REQUEST, "planning"))["engine_results"][0]["engine_id"] == "planning"
+    assert await client.rule_engines.possible_variables()
+    assert (await client.rule_engines.validate({"id": "d", "rules": []}))["valid"] is True
+    assert (await client.rule_engines.delete(engine["id"]))["deleted"] is True
+
+
+async def test_persistent_memory_and_memory(client: ContextAssemblyClient) -> None:
+    assert "architecture-docs" in {m["id"] for m in await client.persistent_memory.list()}
+    assert (await client.persistent_memory.get("recent-history"))["id"] == "recent-history"
+    definition = {"id": "prefs", "retrieval": {"pipeline": [{"type": "kv_get", "namespace": "users",
+                                                             "keys": ["u-ada"]}]}}
+    await client.persistent_memory.create(definition)
+    await client.persistent_memory.update("prefs", {"label": "Prefs"})
+    assert (await client.persistent_memory.validate(definition))["valid"] is True
+    executed = await client.persistent_memory.execute("prefs", REQUEST)
+    assert executed["status"] == "ok" and executed["items"]
+    assert any(s["name"] == "rank" for s in await client.persistent_memory.step_specs())
+    await client.persistent_memory.delete("prefs")
+
+    value = {"scope.agent.agent_name": "a", "$schema": "s", "class": 1, "jsonrpc": "2.0", "id": 1, "method": "m"}
+    assert (await client.memory.write("kv://client/k", value))["written"] is True
+    assert (await client.memory.read("kv://client/k"))["value"] == value
+    assert [i["uri"] for i in await client.memory.list("kv://client/")] == ["kv://client/k"]
+    assert (await client.memory.delete("kv://client/k"))["deleted"] is True
+
+
+async def test_ingestion(client: ContextAssemblyClient) -> None:
+    assert "task-completion-embed" in {p["id"] for p in await client.ingestion.list(active_only=True)}
+    pipeline = {"id": "notes-in", "trigger": "manual", "processors": [
+        {"id": "n", "type": "normalizer", "input": "payload.text", "output": "clean", "operations": ["trim"]}],
+        "routing": [{"from": "clean", "write_to": "kv://notes/latest"}]}
+    await client.ingestion.create(pipeline)
+    assert (await client.ingestion.validate(pipeline))["valid"] is True
+    events: list[str] = []
+    result = await client.ingestion.execute("notes-in", {"text": "  hello  "},
+                                            on_event=lambda method, params: events.append(method))
+    assert result["status"] == "ok"
+    assert events == ["memoryIngestion/executionStarted", "memoryIngestion/processorCompleted",
+                      "memoryIngestion/executionCompleted"]
+    assert (await client.memory.read("kv://notes/latest"))["value"] == "hello"
+    assert (await client.ingestion.disable("notes-in"))["status"] == "disabled"
+    assert (await client.ingestion.activate("notes-in"))["status"] == "active"
+    assert (await client.ingestion.update("notes-in", {"label": "Notes"}))["label"] == "Notes"
+    assert (await client.ingestion.get("notes-in"))["label"] == "Notes"
+    ran: list[str] = []
+    event = await client.memory.event("onTaskCompleted", {"summary": "Shipped it."},
+                                      on_event=lambda method, params: ran.append(params["pipeline_id"]))
+    assert [e["pipeline_id"] for e in event["executions"]] == ["task-completion-embed"]
+    assert set(ran) == {"task-completion-embed"}
+    assert any(s["name"] == "chunker" for s in await client.ingestion.processor_specs())
+    await client.ingestion.delete("notes-in")
+
+
+async def test_errors_are_typed(client: ContextAssemblyClient) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        await client.rule_engines.get("ghost")
+    assert (missing.value.code, missing.value.data) == (-32001, {"id": "ghost"})
+    with pytest.raises(ConflictError):
+        await client.rule_engines.create({"id": "planning", "rules": []})
+    with pytest.raises(InvalidParamsError) as invalid:
+        await client.assemble({"scope_variables": 5})
+    assert invalid.value.code == -32602 and invalid.value.errors[0]["path"] == "/scope_variables"
+    with pytest.raises(RpcError) as unknown:
+        await client.request("no/such", {})
+    assert unknown.value.code == -32601
+    assert (await client.memory.read("kv://still/serving"))["exists"] is False
+
+
+async def test_llm_callback_answers_llm_complete(workspace: Path) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def model(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {"text": '[{"decision": "use JWT"}]'}
+
+    pipeline = {"id": "facts", "trigger": "manual", "processors": [
+        {"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
+        "routing": [{"from": "facts", "write_to": "kv://facts/latest"}]}
+    async with ContextAssemblyClient(workspace, llm=model) as client:
+        await client.ingestion.create(pipeline)
+        result = await client.ingestion.execute("facts", {"text": "We decided to use JWT."})
+        assert result["status"] == "ok", result
+        assert asked and "We decided to use JWT." in asked[0]["prompt"]
+        assert (await client.memory.read("kv://facts/latest"))["value"] == [{"decision": "use JWT"}]
+    async with ContextAssemblyClient(workspace) as plain:  # no callback: the LLM step is skipped
+        result = await plain.ingestion.execute("facts", {"text": "x"})
+        assert result["processors"][0]["status"] == "skipped" and result["warnings"]
+        await plain.ingestion.delete("facts")
+    assert plain.pid is not None and gone(plain.pid)

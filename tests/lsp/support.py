@@ -1,0 +1,178 @@
+"""Helpers shared by the end-to-end tests: a seeded example workspace, the server command, and a
+test client that keeps custom methods as plain JSON (pygls would rename `"scope.agent.agent_name"`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pytest_lsp import LanguageClient
+from pytest_lsp.client import register_lsp_features
+from pytest_lsp.protocol import LanguageClientProtocol
+
+from context_assembly.runtime import Runtime
+from context_assembly.stores.importer import import_memory
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "quickstart"
+SERVER = [sys.executable, "-m", "context_assembly", "serve"]
+REQUEST: dict[str, Any] = json.loads((EXAMPLE / "request.json").read_text())
+
+
+def seeded_copy(target: Path) -> Path:
+    """examples/quickstart with its seed.json imported (KV, vectors, turns, graph)."""
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("db", "kuzu", "context", ".locks"))
+    runtime = Runtime(target)
+    try:
+        import_memory(runtime.memory, json.loads((target / "seed.json").read_text()), runtime.layout.codebolt)
+    finally:
+        runtime.close()
+    return target
+
+
+def clone(template: Path, target: Path) -> Path:
+    shutil.copytree(template, target, ignore=shutil.ignore_patterns(".locks"))
+    return target
+
+
+class PlainClientProtocol(LanguageClientProtocol):
+    """Custom requests' results and custom notifications stay plain JSON; custom notifications are kept."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notifications: list[tuple[str, Any]] = []
+
+    def structure_message(self, data: Any) -> Any:
+        if not isinstance(data, dict) or "jsonrpc" not in data:
+            return data
+        method = data.get("method")
+        if isinstance(method, str) and self.get_message_type(method) is None:
+            if "id" in data:
+                return JsonRPCRequestMessage(id=data["id"], method=method, jsonrpc="2.0", params=data.get("params"))
+            return JsonRPCNotification(method=method, jsonrpc="2.0", params=data.get("params"))
+        if method is None and "id" in data and "error" not in data and data["id"] in self._result_types \
+                and self._result_types[data["id"]] is None:
+            self._result_types.pop(data["id"])
+            return JsonRPCResponseMessage(id=data["id"], jsonrpc="2.0", result=data.get("result"))
+        return super().structure_message(data)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if self.get_message_type(method_name) is None:
+            self.notifications.append((method_name, params))
+        super()._handle_notification(method_name, params)
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(protocol_cls=PlainClientProtocol, converter_factory=default_converter)
+    register_lsp_features(client)
+    client.registrations = []  # type: ignore[attr-defined]
+
+    @client.feature("client/registerCapability")
+    def register_capability(ls: LanguageClient, params: Any) -> None:
+        ls.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+    for method in ("contextAssembly/started", "contextAssembly/rulesEvaluated", "contextAssembly/pipelineComplete",
+                   "contextAssembly/complete", "contextAssembly/error", "memoryIngestion/executionStarted",
+                   "memoryIngestion/processorCompleted", "memoryIngestion/executionCompleted"):
+        client.feature(method)(lambda ls, params: None)  # kept by the protocol; silences "unknown method"
+    return client
+
+
+def events(client: LanguageClient, assembly_id: str | None = None, prefix: str = "contextAssembly/") -> list[
+        tuple[str, Any]]:
+    found = client.protocol.notifications  # type: ignore[attr-defined]
+    return [(m, p) for m, p in found if m.startswith(prefix)
+            and (assembly_id is None or p.get("assembly_id") == assembly_id)]
+
+
+async def call(client: LanguageClient, method: str, params: Any = None, msg_id: Any = None) -> Any:
+    return await client.protocol.send_request_async(method, params, msg_id)
+
+
+async def error_of(client: LanguageClient, method: str, params: Any = None) -> Any:
+    """The JSON-RPC error a call answers with (a pygls JsonRpcException: .code, .message, .data)."""
+    from pygls.exceptions import JsonRpcException
+
+    try:
+        result = await call(client, method, params)
+    except JsonRpcException as exc:
+        return exc
+    raise AssertionError(f"{method} answered {result!r} instead of an error")
+
+
+def paths(error: Any) -> list[str]:
+    return [e["path"] for e in (error.data or {}).get("errors", [])]
+
+
+def frame(message: Any) -> bytes:
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+class RawServer:
+    """The server over raw pipes, for input no well-behaved client would send."""
+
+    def __init__(self, workspace: Path) -> None:
+        import subprocess
+
+        self.workspace = workspace
+        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, cwd=workspace)
+        self.buffer = b""
+        self.received: list[dict[str, Any]] = []
+
+    def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _pump(self, timeout: float) -> None:
+        import os
+        import select
+
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if ready:
+            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError("the server closed its output")
+            self.buffer += chunk
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            length = int(self.buffer[:end].split(b":")[1])
+            if len(self.buffer) < end + 4 + length:
+                break
+            self.received.append(json.loads(self.buffer[end + 4:end + 4 + length]))
+            self.buffer = self.buffer[end + 4 + length:]
+
+    def answer(self, msg_id: Any, timeout: float = 20.0) -> dict[str, Any]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for message in self.received:
+                if message.get("id") == msg_id and "method" not in message:
+                    self.received.remove(message)
+                    return message
+            self._pump(0.05)
+        raise AssertionError(f"no answer to {msg_id!r}")
+
+    def initialize(self) -> dict[str, Any]:
+        self.send(frame({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "processId": None, "rootUri": self.workspace.as_uri(), "capabilities": {}}}))
+        result = self.answer("init")
+        self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        return result
+
+    def close(self) -> int:
+        if self.alive():
+            self.send(frame({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}))
+            self.answer("bye")
+            self.send(frame({"jsonrpc": "2.0", "method": "exit"}))
+        return self.process.wait(10)

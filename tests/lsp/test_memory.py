@@ -1,0 +1,68 @@
+"""memory/read|write|delete|list over the real server: results exactly as SPEC §8, keys such as
+"scope.agent.agent_name", "$schema" and "class" unchanged both ways, and the refusals."""
+
+from __future__ import annotations
+
+import pytest
+from pytest_lsp import LanguageClient
+
+from .support import call, error_of, paths
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+AWKWARD = {
+    "scope.agent.agent_name": "code-agent",
+    "$schema": "urn:context-assembly:schema:settings",
+    "class": "Session",
+    "def": [1, {"scope.task.task_id": None, "0": "zero", "": "empty", "with space": True}],
+    "nested": {"$ref": "#/x", "a-b": 1.5, "ünïcode": "✓ 𝄞"},
+}
+
+
+async def test_write_read_list_delete(client: LanguageClient) -> None:
+    assert await call(client, "memory/write", {"uri": "kv://prefs/agent", "value": AWKWARD}) == {
+        "uri": "kv://prefs/agent", "written": True}
+    assert await call(client, "memory/read", {"uri": "kv://prefs/agent"}) == {
+        "uri": "kv://prefs/agent", "exists": True, "value": AWKWARD}
+    listed = (await call(client, "memory/list", {"prefix": "kv://prefs/"}))["items"]
+    assert [i["uri"] for i in listed] == ["kv://prefs/agent"]
+    assert await call(client, "memory/delete", {"uri": "kv://prefs/agent"}) == {"uri": "kv://prefs/agent",
+                                                                              "deleted": True}
+    assert await call(client, "memory/read", {"uri": "kv://prefs/agent"}) == {
+        "uri": "kv://prefs/agent", "exists": False, "value": None}
+    assert (await call(client, "memory/delete", {"uri": "kv://prefs/agent"}))["deleted"] is False
+
+
+async def test_dotted_keys_survive_a_definition_too(client: LanguageClient) -> None:
+    stored = await call(client, "contextRuleEngine/create", {
+        "$schema": "urn:context-assembly:schema:rule-engine", "id": "dotted",
+        "rules": [{"id": "r", "when": [{"field": "scope.agent.agent_name", "operator": "eq", "value": "x"}],
+                   "then": {"add_memories": ["kv://class"]}}]})
+    assert stored["$schema"] == "urn:context-assembly:schema:rule-engine"
+    assert (await call(client, "contextRuleEngine/get", {"id": "dotted"}))["rules"][0]["when"][0]["field"] == \
+        "scope.agent.agent_name"
+
+
+async def test_other_stores(client: LanguageClient) -> None:
+    await call(client, "memory/write", {"uri": "markdown://notes/auth", "value": "# Auth\nUse JWT."})
+    assert (await call(client, "memory/read", {"uri": "markdown://notes/auth"}))["value"].startswith("# Auth")
+    await call(client, "memory/write", {"uri": "log://audit", "value": {"event_type": "deploy", "payload": {"v": 2}}})
+    assert (await call(client, "memory/read", {"uri": "log://audit"}))["exists"] is True
+    seeded = await call(client, "memory/read", {"uri": "episodic://t-42"})
+    assert seeded["exists"] is True and seeded["value"]
+
+
+async def test_refusals_are_invalid_params(client: LanguageClient) -> None:
+    log = await error_of(client, "memory/delete", {"uri": "log://audit"})
+    assert log.code == -32602 and "append-only" in log.message
+    traversal = await error_of(client, "memory/read", {"uri": "file://../../etc/passwd"})
+    assert traversal.code == -32602 and paths(traversal) == ["/uri"]
+    scheme = await error_of(client, "memory/read", {"uri": "ftp://x"})
+    assert scheme.code == -32602
+    not_string = await error_of(client, "memory/read", {"uri": 42})
+    assert not_string.code == -32602 and not_string.data["errors"] == [{"path": "/uri",
+                                                                        "message": "must be a string"}]
+    assert paths(await error_of(client, "memory/write", {"uri": "kv://x"})) == ["/value"]
+    assert paths(await error_of(client, "memory/list", {})) == ["/prefix"]
+    assert paths(await error_of(client, "memory/read", ["kv://x"])) == [""]
+    assert (await call(client, "memory/read", {"uri": "kv://still-serving"}))["exists"] is False
