@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
-from ..model.context import AssembledContext
-from ..model.converter import unstructure
 from ..registry.sections import SECTION_NAMES
-from ..runtime import Runtime
 from .evaluate import read_json
+
+if TYPE_CHECKING:
+    from ..model.context import AssembledContext
 
 BAR_WIDTH = 30
 PREVIEW_LINES = 6
@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"context-assembly assemble: cannot read the request: {exc}", file=sys.stderr)
         return 2
+    from ..model.converter import unstructure  # the engine loads only when a command runs it
+    from ..runtime import Runtime
+
     runtime = Runtime(args.workspace)
     try:
         result = runtime.assemble(data)

@@ -7,10 +7,6 @@ from pathlib import Path
 
 import orjson
 
-from ..workspace.lint import lint_workspace
-from ..workspace.loader import load_workspace
-from .report import as_json, as_sarif, as_text
-
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -28,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         print(f"context-assembly check: no such directory: {root}")
         return 2
+    from ..workspace.lint import lint_workspace  # the engine loads only when a command runs it
+    from ..workspace.loader import load_workspace
+    from .report import as_json, as_sarif, as_text
+
     problems = lint_workspace(load_workspace(root))
     if args.format == "text":
         print(as_text(problems))

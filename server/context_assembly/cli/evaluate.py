@@ -6,15 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..assembly.request import parse_request
 from ..errors import InvalidParamsError
-from ..model.converter import unstructure
-from ..model.evaluation import ConditionResult, EvaluationResult
-from ..workspace.loader import load_workspace
+
+if TYPE_CHECKING:
+    from ..model.evaluation import ConditionResult, EvaluationResult
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -35,6 +34,10 @@ def read_json(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..assembly.request import parse_request  # the engine loads only when a command runs it
+    from ..model.converter import unstructure
+    from ..workspace.loader import load_workspace
+
     try:
         data = read_json(args.request)
         request = parse_request(data)

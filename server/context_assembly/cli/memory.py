@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
-from ..runtime import Runtime
-from ..stores.importer import import_memory
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 ACTIONS = ("read", "write", "delete", "list", "import")
 
@@ -55,6 +56,8 @@ def _import(runtime: Runtime, path: str) -> dict[str, Any]:
         document = orjson.loads(sys.stdin.read() if path == "-" else Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
         raise InvalidParamsError(f"cannot read the import file: {exc}", []) from None
+    from ..stores.importer import import_memory
+
     return {"imported": import_memory(runtime.memory, document, runtime.layout.codebolt)}
 
 
@@ -72,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         value = _value(args) if args.action == "write" else None
     except orjson.JSONDecodeError as exc:
         return _fail(f"VALUE is not JSON ({exc}); pass --text to write a plain string")
+    from ..runtime import Runtime  # the engine loads only when a command runs it
+
     runtime = Runtime(root)
     service = runtime.memory
     try:
