@@ -9,7 +9,9 @@
    process; warm assembly with the cache cleared before every request (split by whether the
    resolved memories hold a vector_search step: the targets), with the cache on (a fill pass, then
    a second pass over all requests), and the same request twice in a row (a pure cache hit);
-   vector top-10 search alone; embedding throughput of the default embedder.
+   vector top-10 search, graph views and store generations alone; embedding throughput of the
+   default embedder; two bench-only what-if passes (markdown generation from memory, a larger
+   result cache) that size fixes without touching server/.
 4. Prints one table (also `<out>/summary.md`, raw numbers in `<out>/results.json`), the cache hit
    rate and the no-cache ÷ cache cost ratio, the median time per stage and per memory.
 5. When a target is missed (or with `--profile`), profiles the warm no-cache path with cProfile in

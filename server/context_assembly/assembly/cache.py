@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-MAX_ENTRIES = 512
+MAX_ENTRIES = 4096  # a working set of a few hundred requests × memories (measured by bench/assemble)
 
 
 class ResultCache:

@@ -64,17 +64,21 @@ class Executor:
         self.cache = cache
         self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pipeline")
 
-    def _cache_key(self, definition: dict[str, Any], lookup: dict[str, Any]) -> tuple | None:
+    def _cache_key(self, definition: dict[str, Any], lookup: dict[str, Any],
+                   generations: dict[str, int]) -> tuple | None:
         schemes = _stores_read((definition.get("retrieval") or {}).get("pipeline"), set())
         if schemes is None:
             return None
-        generations = tuple((s, self.memory.generation(s)) for s in sorted(schemes))
+        for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
+            generations[scheme] = self.memory.generation(scheme)
+        key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         return (orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str),
-                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), generations)
+                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations)
 
     def _run_definition(self, ref: Reference, definition: dict[str, Any], request: AssemblyRequest,
-                        lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool]) -> Execution:
-        key = self._cache_key(definition, lookup)
+                        lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
+                        generations: dict[str, int]) -> Execution:
+        key = self._cache_key(definition, lookup, generations)
         if key is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -105,12 +109,13 @@ class Executor:
             done: Callable[[Execution], None]) -> list[Execution]:
         query = request.input.text if request.input and request.input.text else ""
         deadline = time.monotonic() + timeout_s
+        generations = self._generations(references, memories)
         pending: dict[futures.Future[Execution], Reference] = {}
         results: dict[int, Execution] = {}
         for index, ref in enumerate(references):
             if ref.kind == "definition":
                 task = self.pool.submit(self._run_definition, ref, memories[ref.reference], request, lookup,
-                                        deadline, cancelled)
+                                        deadline, cancelled, generations)
             elif ref.kind == "uri":
                 task = self.pool.submit(self._run_uri, ref, query)
             else:
@@ -134,6 +139,15 @@ class Executor:
                 ref, "timeout", error=f"did not finish within {timeout_s * 1000:.0f} ms", duration_ms=timeout_s * 1000)
             done(execution)
         return [results[i] for i in sorted(results)]
+
+    def _generations(self, references: list[Reference], memories: dict[str, dict[str, Any]]) -> dict[str, int]:
+        """Each store's write generation, read once per assembly (not once per pipeline)."""
+        schemes: set[str] = set()
+        for ref in references:
+            if ref.kind == "definition":
+                steps = (memories[ref.reference].get("retrieval") or {}).get("pipeline")
+                schemes |= _stores_read(steps, set()) or set()
+        return {scheme: self.memory.generation(scheme) for scheme in sorted(schemes)}
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -18,6 +18,7 @@ from ..confine import check_relative_path, is_inside, refuse, resolve_inside
 from ..interfaces import NoteInfo
 
 SUFFIX = ".md"
+SNAPSHOTS = "context"  # .codebolt/memory/context/: assembly snapshots, not notes
 LOCK = "memory-notes"
 MAX_NOTE_BYTES = 8 * 1024 * 1024
 
@@ -95,11 +96,34 @@ class MarkdownNotes:
         return sorted(notes, key=lambda note: note.name)
 
     def generation(self) -> int:
-        """A fingerprint of the notes (count, sizes, newest mtime of notes and folders): changes on every write."""
-        files, newest_dir = self._scan()
-        newest = max([newest_dir, *(stat.st_mtime_ns for _, stat in files)])
-        total = sum(stat.st_size for _, stat in files)
-        digest = hashlib.blake2b(f"{len(files)}:{total}:{newest}".encode(), digest_size=7).digest()
+        """A fingerprint of the notes (count, sizes, newest mtime of notes and folders): changes on every write.
+
+        Cheap on purpose, since caches ask before every assembly: one `scandir` pass with the
+        entries' own stat (no realpath per note), where `_scan` validates every path. Assembly
+        snapshots (`memory/context/`) are not notes and are left out.
+        """
+        count, total, newest = 0, 0, 0
+        pending: list[tuple[str, bool]] = [(os.fspath(self.memory_dir), True)]
+        while pending:
+            directory, top = pending.pop()
+            try:
+                newest = max(newest, os.stat(directory).st_mtime_ns)
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not (top and entry.name == SNAPSHOTS):
+                            pending.append((entry.path, False))
+                    elif entry.name.endswith(SUFFIX):
+                        stat = entry.stat()
+                        count, total, newest = count + 1, total + stat.st_size, max(newest, stat.st_mtime_ns)
+                except OSError:
+                    continue
+        digest = hashlib.blake2b(f"{count}:{total}:{newest}".encode(), digest_size=7).digest()
         return int.from_bytes(digest, "big")
 
     def _scan(self) -> tuple[_Found, int]:
