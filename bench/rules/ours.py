@@ -10,9 +10,9 @@ collecting the memories, i.e. `RuleSet.evaluate(request, explain=False)` over al
 first). Structuring, compiling and pinning the engines (`pin_compiled`, as the workspace loader
 does after a reload) is reported as `build_s`.
 
-Besides the main row, the stats carry two variants:
-- `explain`: the same with `explain=True` (the full per-condition trace);
-- `cold-regex`: `explain=False`, but the engines are recompiled (untimed) before each run, so the
+Besides the main row, the stats carry two variants (in `variants`):
+- "ours, explain=True": the same with the full per-condition trace;
+- "ours, cold regex memo": `explain=False`, but the engines are recompiled (untimed) before each run, so the
   per-pattern answer memo of the regex operator starts empty, as on a first sight of each request.
 """
 

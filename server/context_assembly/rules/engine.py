@@ -16,6 +16,7 @@ from typing import Any
 
 from attrs import define, field
 
+from ..model.evaluation import RuleResult
 from ..model.rules import Rule, RuleEngine
 from ..registry.values import MISSING
 from .compile import Broken, CompiledConditions, Group, Leaf, Node, compile_conditions
@@ -37,6 +38,14 @@ class CompiledRule:
     broken: bool = False
     per_source: bool = False
     error: str | None = None
+    _matched_result: RuleResult | None = None
+
+    @property
+    def matched_result(self) -> RuleResult:
+        """This rule's result when it matched, without the per-condition trace; shared, read-only."""
+        if self._matched_result is None:
+            self._matched_result = rule_result(self, True, [])
+        return self._matched_result
 
     def __attrs_post_init__(self) -> None:
         then = self.rule.then
@@ -45,6 +54,15 @@ class CompiledRule:
         self.broken = bool(self.conditions.errors)
         self.per_source = self.conditions.per_source
         self.error = "; ".join(self.conditions.errors) or None
+
+
+def rule_result(rule: CompiledRule, matched: bool, conditions: list) -> RuleResult:
+    return RuleResult(
+        rule.rule_id, matched, rule.rule.name, rule.rule.priority, conditions,
+        list(rule.memories) if matched else [],
+        list(rule.rule.then.exclude_memories) if matched and not rule.plain else [],
+        rule.per_source, rule.error,
+    )
 
 
 @define(eq=False)
