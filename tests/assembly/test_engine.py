@@ -319,3 +319,13 @@ def test_exact_tokenizer_from_settings(workspace: Path) -> None:
         assert result["meta"]["tokenizer"] == "cl100k" and result["meta"]["token_estimate"] <= 40
     finally:
         rt.close()
+
+
+def test_editing_a_named_note_by_hand_invalidates_the_cache(runtime: Runtime, workspace: Path) -> None:
+    assert calls(assemble(runtime))["notes"]["status"] == "ok"
+    assert calls(assemble(runtime))["notes"]["status"] == "cached"
+    with open(workspace / ".codebolt/memory/b.md", "a") as note:  # in place, as an editor might
+        note.write(" Edited by hand.")
+    result = assemble(runtime)
+    assert calls(result)["notes"]["status"] == "ok"
+    assert any("Edited by hand" in i["content"] for i in result["context"]["knowledge"])

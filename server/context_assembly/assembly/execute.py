@@ -57,6 +57,33 @@ def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
     return found
 
 
+def _literal_notes(steps: Any, found: list[str]) -> list[str] | None:
+    """The notes a pipeline's markdown_read steps name, or None when a name is a ${template}."""
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, dict):
+            continue
+        if step.get("type") == "markdown_read":
+            names = [step["note"]] if "note" in step else step.get("notes")
+            if not isinstance(names, list) or not all(isinstance(n, str) and "${" not in n for n in names):
+                return None
+            found += names
+        for branch in ("then_steps", "else_steps"):
+            if _literal_notes(step.get(branch), found) is None:
+                return None
+    return found
+
+
+def _key_stores(definition: dict[str, Any]) -> tuple[set[str], list[str] | None] | None:
+    """What a cache key must cover: store schemes by write generation, and named notes by stamp
+    (a pipeline naming its notes need not fingerprint the whole notes folder). None: no caching."""
+    steps = (definition.get("retrieval") or {}).get("pipeline")
+    schemes = _stores_read(steps, set())
+    if schemes is None:
+        return None
+    notes = _literal_notes(steps, []) if "markdown" in schemes else None
+    return (schemes - {"markdown"} if notes is not None else schemes), notes
+
+
 class Executor:
     def __init__(self, memory: Any, stores: Any, cache: ResultCache, workers: int = 8) -> None:
         self.memory = memory
@@ -66,14 +93,16 @@ class Executor:
 
     def _cache_key(self, definition: dict[str, Any], lookup: dict[str, Any],
                    generations: dict[str, int]) -> tuple | None:
-        schemes = _stores_read((definition.get("retrieval") or {}).get("pipeline"), set())
-        if schemes is None:
+        needs = _key_stores(definition)
+        if needs is None:
             return None
+        schemes, notes = needs
         for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
             generations[scheme] = self.memory.generation(scheme)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
+        stamps = self.memory.notes.stamp(notes) if notes else ()
         return (orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str),
-                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations)
+                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
 
     def _run_definition(self, ref: Reference, definition: dict[str, Any], request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
@@ -144,9 +173,8 @@ class Executor:
         """Each store's write generation, read once per assembly (not once per pipeline)."""
         schemes: set[str] = set()
         for ref in references:
-            if ref.kind == "definition":
-                steps = (memories[ref.reference].get("retrieval") or {}).get("pipeline")
-                schemes |= _stores_read(steps, set()) or set()
+            needs = _key_stores(memories[ref.reference]) if ref.kind == "definition" else None
+            schemes |= needs[0] if needs else set()
         return {scheme: self.memory.generation(scheme) for scheme in sorted(schemes)}
 
     def close(self) -> None:

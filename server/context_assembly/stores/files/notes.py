@@ -43,6 +43,18 @@ class MarkdownNotes:
         return resolve_inside(self.memory_dir, note_name(name, pointer) + SUFFIX, what="markdown note",
                               pointer=pointer, allow_hidden=False)
 
+    def stamp(self, names: list[str]) -> tuple[tuple[str, int, int], ...]:
+        """(name, mtime_ns, size) of just these notes (-1s when missing): a cheap cache key for a
+        pipeline that names its notes, instead of fingerprinting the whole folder."""
+        stamps = []
+        for name in names:
+            try:
+                stat = os.stat(self.path(name))
+                stamps.append((name, stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                stamps.append((name, -1, -1))
+        return tuple(stamps)
+
     def read(self, name: str) -> str | None:
         target = self.path(name)
         if not target.is_file():  # missing, a folder, or something that is no regular file (a FIFO would block)
