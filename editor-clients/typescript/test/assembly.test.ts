@@ -1,0 +1,142 @@
+/** contextAssembly/*: assemble with its events, per-call routing, the other assembly methods, cancellation. */
+
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+
+import { ContextAssemblyError, ErrorCodes, type AssemblyEvent, type AssemblyCompleteEvent } from "@context-assembly/client";
+
+import { exampleRequest, TEST_TIMEOUT_MS, withClient } from "./helpers";
+
+const REQUEST = exampleRequest();
+
+test("assemble sends its events in order, all with the result's assembly_id", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const completed: AssemblyCompleteEvent[] = [];
+    const everything: string[] = [];
+    const unsubscribe = client.on("contextAssembly/complete", (params) => {
+      completed.push(params);
+    });
+    const unsubscribeAll = client.on("*", (_params, method) => {
+      everything.push(method);
+    });
+    const mine: AssemblyEvent[] = [];
+    const result = await client.assemble(REQUEST, { onEvent: (event) => mine.push(event) });
+
+    const id = result.meta.assembly_id;
+    assert.match(id, /^[0-9a-f]{32}$/);
+    const methods = mine.map((e) => e.method);
+    assert.deepEqual(methods.slice(0, 2), ["contextAssembly/started", "contextAssembly/rulesEvaluated"]);
+    assert.equal(methods.at(-1), "contextAssembly/complete");
+    const pipelines = methods.filter((m) => m === "contextAssembly/pipelineComplete").length;
+    assert.ok(pipelines >= 1);
+    assert.deepEqual(methods.slice(2, 2 + pipelines), Array(pipelines).fill("contextAssembly/pipelineComplete"));
+    assert.equal(methods.length, pipelines + 3);
+    assert.ok(mine.every((e) => e.params.assembly_id === id), "every event carries the assembly's id");
+    const evaluated = mine[1];
+    assert.ok(evaluated.method === "contextAssembly/rulesEvaluated");
+    assert.equal(pipelines, evaluated.params.resolved.length, "one pipelineComplete per resolved memory");
+    const done = mine.at(-1)!;
+    assert.ok(done.method === "contextAssembly/complete");
+    assert.deepEqual(done.params.meta, result.meta);
+
+    assert.equal(completed.length, 1);
+    assert.equal(completed[0].assembly_id, id);
+    assert.deepEqual(everything, methods, "the global handler saw the same notifications");
+
+    // the result: every section in the fixed order, within budget, the state section carries the task
+    assert.deepEqual(Object.keys(result.context), [
+      "state", "warnings", "constraints", "knowledge", "history", "suggestions", "working_memory",
+    ]);
+    assert.ok(result.meta.token_estimate <= 4000);
+    assert.equal(result.meta.total_items, Object.values(result.context).flat().length);
+    assert.ok(result.context.state.some((item) => item.content.includes("Fix the login timeout")));
+    assert.ok(result.trace.memory_calls.some((call) => call.reference === "architecture-docs"));
+    for (const item of Object.values(result.context).flat()) {
+      assert.equal(typeof item.id, "string");
+      assert.equal(typeof item.tokens, "number");
+    }
+
+    unsubscribe();
+    unsubscribeAll();
+    await client.assemble({ ...REQUEST, assembly_id: "caller-chosen.1" });
+    assert.equal(completed.length, 1, "unsubscribed");
+    assert.equal(everything.length, methods.length, "unsubscribed from *");
+  }));
+
+test("a caller-chosen assembly_id is kept; concurrent assemblies each get their own events", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const seen: Set<string>[] = [new Set(), new Set()];
+    const [first, second] = await Promise.all([
+      client.assemble({ ...REQUEST, assembly_id: "first-1" }, { onEvent: (e) => seen[0].add(e.params.assembly_id) }),
+      client.assemble(REQUEST, { onEvent: (e) => seen[1].add(e.params.assembly_id) }),
+    ]);
+    assert.equal(first.meta.assembly_id, "first-1");
+    assert.deepEqual([...seen[0]], ["first-1"]);
+    assert.deepEqual([...seen[1]], [second.meta.assembly_id]);
+    assert.notEqual(second.meta.assembly_id, "first-1");
+  }));
+
+test("validate, memoryTypes, evaluateRules and requiredVariables", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const valid = await client.validate(REQUEST);
+    assert.equal(valid.valid, true);
+    assert.deepEqual(valid.errors, []);
+    const invalid = await client.validate({ scope_variables: 5 } as never);
+    assert.equal(invalid.valid, false);
+    assert.equal(invalid.errors[0].path, "/scope_variables");
+
+    const types = await client.memoryTypes();
+    const docs = types.find((t) => t.id === "architecture-docs");
+    assert.ok(docs, "architecture-docs is a memory type");
+    assert.equal(typeof docs.section, "string");
+
+    const evaluation = await client.evaluateRules(REQUEST);
+    assert.ok(evaluation.matched_memories.includes("architecture-docs"));
+    const planning = evaluation.engine_results.find((e) => e.engine_id === "planning");
+    assert.ok(planning, "the planning engine was evaluated");
+    const rule = planning.rules.find((r) => r.rule_id === "arch-in-planning");
+    assert.ok(rule && rule.matched);
+    assert.deepEqual(
+      rule.conditions.map((c) => [c.field, c.operator, c.value, c.actual, c.result]),
+      [["addVar.phase", "eq", "planning", "planning", true]],
+    );
+    assert.ok(evaluation.variables_used.includes("addVar.phase"));
+
+    const otherPhase = await client.evaluateRules({
+      ...REQUEST,
+      additional_variables: { ...REQUEST.additional_variables, phase: "review" },
+    });
+    const again = otherPhase.engine_results.find((e) => e.engine_id === "planning")!;
+    assert.equal(again.rules.find((r) => r.rule_id === "arch-in-planning")!.matched, false);
+
+    const required = await client.requiredVariables(["architecture-docs", "no-such-memory"]);
+    assert.deepEqual(required.scopes, ["project"]);
+    assert.deepEqual(required.unknown_memory_ids, ["no-such-memory"]);
+    assert.ok(required.variables.some((v) => v.key.startsWith("scope.project.")));
+  }));
+
+test("an AbortSignal cancels a call; the server keeps serving", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const early = new AbortController();
+    early.abort();
+    await assert.rejects(client.assemble(REQUEST, { signal: early.signal }), (error: unknown) => {
+      assert.ok(error instanceof ContextAssemblyError);
+      assert.equal(error.code, ErrorCodes.Cancelled);
+      assert.equal(error.isCancelled, true);
+      return true;
+    });
+
+    const late = new AbortController();
+    const call = client.assemble(REQUEST, { signal: late.signal });
+    late.abort(new Error("no longer needed"));
+    await assert.rejects(call, (error: unknown) => {
+      assert.ok(error instanceof ContextAssemblyError);
+      assert.equal(error.code, ErrorCodes.Cancelled);
+      assert.match(error.message, /no longer needed/);
+      return true;
+    });
+
+    const unused = new AbortController(); // a signal that never fires changes nothing
+    const result = await client.assemble(REQUEST, { signal: unused.signal });
+    assert.ok(result.meta.total_items > 0);
+  }));
