@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -125,20 +126,61 @@ class _Emitter:
         raise TypeError(node)
 
     def build(self, rules: list[CompiledRule]) -> Matcher:
-        tests = []
+        inline: list[str] = []
+        buckets: dict[str, dict[str, list[str]]] = {}  # guard key -> value -> rule tests
         for index, rule in enumerate(rules):
             if rule.broken or rule.per_source:
                 continue
             condition = " and ".join(self.expr(node) for node in rule.conditions.nodes) or "True"
-            tests.append(f"    if {condition}: h({index})")
+            test = f"if {condition}: h({index})"
+            guard = _guard(rule)
+            if guard is None:
+                inline.append(test)
+            else:
+                for value in guard[1]:
+                    buckets.setdefault(guard[0], {}).setdefault(value, []).append(test)
         self.globals["K"] = tuple(self.keys)
+        dispatch = [line for key, by_value in buckets.items() for line in self._bucket(key, by_value)]
         loads = [f"    {name} = g(K[{i}], M)" for i, name in enumerate(self.keys.values())]
-        source = "\n".join(["def match(L):", "    g = L.get", "    hits = []", "    h = hits.append",
-                            *loads, *tests, "    return hits"])
+        source = "\n".join(["def match(L):", "    g = L.get", "    hits = []", "    h = hits.append", *loads,
+                            *(f"    {t}" for t in inline), *dispatch,
+                            "    hits.sort()" if buckets else "", "    return hits"])
+        return self._define(source, "match")
+
+    def _bucket(self, key: str, by_value: dict[str, list[str]]) -> list[str]:
+        """Rules guarded by `key == value` run only from the bucket of the value the request has:
+        one dict lookup instead of testing every rule (the rest of each rule is still tested)."""
+        functions = {}
+        for value, tests in by_value.items():
+            name = f"b{next(self._names)}"
+            used = sorted(set(re.findall(r"\bv\d+\b", "\n".join(tests))), key=lambda v: int(v[1:]))
+            index = {v: i for i, v in enumerate(self.keys.values())}
+            loads = [f"    {v} = g(K[{index[v]}], M)" for v in used]
+            functions[value] = self._define("\n".join([f"def {name}(L, h):", "    g = L.get", *loads,
+                                                       *(f"    {t}" for t in tests)]), name)
+        table = f"D{next(self._names)}"
+        self.globals[table] = functions
+        var = self.keys[key]
+        return [f"    f = {table}.get({var}) if {var}.__class__ is str else None",
+                "    if f is not None: f(L, h)"]
+
+    def _define(self, source: str, name: str) -> Any:
         namespace: dict[str, Any] = {}
         exec(compile(source, "<rule-engine>", "exec"), self.globals, namespace)  # noqa: S102
-        matcher: Matcher = namespace["match"]
-        return matcher
+        return namespace[name]
+
+
+def _guard(rule: CompiledRule) -> tuple[str, tuple[str, ...]] | None:
+    """A top-level `eq` / `in` over strings (exact case) that every match of the rule needs."""
+    for node in rule.conditions.nodes:
+        if not isinstance(node, Leaf) or node.inline is None or node.operator.absent_matches:
+            continue
+        constant = node.inline[1]
+        if node.operator.name == "eq" and isinstance(constant, str):
+            return node.key, (constant,)
+        if node.operator.name == "in" and isinstance(constant, frozenset) and constant:
+            return node.key, tuple(sorted(constant))
+    return None
 
 
 def compile_engine(engine: RuleEngine) -> CompiledEngine:
