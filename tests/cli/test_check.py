@@ -126,3 +126,13 @@ def test_the_shipped_example_is_clean(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert status == 0, out
     assert " error(s)" in out and out.splitlines()[-1].startswith("0 error(s), 0 warning(s)")
+
+
+def test_every_reported_code_is_documented(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from context_assembly.editor.diagnostics import DOCS_URL, code_description
+
+    documented = set(re.findall(r"^## (\S+)$", (Path(DOCS_URL.removeprefix("file://"))).read_text(), re.M))
+    assert main(["check", str(broken), "--format", "json"]) == 1
+    codes = {p["code"] for p in json.loads(capsys.readouterr().out)["problems"]}
+    assert codes <= documented, codes - documented
+    assert code_description("syntax")["href"].endswith("diagnostic-codes.md#syntax")

@@ -206,10 +206,10 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
 
 def build_server(workspace: Path | None = None) -> ContextAssemblyServer:
     """The server with every feature module registered."""
-    from . import calls, config, watch
+    from . import calls, config, features, watch
 
     server = ContextAssemblyServer(workspace)
     _register_lifecycle(server)
-    for feature in (calls, config, watch):
+    for feature in (calls, config, watch, features):
         feature.register(server)
     return server

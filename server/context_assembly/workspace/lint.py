@@ -105,7 +105,7 @@ def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
     return problems
 
 
-def _duplicates_across_files(workspace: Workspace) -> list[Problem]:
+def duplicates_across_files(workspace: Workspace) -> list[Problem]:
     """Two engine files (or two memory files) claiming one id; a context-rule id seen twice."""
     problems: list[Problem] = []
     for kind in ("rule-engine", "persistent-memory"):
@@ -154,6 +154,6 @@ def lint_workspace(workspace: Workspace) -> list[Problem]:
     problems: list[Problem] = []
     for source in workspace.files.values():
         problems += file_problems(source, workspace)
-    problems += _duplicates_across_files(workspace)
+    problems += duplicates_across_files(workspace)
     problems += [p for p in workspace.problems if p.file and p.file.endswith("context-assembly.json")]
     return sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0, p.code))

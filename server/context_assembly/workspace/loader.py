@@ -105,7 +105,7 @@ def _read(path: Path, relpath: str, kind: str) -> SourceFile:
     return source
 
 
-def _prepare(source: SourceFile) -> None:
+def prepare_source(source: SourceFile) -> None:
     """Kind-specific work done once per file version: dialect normalising, engine compiling."""
     value = source.value
     if source.document.syntax_errors or value is None:
@@ -165,7 +165,7 @@ class WorkspaceLoader:
             source = SourceFile(path, relpath, kind, document, (0, 0),
                                 [Problem(f"cannot read the file: {exc.strerror}", "io", path="")])
             return source
-        _prepare(source)
+        prepare_source(source)
         return source
 
     def load(self) -> Workspace:
@@ -200,7 +200,7 @@ class WorkspaceLoader:
             engines[engine.id or ""] = engine
             engine_sources[engine.id or ""] = rule_files[0]
             compiled.append(compiled_rules)
-        memories, memory_sources = _memories(files)
+        memories, memory_sources = collect_memories(files)
         problems = [f.locate(p) for f in files.values() for p in f.problems]
         if setting_problems and self.layout.settings_path.is_file():
             settings_file = _read(self.layout.settings_path, self.layout.settings_path.relative_to(
@@ -224,7 +224,7 @@ class WorkspaceLoader:
         return engine, compiled
 
 
-def _memories(files: dict[str, SourceFile]) -> tuple[dict[str, dict[str, Any]], dict[str, SourceFile]]:
+def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, dict[str, Any]], dict[str, SourceFile]]:
     memories: dict[str, dict[str, Any]] = {}
     sources: dict[str, SourceFile] = {}
     for source in files.values():

@@ -1,0 +1,256 @@
+"""Completion items (LSP shape) for definition files, from the registries and the workspace:
+`field` values level by level, operators with their docs, memory ids with descriptions, sections,
+priorities, step types, object keys not yet present, and snippets for a new rule, condition or step
+(when the client takes snippets). Replace ranges cover the partly typed string or word, also when
+the document does not parse."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..registry.operators import OPERATORS
+from ..registry.sections import PRIORITIES, SECTIONS
+from ..registry.steps import COMMON_PARAMS, STEP_TYPES, lookup_step
+from ..registry.variables import FIELD_ALIASES, SCOPES, documented_keys
+from ..rules.checks import WELL_KNOWN_ADDVARS
+from ..workspace.lint import declared_variables
+from ..workspace.loader import Workspace
+from ..workspace.variables import possible_variables
+from . import context as ctx
+from .docs import memory_markdown, operator_markdown, step_markdown, variable_markdown
+from .documents import EditorDocument
+
+# CompletionItemKind
+PROPERTY, VALUE, ENUM, MODULE, REFERENCE, OPERATOR, SNIPPET, FIELD = 10, 12, 20, 9, 18, 24, 15, 5
+RETRIGGER = {"title": "Suggest", "command": "editor.action.triggerSuggest"}
+
+ENGINE_KEYS = ("$schema", "id", "name", "description", "enabled", "rules")
+RULE_KEYS = ("id", "name", "description", "priority", "enabled", "when", "then")
+CONDITION_KEYS = ("field", "operator", "value", "ignore_case", "any", "all", "not")
+THEN_KEYS = ("add_memories", "exclude_memories", "caps", "set_priority", "boost")
+SEED004_RULE_KEYS = ("name", "condition", "action")
+SEED004_CONDITION_KEYS = ("field", "op", "value", "ignore_case")
+SEED004_ACTION_KEYS = ("include", "exclude", "cap", "setPriority")
+SEED003_RULE_KEYS = ("name", "when", "then")
+SEED003_THEN_KEYS = ("always_include", "boost", "exclude")
+MEMORY_KEYS = ("$schema", "id", "label", "description", "version", "status", "inputs_scope",
+               "additional_variables", "retrieval", "contribution")
+CONTRIBUTION_KEYS = ("section", "priority", "format", "max_items", "max_tokens")
+
+SNIPPETS = {
+    "rule": ('{\n\t"id": "${1:rule-id}",\n\t"priority": ${2:10},\n\t"when": [\n\t\t{ "field": "${3:addVar.phase}", '
+             '"operator": "${4:eq}", "value": "${5:planning}" }\n\t],\n\t"then": { "add_memories": ["$6"] }\n}'),
+    "condition": '{ "field": "${1:input.text}", "operator": "${2:contains}", "value": "${3}" }',
+    "seed004-rule": ('{\n\t"name": "${1:rule-name}",\n\t"condition": { "field": "${2:task.text}", '
+                     '"op": "${3:contains}", "value": "${4}" },\n\t"action": { "include": "${5}" }\n}'),
+    "seed004-condition": '{ "field": "${1:task.text}", "op": "${2:contains}", "value": "${3}" }',
+    "step": '{ "type": "${1:vector_search}", "collection": "${2:docs}", "topK": ${3:5} }',
+}
+
+
+class Completer:
+    def __init__(self, document: EditorDocument, workspace: Workspace, encoding: str, snippets: bool) -> None:
+        self.document = document
+        self.workspace = workspace
+        self.encoding = encoding
+        self.snippets = snippets
+
+    def item(self, cursor: ctx.Cursor, label: str, kind: int, detail: str | None = None,
+             documentation: str | None = None, text: str | None = None, retrigger: bool = False,
+             sort: str | None = None) -> dict[str, Any]:
+        new_text = label if text is None else text
+        if not cursor.in_string and self.document.kind_format == "json":
+            new_text = json.dumps(new_text)
+        item: dict[str, Any] = {
+            "label": label, "kind": kind, "filterText": label,
+            "textEdit": {"range": self.document.range(cursor.start, cursor.end, self.encoding), "newText": new_text},
+        }
+        if detail:
+            item["detail"] = detail
+        if documentation:
+            item["documentation"] = {"kind": "markdown", "value": documentation}
+        if retrigger:
+            item["command"] = RETRIGGER
+        if sort is not None:
+            item["sortText"] = sort
+        return item
+
+    # -- values ---------------------------------------------------------------------------------
+
+    def fields(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        variables = {v.key: v for v in possible_variables(self.workspace)}
+        keys = set(documented_keys()) | set(variables) | declared_variables(self.workspace)
+        keys |= {f"addVar.{name}" for name in WELL_KNOWN_ADDVARS}
+        if self.document.dialect == "seed-004":
+            keys |= set(FIELD_ALIASES)
+        keys.discard("memory.source")
+        typed = cursor.typed
+        base = typed[: typed.rfind(".") + 1] if "." in typed else ""
+        items: dict[str, dict[str, Any]] = {}
+        groups: dict[str, int] = {}
+        for key in keys:
+            if key.startswith(base) and "." in key[len(base):]:
+                group = key[len(base):].split(".", 1)[0]
+                groups[group] = groups.get(group, 0) + 1
+        for key in sorted(keys):
+            if not key.startswith(base):
+                continue
+            rest = key[len(base):]
+            if "." in rest and groups[rest.split(".", 1)[0]] > 1:
+                label = base + rest.split(".", 1)[0] + "."
+                if label not in items:
+                    scope = next((s for s in SCOPES if label == f"scope.{s.name}."), None)
+                    items[label] = self.item(cursor, label, MODULE, scope.description if scope else None,
+                                             retrigger=True)
+            else:
+                items[key] = self.item(cursor, key, FIELD, "variable",
+                                       variable_markdown(key, variables.get(key), self.workspace))
+        return list(items.values())
+
+    def operators(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        items = []
+        for i, op in enumerate(OPERATORS):
+            spellings = (op.name, *op.aliases) if self.document.dialect == "seed-004" else (op.name,)
+            for spelling in spellings:
+                items.append(self.item(cursor, spelling, OPERATOR, f"value: {op.value_kind.label}",
+                                       operator_markdown(op), sort=f"{i:03d}{spelling}"))
+        return items
+
+    def references(self, cursor: ctx.Cursor, sections: bool = False) -> list[dict[str, Any]]:
+        items = []
+        for memory_id, memory in sorted(self.workspace.memories.items()):
+            source = self.workspace.memory_sources.get(memory_id)
+            items.append(self.item(cursor, memory_id, REFERENCE, memory.get("label") or memory.get("description"),
+                                   memory_markdown(memory_id, memory, source.relpath if source else None)))
+        if sections:
+            items += self.sections(cursor)
+        return items
+
+    def sections(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        return [self.item(cursor, s.name, ENUM, "section", s.description, sort=f"{i:02d}")
+                for i, s in enumerate(SECTIONS)]
+
+    def priorities(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        return [self.item(cursor, p.name, ENUM, "priority", p.description, sort=f"{i:02d}")
+                for i, p in enumerate(PRIORITIES)]
+
+    def steps(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        return [self.item(cursor, s.name, VALUE, f"{s.group} step", step_markdown(s)) for s in STEP_TYPES]
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def key_choices(self, container: tuple[str, ...]) -> list[tuple[str, str | None]]:
+        kind, dialect = self.document.kind, self.document.dialect
+        n = len(container)
+        last = container[-1] if container else ""
+        parent = container[-2] if n >= 2 else ""
+        plain: list[tuple[str, str | None]] = []
+        if kind == "rule-engine":
+            if n == 0:
+                return [(k, None) for k in ENGINE_KEYS]
+            if n == 2 and container[0] == "rules":
+                return [(k, None) for k in RULE_KEYS]
+            if last == "then":
+                return [(k, None) for k in THEN_KEYS]
+            if parent in ("when", "any", "all") or last == "not":
+                return [(k, None) for k in CONDITION_KEYS]
+        elif kind == "context-rules":
+            if dialect == "seed-003":
+                if last == "then":
+                    return [(k, None) for k in SEED003_THEN_KEYS]
+                if last == "when":
+                    return [("task_contains", None)]
+                if n <= 1 or (n == 2 and container[0] == "rules"):
+                    return [(k, None) for k in SEED003_RULE_KEYS]
+            else:
+                if last == "action":
+                    return [(k, None) for k in SEED004_ACTION_KEYS]
+                if last == "condition" or parent == "condition":
+                    return [(k, None) for k in SEED004_CONDITION_KEYS]
+                if n <= 1 or (n == 2 and container[0] == "rules"):
+                    return [(k, None) for k in SEED004_RULE_KEYS]
+        elif kind == "persistent-memory":
+            if n == 0:
+                return [(k, None) for k in MEMORY_KEYS]
+            if last == "contribution":
+                return [(k, None) for k in CONTRIBUTION_KEYS]
+            if n >= 2 and parent in ctx.STEP_LISTS and last.isdigit():
+                step = self.step_object(container)
+                spec = lookup_step(step.get("type", step.get("step")) if step else None)
+                if spec is None:
+                    return [("type", "the step type")]
+                return [(p.name, p.description) for p in (*spec.params, *COMMON_PARAMS)]
+            if parent in ("where",) or last == "not":
+                return [(k, None) for k in CONDITION_KEYS]
+        return plain
+
+    def step_object(self, container: tuple[str, ...]) -> dict[str, Any] | None:
+        found = ctx.object_at(self.document, container)
+        if found is not None:
+            return found
+        # a document that does not parse: read the step's `type` from the text around the cursor
+        return None
+
+    def keys(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        container = cursor.container
+        present = set(ctx.object_at(self.document, container) or {})
+        items = []
+        for i, (key, description) in enumerate(self.key_choices(container)):
+            if key in present and not (cursor.in_string and key == cursor.last):
+                continue
+            text = key
+            if not cursor.in_string and self.document.kind_format == "json":
+                text = f'{json.dumps(key)}: '
+                item = self.item(cursor, key, PROPERTY, description, sort=f"{i:02d}")
+                item["textEdit"]["newText"] = text
+            else:
+                item = self.item(cursor, key, PROPERTY, description, sort=f"{i:02d}")
+            items.append(item)
+        return items
+
+    def snippet_items(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        """A new rule / condition / step where an array element starts (outside any string)."""
+        if not self.snippets or cursor.in_string or self.document.kind_format != "json" or cursor.part != "value":
+            return []
+        tokens = cursor.tokens
+        owner = tokens[-2] if len(tokens) >= 2 and tokens[-1].isdigit() else (tokens[-1] if tokens else "")
+        seed004 = self.document.dialect == "seed-004" and self.document.kind == "context-rules"
+        name = None
+        if owner == "rules" or (seed004 and len(tokens) <= 1):
+            name = "seed004-rule" if seed004 else "rule"
+        elif owner in ("when", "any", "all", "condition", "where"):
+            name = "seed004-condition" if seed004 else "condition"
+        elif owner in ctx.STEP_LISTS:
+            name = "step"
+        if name is None:
+            return []
+        label = {"seed004-rule": "new rule", "seed004-condition": "new condition"}.get(name, f"new {name}")
+        return [{"label": label, "kind": SNIPPET, "insertTextFormat": 2, "detail": "snippet",
+                 "textEdit": {"range": self.document.range(cursor.start, cursor.end, self.encoding),
+                              "newText": SNIPPETS[name]}}]
+
+    def complete(self, offset: int) -> list[dict[str, Any]]:
+        cursor = ctx.cursor_at(self.document, offset)
+        if cursor.part == "key":
+            if ctx.is_section(cursor):
+                return self.sections(cursor)
+            return self.keys(cursor)
+        if ctx.is_field(cursor):
+            return self.fields(cursor)
+        if ctx.is_operator(cursor):
+            return self.operators(cursor)
+        if ctx.is_step_type(cursor):
+            return self.steps(cursor)
+        if ctx.is_priority(cursor):
+            return self.priorities(cursor)
+        if cursor.last == "section":
+            return self.sections(cursor)
+        if ctx.is_reference(cursor):
+            return self.references(cursor, sections=cursor.last == "target")
+        return self.snippet_items(cursor)
+
+
+def complete(document: EditorDocument, offset: int, workspace: Workspace, encoding: str = "utf-16",
+             snippets: bool = True) -> list[dict[str, Any]]:
+    return Completer(document, workspace, encoding, snippets).complete(offset)

@@ -1,0 +1,143 @@
+"""Where the cursor is: the JSON pointer and part (key or value) from the tolerant parser, the
+string or word being typed and the range a completion replaces, and what the place means
+(a condition's field, an operator, a memory reference, a section, a step type, ...)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+from ..documents.pointers import resolve_pointer
+from .documents import EditorDocument
+
+_WORD = re.compile(r"[A-Za-z0-9_.\-/:*@$]")
+REFERENCE_LISTS = ("add_memories", "exclude_memories", "include", "exclude", "always_include")
+OPERATOR_KEYS = ("operator", "op")
+STEP_LISTS = ("pipeline", "then_steps", "else_steps")
+
+
+@attrs.define
+class Cursor:
+    offset: int
+    tokens: tuple[str, ...]  # pointer tokens at the cursor (for a key: ending in the partial key)
+    part: str  # "key" | "value"
+    start: int  # what a completion replaces: [start, end)
+    end: int
+    in_string: bool  # the cursor is inside a (possibly unclosed) quoted string
+    typed: str  # the text from `start` to the cursor
+
+    @property
+    def container(self) -> tuple[str, ...]:
+        """The object whose key is being typed (for a key) / the member's parent (for a value)."""
+        return self.tokens[:-1]
+
+    @property
+    def last(self) -> str:
+        return self.tokens[-1] if self.tokens else ""
+
+
+def _string_start(line: str) -> int | None:
+    """Index of the opening quote of the string the end of `line` is inside, else None."""
+    start = None
+    i = 0
+    quote = None
+    while i < len(line):
+        ch = line[i]
+        if quote is not None:
+            if ch == "\\" and quote == '"':
+                i += 2
+                continue
+            if ch == quote:
+                quote, start = None, None
+        elif ch in "\"'" and (ch == '"' or _yaml_quote_ok(line, i)):
+            quote, start = ch, i
+        i += 1
+    return start if quote is not None else None
+
+
+def _yaml_quote_ok(line: str, i: int) -> bool:
+    before = line[:i].rstrip()
+    return before == "" or before[-1] in ":[,{-"
+
+
+def cursor_at(document: EditorDocument, offset: int) -> Cursor:
+    text = document.text
+    offset = min(max(offset, 0), len(text))
+    lines = document.parsed.lines
+    line = lines.line_of(offset)
+    line_start, line_end = lines.line_start(line), lines.line_end(line)
+    prefix = text[line_start:offset]
+    quote_index = _string_start(prefix) if document.kind_format == "json" or "'" in prefix or '"' in prefix \
+        else None
+    if quote_index is not None:
+        quote = prefix[quote_index]
+        start = line_start + quote_index + 1
+        end = offset
+        while end < line_end and text[end] != quote:
+            end += 2 if text[end] == "\\" and quote == '"' else 1
+        end = min(end, line_end)
+        in_string = True
+    else:
+        start = offset
+        while start > line_start and _WORD.match(text[start - 1]):
+            start -= 1
+        end = offset
+        while end < line_end and _WORD.match(text[end]):
+            end += 1
+        in_string = False
+    # the parser's view at the start of the token being typed (a key being typed ends the pointer)
+    tokens, part = document.parsed.pointer_tokens_at(offset)
+    return Cursor(offset, tuple(str(t) for t in tokens), part, start, end, in_string, text[start:offset])
+
+
+def object_at(document: EditorDocument, tokens: tuple[str, ...]) -> dict[str, Any] | None:
+    value = document.parsed.value
+    if value is None:
+        return None
+    found = resolve_pointer(value, tokens)
+    return found if isinstance(found, dict) else None
+
+
+# -- what the place means --------------------------------------------------------------------------
+
+
+def is_field(cursor: Cursor) -> bool:
+    return cursor.part == "value" and cursor.last == "field"
+
+
+def is_operator(cursor: Cursor) -> bool:
+    return cursor.part == "value" and cursor.last in OPERATOR_KEYS
+
+
+def is_reference(cursor: Cursor) -> bool:
+    if cursor.part != "value":
+        return False
+    tokens = cursor.tokens
+    if len(tokens) >= 2 and tokens[-2] in REFERENCE_LISTS and tokens[-1].isdigit():
+        return True
+    if tokens and tokens[-1] in ("include", "exclude", "memory", "target", "source"):
+        return True
+    return len(tokens) >= 3 and tokens[-3] in REFERENCE_LISTS and tokens[-1] in ("path", "memory")
+
+
+def is_section(cursor: Cursor) -> bool:
+    if cursor.part == "key":
+        return len(cursor.tokens) >= 2 and cursor.tokens[-2] in ("set_priority", "setPriority")
+    return cursor.last == "section" or cursor.last == "target"
+
+
+def is_priority(cursor: Cursor) -> bool:
+    if cursor.part != "value":
+        return False
+    tokens = cursor.tokens
+    if len(tokens) >= 2 and tokens[-2] in ("set_priority", "setPriority"):
+        return True
+    return cursor.last == "priority" and "contribution" in tokens
+
+
+def is_step_type(cursor: Cursor) -> bool:
+    tokens = cursor.tokens
+    return cursor.part == "value" and len(tokens) >= 3 and tokens[-1] in ("type", "step") \
+        and tokens[-3] in STEP_LISTS and tokens[-2].isdigit()

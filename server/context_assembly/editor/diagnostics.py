@@ -1,0 +1,88 @@
+"""Diagnostics of one document in LSP shape: syntax, then schema, then meaning (the workspace
+linter's stages), each with a stable `code`, a `codeDescription` link, quick-fix `data`, related
+places for duplicates, and a range on the offending key or value — never the whole file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..model.problems import Problem, Severity
+from ..workspace.lint import duplicates_across_files, file_problems
+from ..workspace.loader import SourceFile, Workspace
+from .documents import EditorDocument, Range
+
+SOURCE = "context-assembly"
+# The codes are documented in a file shipped with the package, so the link works offline.
+DOCS_URL = Path(__file__).with_name("diagnostic-codes.md").resolve().as_uri()
+SEVERITY = {Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3, Severity.HINT: 4}
+
+
+def code_description(code: str) -> dict[str, str]:
+    return {"href": f"{DOCS_URL}#{code}"}
+
+
+def _offsets(source: SourceFile, problem: Problem) -> tuple[int, int]:
+    """Character offsets of a located problem, narrowed so a document-wide problem marks one line."""
+    lines = source.document.lines
+    if problem.line is None:
+        source.locate(problem)
+    start = lines.position_to_offset((problem.line or 1) - 1, (problem.column or 1) - 1, "utf-32")
+    end = lines.position_to_offset((problem.end_line or problem.line or 1) - 1,
+                                   (problem.end_column or problem.column or 1) - 1, "utf-32")
+    if problem.path == "" and problem.code != "syntax":
+        end = min(end, lines.line_end(lines.line_of(start)))  # the first line, not the whole file
+    return start, max(start, end)
+
+
+def source_range(source: SourceFile, problem: Problem, encoding: str) -> Range:
+    start, end = _offsets(source, problem)
+    lines = source.document.lines
+    (line, character), (end_line, end_character) = lines.range_to_positions(start, end, encoding)
+    return {"start": {"line": line, "character": character}, "end": {"line": end_line, "character": end_character}}
+
+
+def _uri_of(source: SourceFile, document: EditorDocument) -> str:
+    return document.uri if source is document.source else Path(source.path).resolve().as_uri()
+
+
+def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspace,
+                  encoding: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "range": source_range(document.source, problem, encoding),
+        "severity": SEVERITY[problem.severity],
+        "code": problem.code,
+        "codeDescription": code_description(problem.code),
+        "source": SOURCE,
+        "message": problem.message,
+        "data": {**problem.data, "pointer": problem.path, "code": problem.code},
+    }
+    related = []
+    for other in problem.related:
+        source = workspace.files.get(other.file or "") if other.file and other.file != document.relpath \
+            else document.source
+        if source is None:
+            continue
+        related.append({"location": {"uri": _uri_of(source, document),
+                                     "range": source_range(source, other, encoding)},
+                        "message": other.message})
+    if related:
+        out["relatedInformation"] = related
+    return out
+
+
+def document_problems(document: EditorDocument, workspace: Workspace) -> list[Problem]:
+    """Every problem of the document, in stage order (syntax, schema, meaning), duplicates included."""
+    source = document.source
+    for problem in source.problems:  # the loader's problems are reused: reset what locate fills
+        problem.file = None
+    problems = file_problems(source, workspace)
+    if source.value is not None and not document.parsed.syntax_errors:
+        problems += [p for p in duplicates_across_files(workspace) if p.file == document.relpath]
+    return problems
+
+
+def document_diagnostics(document: EditorDocument, workspace: Workspace,
+                         encoding: str = "utf-16") -> list[dict[str, Any]]:
+    """`workspace` should be the overlay that holds `document.source` (see `documents.overlay`)."""
+    return [to_diagnostic(p, document, workspace, encoding) for p in document_problems(document, workspace)]

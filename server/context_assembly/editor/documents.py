@@ -1,0 +1,185 @@
+"""Editor documents: recognising definition files, parsing them once per version, and the
+workspace as the editor sees it (open documents laid over what is on disk)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import attrs
+
+from ..documents import ParsedDocument, parse_document
+from ..model.problems import Problem
+from ..workspace.layout import WorkspaceLayout
+from ..workspace.loader import KINDS, SourceFile, Workspace, collect_memories, prepare_source
+
+# `$schema` fragments -> kind, for definition files outside their usual directory
+SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persistent-memory"),
+                ("context-rules", "context-rules"), ("ingestion-pipeline", "ingestion-pipeline"),
+                ("graph-view", "graph-view"))
+Position = dict[str, int]
+Range = dict[str, Position]
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def kind_of_path(path: Path, root: Path) -> str | None:
+    """The definition kind of a file by where it lives under `.codebolt/`, else None."""
+    layout = WorkspaceLayout(root)
+    for kind, (attribute, suffixes) in KINDS.items():
+        directory: Path = getattr(layout, attribute)
+        if path.parent == directory and path.suffix in suffixes:
+            return kind
+    # another root: recognise by the directory names alone
+    parts = PurePosixPath(path.as_posix()).parts
+    if ".codebolt" in parts:
+        for kind, (attribute, suffixes) in KINDS.items():
+            relative = getattr(layout, attribute).relative_to(layout.codebolt).parts
+            if tuple(parts[-1 - len(relative):-1]) == relative and path.suffix in suffixes:
+                return kind
+    return None
+
+
+def kind_of_schema(value: Any) -> str | None:
+    schema = value.get("$schema") if isinstance(value, dict) else None
+    if isinstance(schema, str):
+        for fragment, kind in SCHEMA_KINDS:
+            if fragment in schema:
+                return kind
+    return None
+
+
+@attrs.define(eq=False)
+class EditorDocument:
+    """One open (or on-disk) definition document at one version."""
+
+    uri: str
+    version: int | None
+    text: str
+    path: Path
+    relpath: str
+    kind: str  # rule-engine | context-rules | persistent-memory | ingestion-pipeline | graph-view
+    parsed: ParsedDocument
+    source: SourceFile  # as the workspace loader would have read it (dialect, normalised rules)
+
+    @property
+    def dialect(self) -> str:
+        return self.source.dialect or ("canonical" if self.kind != "context-rules" else "seed-004")
+
+    @property
+    def value(self) -> Any:
+        return self.parsed.value
+
+    @property
+    def kind_format(self) -> str:
+        return self.parsed.kind
+
+    # positions ---------------------------------------------------------------------------------
+
+    def position(self, offset: int, encoding: str) -> Position:
+        line, character = self.parsed.lines.offset_to_position(offset, encoding)
+        return {"line": line, "character": character}
+
+    def range(self, start: int, end: int, encoding: str) -> Range:
+        return {"start": self.position(start, encoding), "end": self.position(end, encoding)}
+
+    def offset(self, position: Position, encoding: str) -> int:
+        return self.parsed.lines.position_to_offset(position["line"], position["character"], encoding)
+
+
+def build_document(uri: str, text: str, version: int | None, root: Path) -> EditorDocument | None:
+    """The document when `uri` is a definition file (by path under `.codebolt/`, else by `$schema`)."""
+    path = uri_to_path(uri)
+    if path is None:
+        return None
+    kind = kind_of_path(path, root)
+    parsed = parse_document(text, path.name)
+    if kind is None:
+        kind = kind_of_schema(parsed.value)
+        if kind is None:
+            return None
+    try:
+        relpath = path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        relpath = path.as_posix()
+    source = SourceFile(path, relpath, kind, parsed, (0, 0))
+    for issue in parsed.syntax_errors:
+        line, column = parsed.lines.line_col(issue.start)
+        end_line, end_column = parsed.lines.line_col(issue.end)
+        source.problems.append(Problem(issue.message, "syntax", path="", line=line, column=column,
+                                       end_line=end_line, end_column=end_column))
+    prepare_source(source)
+    return EditorDocument(uri, version, text, path, relpath, kind, parsed, source)
+
+
+class DocumentStore:
+    """Open documents by URI, parsed once per version. Thread-safe."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._docs: dict[str, EditorDocument] = {}
+        self._lock = threading.Lock()
+
+    def update(self, uri: str, text: str, version: int | None) -> EditorDocument | None:
+        with self._lock:
+            current = self._docs.get(uri)
+            if current is not None and current.version == version and version is not None \
+                    and current.text == text:
+                return current
+        document = build_document(uri, text, version, self.root)
+        with self._lock:
+            if document is None:
+                self._docs.pop(uri, None)
+            else:
+                self._docs[uri] = document
+        return document
+
+    def get(self, uri: str) -> EditorDocument | None:
+        with self._lock:
+            return self._docs.get(uri)
+
+    def close(self, uri: str) -> None:
+        with self._lock:
+            self._docs.pop(uri, None)
+
+    def all(self) -> list[EditorDocument]:
+        with self._lock:
+            return list(self._docs.values())
+
+
+def overlay(workspace: Workspace, documents: list[EditorDocument]) -> Workspace:
+    """The workspace with the open documents' unsaved text in place of their files on disk."""
+    if not documents:
+        return workspace
+    files = dict(workspace.files)
+    changed = False
+    for document in documents:
+        if files.get(document.relpath) is not document.source:
+            files[document.relpath] = document.source
+            changed = True
+    if not changed:
+        return workspace
+    memories, memory_sources = collect_memories(files)
+    return attrs.evolve(workspace, files=files, memories=memories, memory_sources=memory_sources)
+
+
+def load_document(uri: str, root: Path) -> EditorDocument | None:
+    """A definition file read from disk (for references and rename across closed files)."""
+    path = uri_to_path(uri)
+    if path is None or not path.is_file():
+        return None
+    return build_document(uri, path.read_text(encoding="utf-8", errors="replace"), None, root)
+
+
+def document_from_source(source: SourceFile) -> EditorDocument:
+    """A workspace file (not open in the editor) as an editor document."""
+    path = Path(source.path).resolve()
+    return EditorDocument(path.as_uri(), None, source.document.text, path, source.relpath, source.kind,
+                          source.document, source)

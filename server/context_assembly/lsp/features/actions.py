@@ -1,0 +1,30 @@
+"""textDocument/codeAction: quick fixes for the diagnostics in the request, and the canonical rewrite."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from ...editor.actions import QUICKFIX, REWRITE, code_actions
+from ..server import ContextAssemblyServer
+from .state import current_document, encoding, structure
+
+
+def compute(ls: ContextAssemblyServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    document = current_document(ls, params.text_document.uri)
+    if document is None:
+        return None
+    converter = ls.protocol._converter
+    diagnostics = [converter.unstructure(d) for d in params.context.diagnostics]
+    only = [str(k.value if hasattr(k, "value") else k) for k in params.context.only or []] or None
+    found = code_actions(document, diagnostics, ls.require_session().root, encoding(ls), only)
+    return [structure(ls, a, types.CodeAction) for a in found]
+
+
+def register(server: ContextAssemblyServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind(QUICKFIX), types.CodeActionKind(REWRITE)]))
+    async def on_code_action(ls: ContextAssemblyServer, params: types.CodeActionParams) \
+            -> list[types.CodeAction] | None:
+        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)

@@ -1,0 +1,36 @@
+"""textDocument/completion: the editor's items as lsprotocol types."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from ...editor.completion import complete
+from ..server import ContextAssemblyServer
+from .state import client_capabilities, current_document, editor_state, encoding, position, structure
+
+TRIGGERS = ['"', ".", ":", " ", "/"]
+
+
+def snippets_supported(ls: ContextAssemblyServer) -> bool:
+    caps = client_capabilities(ls)
+    completion = caps.text_document.completion if caps is not None and caps.text_document else None
+    item = completion.completion_item if completion is not None else None
+    return bool(item is not None and item.snippet_support)
+
+
+def compute(ls: ContextAssemblyServer, params: types.CompletionParams) -> types.CompletionList | None:
+    document = current_document(ls, params.text_document.uri)
+    if document is None:
+        return None
+    enc = encoding(ls)
+    items = complete(document, document.offset(position(params), enc), editor_state(ls).workspace(), enc,
+                     snippets_supported(ls))
+    return types.CompletionList(is_incomplete=False, items=[structure(ls, i, types.CompletionItem) for i in items])
+
+
+def register(server: ContextAssemblyServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=TRIGGERS))
+    async def completion(ls: ContextAssemblyServer, params: types.CompletionParams) -> types.CompletionList | None:
+        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)

@@ -1,0 +1,144 @@
+"""Diagnostics: pulled (`textDocument/diagnostic`, `workspace/diagnostic`) when the client supports
+it, else pushed with the document version after a per-document debounce (`diagnostics_debounce_ms`).
+Other open documents are refreshed when a document they depend on (memory ids, declared variables)
+changes, and when `.codebolt/` changes on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types
+
+from ...editor.diagnostics import document_diagnostics
+from ...editor.documents import document_from_source
+from ...methods import Session
+from ..server import ContextAssemblyServer
+from .state import client_capabilities, current_document, editor_state, encoding, structure
+
+logger = logging.getLogger(__name__)
+IDENTIFIER = "context-assembly"
+# kinds whose content other documents read (memory ids, declared variables, duplicate ids)
+SHARED_KINDS = ("persistent-memory", "rule-engine", "context-rules")
+
+
+def pull_supported(ls: ContextAssemblyServer) -> bool:
+    capabilities = client_capabilities(ls)
+    text_document = capabilities.text_document if capabilities is not None else None
+    return bool(text_document is not None and text_document.diagnostic is not None)
+
+
+def refresh_supported(ls: ContextAssemblyServer) -> bool:
+    capabilities = client_capabilities(ls)
+    workspace = capabilities.workspace if capabilities is not None else None
+    return bool(workspace is not None and workspace.diagnostics is not None and workspace.diagnostics.refresh_support)
+
+
+def _debounce_s(ls: ContextAssemblyServer) -> float:
+    try:
+        return max(0, ls.require_session().settings().diagnostics_debounce_ms) / 1000
+    except Exception:
+        return 0.3
+
+
+def compute(ls: ContextAssemblyServer, uri: str) -> tuple[int | None, list[types.Diagnostic]] | None:
+    document = current_document(ls, uri)
+    if document is None:
+        return None
+    state = editor_state(ls)
+    found = document_diagnostics(document, state.workspace(), encoding(ls))
+    return document.version, [structure(ls, d, types.Diagnostic) for d in found]
+
+
+def _publish(ls: ContextAssemblyServer, uri: str) -> None:
+    """Compute off the event loop, publish on it (unless a newer version arrived meanwhile)."""
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(ls.workers, compute, ls, uri)
+
+    def done(f: asyncio.Future[Any]) -> None:
+        if f.cancelled():
+            return
+        if f.exception() is not None:
+            logger.warning("diagnostics of %s failed: %s", uri, f.exception())
+            return
+        result = f.result()
+        if result is None:
+            return
+        version, found = result
+        open_doc = ls.workspace.text_documents.get(uri)
+        if open_doc is None or (version is not None and open_doc.version != version):
+            return  # closed, or a newer version is on its way
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found,
+                                                                            version=version))
+
+    future.add_done_callback(done)
+
+
+def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, others: bool = False) -> None:
+    """Re-parse now (cheap: once per version) and publish after the debounce (push clients)."""
+    document = current_document(ls, uri)
+    if document is None:
+        return
+    if not pull_supported(ls):
+        state = editor_state(ls)
+        timer = state.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        delay = 0.0 if immediate else _debounce_s(ls)
+        if delay <= 0:
+            _publish(ls, uri)
+        else:
+            state.timers[uri] = asyncio.get_running_loop().call_later(delay, _publish, ls, uri)
+    if others or document.kind in SHARED_KINDS:
+        refresh_others(ls, uri)
+
+
+def refresh_others(ls: ContextAssemblyServer, changed_uri: str | None) -> None:
+    """Re-check the other open documents (their meaning depends on the rest of the workspace)."""
+    if pull_supported(ls):
+        if refresh_supported(ls):
+            ls.protocol.send_request(types.WORKSPACE_DIAGNOSTIC_REFRESH, None)
+        return
+    for document in editor_state(ls).store.all():
+        if document.uri != changed_uri and document.uri in ls.workspace.text_documents:
+            _publish(ls, document.uri)
+
+
+def _on_workspace_changed(ls: ContextAssemblyServer) -> Any:
+    def listener(session: Session) -> None:  # on a worker thread, after the session re-read the disk
+        ls.post(refresh_others, ls, None)
+
+    return listener
+
+
+def register(server: ContextAssemblyServer) -> None:
+    server.on_workspace_changed.append(_on_workspace_changed(server))
+
+    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
+                    types.DiagnosticOptions(identifier=IDENTIFIER, inter_file_dependencies=True,
+                                            workspace_diagnostics=True))
+    async def pull(ls: ContextAssemblyServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(ls.workers, compute, ls, params.text_document.uri)
+        return types.RelatedFullDocumentDiagnosticReport(items=result[1] if result else [])
+
+    @server.feature(types.WORKSPACE_DIAGNOSTIC)
+    async def pull_workspace(ls: ContextAssemblyServer, params: types.WorkspaceDiagnosticParams) \
+            -> types.WorkspaceDiagnosticReport:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(ls.workers, workspace_report, ls)
+
+
+def workspace_report(ls: ContextAssemblyServer) -> types.WorkspaceDiagnosticReport:
+    state = editor_state(ls)
+    workspace = state.workspace()
+    items: list[types.WorkspaceDocumentDiagnosticReport] = []
+    open_docs = {d.relpath: d for d in state.store.all()}
+    for relpath, source in workspace.files.items():
+        document = open_docs.get(relpath) or document_from_source(source)
+        found = [structure(ls, d, types.Diagnostic)
+                 for d in document_diagnostics(document, workspace, encoding(ls))]
+        items.append(types.WorkspaceFullDocumentDiagnosticReport(uri=document.uri, items=found,
+                                                                 version=document.version))
+    return types.WorkspaceDiagnosticReport(items=items)

@@ -1,0 +1,37 @@
+"""Text synchronisation: open, change, save and close keep the document store current and
+schedule diagnostics (see `diagnostics`)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..server import ContextAssemblyServer
+from . import diagnostics
+from .state import editor_state
+
+
+def register(server: ContextAssemblyServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ContextAssemblyServer, params: types.DidOpenTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri, immediate=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ContextAssemblyServer, params: types.DidChangeTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: ContextAssemblyServer, params: types.DidSaveTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri, immediate=True, others=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ContextAssemblyServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = editor_state(ls)
+        timer = state.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        was_open = state.store.get(uri) is not None
+        state.store.close(uri)
+        if was_open and not diagnostics.pull_supported(ls):
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        diagnostics.refresh_others(ls, uri)

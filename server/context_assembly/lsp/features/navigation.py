@@ -1,0 +1,84 @@
+"""Document symbols, definition, references, rename (memory ids across the workspace), folding."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from lsprotocol import types
+
+from ...editor import navigation as nav
+from ...editor.documents import EditorDocument
+from ..server import ContextAssemblyServer
+from .state import current_document, editor_state, encoding, position, structure
+
+T = TypeVar("T")
+
+
+def _at(ls: ContextAssemblyServer, params: Any) -> tuple[EditorDocument, str, Any, dict[str, EditorDocument]] | None:
+    document = current_document(ls, params.text_document.uri)
+    if document is None:
+        return None
+    state = editor_state(ls)
+    workspace = state.workspace()
+    memory_id = nav.memory_id_at(document, document.offset(position(params), encoding(ls)), workspace)
+    if memory_id is None:
+        return None
+    return document, memory_id, workspace, {d.relpath: d for d in state.store.all()}
+
+
+def definition(ls: ContextAssemblyServer, params: types.DefinitionParams) -> types.Location | None:
+    found = _at(ls, params)
+    if found is None:
+        return None
+    _doc, memory_id, workspace, open_docs = found
+    where = nav.definition(memory_id, workspace, open_docs, encoding(ls))
+    return structure(ls, where, types.Location) if where else None
+
+
+def references(ls: ContextAssemblyServer, params: types.ReferenceParams) -> list[types.Location] | None:
+    found = _at(ls, params)
+    if found is None:
+        return None
+    _doc, memory_id, workspace, open_docs = found
+    return [structure(ls, loc, types.Location) for loc in
+            nav.references(memory_id, workspace, open_docs, encoding(ls), params.context.include_declaration)]
+
+
+def rename(ls: ContextAssemblyServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    found = _at(ls, params)
+    if found is None:
+        return None
+    _doc, memory_id, workspace, open_docs = found
+    return structure(ls, nav.rename(memory_id, params.new_name, workspace, open_docs, encoding(ls)),
+                     types.WorkspaceEdit)
+
+
+def symbols(ls: ContextAssemblyServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol] | None:
+    document = current_document(ls, params.text_document.uri)
+    if document is None:
+        return None
+    return [structure(ls, s, types.DocumentSymbol) for s in nav.document_symbols(document, encoding(ls))]
+
+
+def folding(ls: ContextAssemblyServer, params: types.FoldingRangeParams) -> list[types.FoldingRange] | None:
+    document = current_document(ls, params.text_document.uri)
+    if document is None:
+        return None
+    return [structure(ls, r, types.FoldingRange) for r in nav.folding_ranges(document)]
+
+
+def _off_loop(fn: Callable[[ContextAssemblyServer, Any], T]) -> Callable[[ContextAssemblyServer, Any], Any]:
+    async def handler(ls: ContextAssemblyServer, params: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(ls.workers, fn, ls, params)
+
+    return handler
+
+
+def register(server: ContextAssemblyServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_DEFINITION)(_off_loop(definition))
+    server.feature(types.TEXT_DOCUMENT_REFERENCES)(_off_loop(references))
+    server.feature(types.TEXT_DOCUMENT_RENAME)(_off_loop(rename))
+    server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(_off_loop(symbols))
+    server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)(_off_loop(folding))

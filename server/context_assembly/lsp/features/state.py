@@ -1,0 +1,65 @@
+"""The editor state of one session: the document store and the workspace as the editor sees it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from lsprotocol import types
+
+from ...editor.documents import DocumentStore, EditorDocument, overlay
+from ...methods import Session
+from ...workspace.loader import Workspace
+from ..server import ContextAssemblyServer
+
+T = TypeVar("T")
+_LOCK = threading.Lock()
+
+
+class EditorState:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.store = DocumentStore(session.root)
+        self.timers: dict[str, Any] = {}  # uri -> asyncio.TimerHandle of a pending publish
+
+    def workspace(self) -> Workspace:
+        """The workspace on disk with the open documents' unsaved text laid over it."""
+        return overlay(self.session.workspace(), self.store.all())
+
+
+def editor_state(ls: ContextAssemblyServer) -> EditorState:
+    session = ls.require_session()
+    with _LOCK:
+        state: EditorState | None = getattr(ls, "_editor_state", None)
+        if state is None or state.session is not session:
+            state = EditorState(session)
+            ls._editor_state = state  # type: ignore[attr-defined]
+    return state
+
+
+def encoding(ls: ContextAssemblyServer) -> str:
+    return ls.require_session().position_encoding
+
+
+def current_document(ls: ContextAssemblyServer, uri: str) -> EditorDocument | None:
+    """The document as the editor has it now (parsed once per version)."""
+    state = editor_state(ls)
+    open_doc = ls.workspace.text_documents.get(uri)
+    if open_doc is None:
+        return state.store.get(uri)
+    return state.store.update(uri, open_doc.source, open_doc.version)
+
+
+def structure(ls: ContextAssemblyServer, value: Any, cls: type[T]) -> T:
+    """An LSP-shaped dict from `editor/` as the lsprotocol type pygls sends."""
+    result: T = ls.protocol._converter.structure(value, cls)
+    return result
+
+
+def position(params: Any) -> dict[str, int]:
+    """The position of any request that has one (hover, completion, definition, ...)."""
+    return {"line": params.position.line, "character": params.position.character}
+
+
+def client_capabilities(ls: ContextAssemblyServer) -> types.ClientCapabilities | None:
+    return getattr(ls.protocol, "client_capabilities", None)

@@ -1,0 +1,61 @@
+"""Pull diagnostics (`textDocument/diagnostic`, `workspace/diagnostic`) for a client that supports
+them, with UTF-8 positions negotiated; nothing is pushed to such a client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from ..editor.lsp_support import capabilities, make_editor_client, open_doc, position_of, start, workspace_copy
+from .support import SERVER
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+INIT: list[types.InitializeResult] = []
+CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return workspace_copy(tmp_path_factory.mktemp("editor-pull") / "ws")
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
+    INIT.append(await start(lsp_client, root, capabilities(pull=True, encodings=["utf-8"])))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_negotiates_utf8_and_offers_pull(client: LanguageClient) -> None:
+    assert INIT[-1].capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    assert INIT[-1].capabilities.diagnostic_provider is not None
+
+
+async def test_document_pull_in_utf8_columns(client: LanguageClient,
+                                             root: Path) -> None:
+    text = json.dumps({"id": "pulled", "name": "é🚀", "rules": [
+        {"id": "r", "when": [{"field": "input.text", "operator": "eqq", "value": "x"}], "then": {}}]},
+        ensure_ascii=False)
+    path = root / ".codebolt" / "context-rule-engines" / "pulled.json"
+    uri = open_doc(client, path, text)
+    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=types.TextDocumentIdentifier(uri)))
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    operator = next(d for d in report.items if d.code == "unknown-operator")
+    assert operator.range.start == position_of(text, '"eqq"', encoding="utf-8")
+    await asyncio.sleep(0.3)
+    assert not [p for p in client.protocol.published if p.uri == uri]  # type: ignore[attr-defined]
+
+
+async def test_workspace_pull_covers_every_definition_file(client: LanguageClient, root: Path) -> None:
+    report = await client.workspace_diagnostic_async(types.WorkspaceDiagnosticParams(previous_result_ids=[]))
+    uris = {item.uri for item in report.items}
+    assert (root / ".codebolt" / "context-rule-engines" / "review.json").resolve().as_uri() in uris
+    assert (root / ".codebolt" / "ContextRuleEngine" / "02_security.yaml").resolve().as_uri() in uris
