@@ -3,19 +3,19 @@ validation of a draft engine with JSON pointers and (when the document's text is
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 
 from ..assembly.request import parse_request
 from ..documents import ParsedDocument, parse_document
+from ..editor.diagnostics import SEVERITY, document_diagnostics
+from ..editor.documents import EditorDocument, build_document, overlay
 from ..errors import NotFoundError
 from ..model.converter import unstructure
-from ..model.problems import Problem, Severity
-from ..rules.checks import check_engine_document
+from ..model.problems import Severity
 from ..rules.evaluate import RuleSet
-from ..schemas import validation_errors
-from ..workspace.lint import lint_context
 from ..workspace.variables import possible_variables
 from .call import CallContext, MethodSpec
 from .params import EMPTY, shape
@@ -76,62 +76,96 @@ def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dic
 
 
 # -- validate --------------------------------------------------------------------------------------
+# The same diagnostics as the editor publishes for the same text (`editor.diagnostics`): one code
+# path, so a JSON pointer, code, message and range never differ between the two.
+
+RULE_KINDS = ("rule-engine", "context-rules")
 
 
-def _covered(path: str, paths: set[str]) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in paths)
+def _draft_uri(session: Session, draft: Any) -> str:
+    """Where a draft without a (recognised) document would live: its engine file, as saving writes it."""
+    the_id = draft.get("id") if isinstance(draft, dict) else None
+    name = the_id if isinstance(the_id, str) and the_id and "/" not in the_id and the_id not in (".", "..") \
+        else "draft"
+    return (session.layout.rule_engines_dir / f"{name}.json").resolve().as_uri()
 
 
-def _range(document: ParsedDocument | None, problem: Problem, encoding: str) -> dict[str, Any] | None:
-    if document is None or document.value is None:
+def _editor_document(session: Session, uri: str | None, text: str, draft: Any) -> EditorDocument:
+    """The document the editor would build for `uri`; a rule-engine file of the workspace otherwise."""
+    root = session.root.resolve()
+    if uri is not None:
+        document = build_document(uri, text, None, root)
+        if document is not None and document.kind in RULE_KINDS:
+            return document
+    if draft is None:
+        draft = parse_document(text, "draft.json").value
+    document = build_document(_draft_uri(session, draft), text, None, root)
+    assert document is not None  # a path under context-rule-engines/ is always a rule-engine file
+    return document
+
+
+def _entry(diagnostic: dict[str, Any], with_range: bool) -> dict[str, Any]:
+    data = {k: v for k, v in diagnostic["data"].items() if k not in ("pointer", "code")}
+    out: dict[str, Any] = {"path": diagnostic["data"]["pointer"], "message": diagnostic["message"],
+                           "code": diagnostic["code"]}
+    if diagnostic["severity"] != SEVERITY[Severity.ERROR]:
+        out["severity"] = next(s.value for s, n in SEVERITY.items() if n == diagnostic["severity"])
+    if with_range:
+        out["range"] = diagnostic["range"]
+    if data:
+        out["data"] = data
+    return out
+
+
+def _pointer_range(document: ParsedDocument, path: str, encoding: str) -> dict[str, Any] | None:
+    """Where a pointer of a draft given as JSON lands in a (different) document text, if anywhere."""
+    if document.value is None:
         return None
-    span = document.span(problem.path, "key" if problem.data.get("on") == "key" else "value")
+    span = document.span(path, "value")
     if span is None:
         return None
     (line, character), (end_line, end_character) = document.lines.range_to_positions(span[0], span[1], encoding)
     return {"start": {"line": line, "character": character}, "end": {"line": end_line, "character": end_character}}
 
 
-def _entry(problem: Problem, document: ParsedDocument | None, encoding: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": problem.path, "message": problem.message, "code": problem.code}
-    if problem.severity is not Severity.ERROR:
-        out["severity"] = problem.severity.value
-    where = _range(document, problem, encoding)
-    if where is not None:
-        out["range"] = where
-    if problem.data:
-        out["data"] = problem.data
-    return out
-
-
-def validate_engine(draft: Any, session: Session, document: ParsedDocument | None = None) -> dict[str, Any]:
-    """Schema and meaning problems of a draft engine; meaning wins where both speak about one place."""
-    meaning = check_engine_document(draft, lint_context(session.workspace()))
-    loud = {p.path for p in meaning if p.severity in (Severity.ERROR, Severity.WARNING)}
-    problems = [Problem(e["message"], "schema", path=e["path"]) for e in validation_errors("rule-engine", draft)
-                if not _covered(e["path"], loud)]
-    problems += meaning
-    if document is not None:
-        problems += [Problem(s.message, "syntax", path="") for s in document.syntax_errors]
-    encoding = session.position_encoding
-    errors = [_entry(p, document, encoding) for p in problems if p.severity is Severity.ERROR]
-    warnings = [_entry(p, document, encoding) for p in problems if p.severity is not Severity.ERROR]
+def validate_text(session: Session, text: str, uri: str | None = None, draft: Any = None,
+                  with_ranges: bool = True) -> dict[str, Any]:
+    """The editor's diagnostics of `text` (as the document `uri`, or as the draft's engine file) in
+    the SPEC shape: errors are the error-severity diagnostics, warnings the rest."""
+    document = _editor_document(session, uri, text, draft)
+    workspace = overlay(session.workspace(), [document])
+    found = document_diagnostics(document, workspace, session.position_encoding)
+    errors = [_entry(d, with_ranges) for d in found if d["severity"] == SEVERITY[Severity.ERROR]]
+    warnings = [_entry(d, with_ranges) for d in found if d["severity"] != SEVERITY[Severity.ERROR]]
     return {"valid": not errors, "errors": errors, "warnings": warnings}
 
 
 def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    """A draft engine, not saved. With `uri` (or `text`) problems carry LSP ranges in that document;
-    `{uri}` alone validates the document as the editor (or the disk) has it."""
+    """A draft engine, not saved, checked exactly as the editor checks a document. With `uri` (or
+    `text`) problems carry LSP ranges in that document; `{uri}` alone validates the document as the
+    editor (or the disk) has it. A draft given as JSON is checked as its engine file would read."""
     draft = {k: v for k, v in params.items() if k not in DOCUMENT_KEYS}
+    uri = params["uri"] if isinstance(params.get("uri"), str) else None
     text = params.get("text")
-    if text is None and isinstance(params.get("uri"), str):
-        text = session.document_text(params["uri"])
-    document = parse_document(text, str(params.get("uri") or "draft.json")) if isinstance(text, str) else None
-    if not draft and document is not None:
-        if document.syntax_errors:
-            return validate_engine(None, session, document) | {"valid": False}
-        draft = document.value
-    return validate_engine(draft, session, document)
+    if text is None and uri is not None:
+        text = session.document_text(uri)
+    if not isinstance(text, str):
+        text = None
+    if not draft:
+        if text is None:  # nothing to read: an empty draft (its problems, without ranges)
+            return validate_text(session, "{}", None, with_ranges=False)
+        return validate_text(session, text, uri)
+    if text is not None and parse_document(text, "draft.json").value == draft:
+        return validate_text(session, text, uri, draft)  # the draft is the document: exact ranges
+    serialised = json.dumps(draft, indent=2, ensure_ascii=False) + "\n"
+    result = validate_text(session, serialised, None, draft, with_ranges=False)
+    if text is not None:  # the draft differs from the document: ranges by pointer, where they land
+        document = parse_document(text, "draft.json")
+        for entry in (*result["errors"], *result["warnings"]):
+            where = _pointer_range(document, entry["path"], session.position_encoding)
+            if where is not None:
+                entry["range"] = where
+    return result
 
 
 METHODS = (
