@@ -27,7 +27,7 @@ def request(variables: dict[str, Any] | None = None, text: str | None = None, **
     return structure(data, AssemblyRequest)
 
 
-def evaluate(engines: list[dict[str, Any]], req: AssemblyRequest, explain: bool = True) -> EvaluationResult:
+def evaluate(engines: list[dict[str, Any]], req: AssemblyRequest, explain: bool | str = True) -> EvaluationResult:
     compiled = [compile_engine(structure(e, RuleEngine)) for e in engines]
     return RuleSet(compiled).evaluate(req, explain=explain)
 

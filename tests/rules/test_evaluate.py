@@ -152,3 +152,10 @@ def test_catastrophic_pattern_returns_promptly() -> None:
     assert result.matched_memories == []  # no run of a's ends the text; what matters is that it returns
     ok = evaluate(engines, request(text="b" + "a" * 100_000))
     assert ok.matched_memories == ["r"]
+
+
+def test_explaining_matched_rules_only() -> None:
+    engines = [engine([rule("yes", [PHASE]), rule("no", [{"field": "addVar.phase", "operator": "eq", "value": "x"}])])]
+    result = evaluate(engines, request({"phase": "planning"}), explain="matched")
+    [only] = result.engine_results[0].rules
+    assert only.rule_id == "yes" and only.conditions[0].actual == "planning"

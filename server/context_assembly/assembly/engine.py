@@ -99,7 +99,7 @@ class Assembler:
             run.warn(problem, kind="validation")
         run.stage("validate")
 
-        evaluation = workspace.rule_set.evaluate(request, lookup)
+        evaluation = workspace.rule_set.evaluate(request, lookup, explain="matched")
         references = resolve(request, evaluation, set(workspace.memories), _uri_problem)
         run.excludes = _exclusions(evaluation)
         _record_rules(run, evaluation)

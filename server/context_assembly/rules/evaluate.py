@@ -6,7 +6,8 @@ garbage collector busy for 40% of the time); `explain=True` builds fresh ones.
 
 Engines run in id order, the normalised `context-rules` engine last. Every matching rule adds its
 memories; where rules disagree about one reference, the first matching rule in that order
-decides. `explicit_memory` is never excluded. `explain=False` skips the per-condition trace
+decides. `explicit_memory` is never excluded. `explain="matched"` explains matched rules only;
+`explain=False` skips the per-condition trace
 (the assembly hot path); the matched rules, memories and actions are the same either way.
 """
 
@@ -116,7 +117,7 @@ class RuleSet:
                 if rule.per_source and not rule.broken and rule.conditions.explain(bound)[0]]
 
     def evaluate(
-        self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool = True,
+        self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool | str = True,
     ) -> EvaluationResult:
         lookup = build_lookup(request) if lookup is None else lookup
         engines, warnings = self.select(request.rule_engine_ids)
@@ -128,7 +129,10 @@ class RuleSet:
             matched = engine.match(lookup)
             for rule in matched:
                 resolution.apply(rule)
-            if explain:
+            if explain == "matched":  # the assembly trace: why each applied rule fired, nothing more
+                results.append(EngineResult(engine.id, [rule_result(r, True, r.conditions.explain(lookup)[1])
+                                                        for r in matched], engine.enabled))
+            elif explain:
                 results.append(_explain_engine(engine, lookup, {id(r) for r in matched}))
             else:
                 results.append(EngineResult(engine.id, [r.matched_result for r in matched], engine.enabled))

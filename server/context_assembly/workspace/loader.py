@@ -49,11 +49,20 @@ class SourceFile:
     problems: list[Problem] = field(factory=list)
     dialect: str | None = None  # context-rule files: "seed-004" | "seed-003"
     rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
-    compiled: CompiledEngine | None = None  # rule-engine files
+    engine: RuleEngine | None = None  # rule-engine files, structured
+    _compiled: CompiledEngine | None = None
 
     @property
     def value(self) -> Any:
         return self.document.value
+
+    @property
+    def compiled(self) -> CompiledEngine | None:
+        """The engine compiled on first use: the editor re-reads a file on every keystroke and
+        needs only its structure, so compiling (~1 s for 5,000 rules) waits until rules run."""
+        if self._compiled is None and self.engine is not None:
+            self._compiled = compile_engine(self.engine)
+        return self._compiled
 
     def locate(self, problem: Problem) -> Problem:
         """Fill the problem's file and 1-based line/column from its JSON pointer."""
@@ -106,7 +115,7 @@ def _read(path: Path, relpath: str, kind: str) -> SourceFile:
 
 
 def prepare_source(source: SourceFile) -> None:
-    """Kind-specific work done once per file version: dialect normalising, engine compiling."""
+    """Kind-specific work done once per file version: dialect normalising, engine structuring."""
     value = source.value
     if source.document.syntax_errors or value is None:
         return
@@ -114,9 +123,7 @@ def prepare_source(source: SourceFile) -> None:
         source.dialect, source.rules, problems = normalise_file(value, source.path.stem, source.path.suffix)
         source.problems.extend(problems)
     elif source.kind == "rule-engine":
-        engine = _structure_engine(value, source)
-        if engine is not None:
-            source.compiled = compile_engine(engine)
+        source.engine = _structure_engine(value, source)
 
 
 def _structure_engine(value: Any, source: SourceFile) -> RuleEngine | None:
