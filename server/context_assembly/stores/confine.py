@@ -10,8 +10,10 @@ not hold NUL characters.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -127,9 +129,30 @@ def resolve_inside(
 ) -> Path:
     """The real path (symlinks followed) of `relative` under `base`; refused when it leaves `base`."""
     clean = check_relative_path(relative, what=what, pointer=pointer, allow_hidden=allow_hidden)
-    real_base = os.path.realpath(base)
-    target = os.path.realpath(os.path.join(real_base, *clean.split("/")))
+    real_base = _real_base(os.fspath(base))
+    target = _follow(real_base, [part for part in clean.split("/") if part])
     if not is_inside(real_base, target):
         raise refuse(f"the {what} {relative!r} is refused: it resolves outside its directory "
                      "(a symbolic link leaves the workspace)", pointer)
     return Path(target)
+
+
+@functools.lru_cache(maxsize=64)
+def _real_base(base: str) -> str:
+    # The workspace's own directories: resolving their whole path (an lstat per component) on
+    # every note read cost more than the read itself (bench/assemble).
+    return os.path.realpath(base)
+
+
+def _follow(real_base: str, parts: list[str]) -> str:
+    """`real_base` joined with `parts`, resolving symbolic links only where there are any."""
+    path = real_base
+    for index, part in enumerate(parts):
+        path = os.path.join(path, part)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:  # the rest does not exist (yet): nothing below it can be a link
+            return os.path.join(path, *parts[index + 1:])
+        if stat.S_ISLNK(mode):
+            path = os.path.realpath(path)
+    return path
