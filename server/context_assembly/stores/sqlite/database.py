@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,11 @@ CREATE TABLE IF NOT EXISTS generations (store TEXT PRIMARY KEY, value INTEGER NO
 """
 
 Migration = Callable[[sqlite3.Connection], None]
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 class Database:
@@ -49,10 +55,25 @@ class Database:
         return conn
 
     def _open(self) -> sqlite3.Connection:
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        delay = 0.01
+        while True:
+            try:
+                return self._open_once()
+            except sqlite3.OperationalError as exc:
+                # Switching to WAL (or creating tables) while another process does the same can
+                # answer "locked" at once, without SQLite's busy handler: wait and try again.
+                if not _is_busy(exc) or time.monotonic() + delay > deadline:
+                    raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+
+    def _open_once(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoints, never torn
             conn.execute("PRAGMA foreign_keys=ON")
@@ -67,9 +88,10 @@ class Database:
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
-            return conn
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
