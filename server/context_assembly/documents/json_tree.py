@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -29,7 +30,7 @@ import tree_sitter_json
 from tree_sitter import Language, Node, Parser, Tree
 
 from .document import ParsedDocument, Span, SyntaxIssue
-from .json_stack import SpanRecord, TokenStack
+from .json_stack import ARRAY, EXPECT_KEY, EXPECT_VALUE, OBJECT, SpanRecord, TokenStack
 from .json_tokens import (
     INVALID,
     NODE,
@@ -292,6 +293,7 @@ class TreeLocator:
     def __init__(self, source: JsonSource, valid: bool = False) -> None:
         self.source = source
         self.valid = valid  # strictly valid JSON: arrays hold only values, index them directly
+        self._clean_end: int | None = None
 
     def span(self, pointer: Pointer, part: str) -> Span | None:
         node = self.source.root_value()
@@ -308,9 +310,68 @@ class TreeLocator:
         return self.source.span_of(node)
 
     def pointer_at(self, offset: int) -> tuple[Pointer, str]:
+        """The token-stack machine over the tokens before `offset`, level by level; inside each
+        container the error-free stretch before the caret is skipped (see `_container_tokens`),
+        so a request costs O(depth x log siblings) tree steps plus the tokens of one member per
+        level instead of every token before the caret."""
         source = self.source
-        descend: Callable[[Any], Iterator[Token]] = lambda node: source.tokens(node.children)  # noqa: E731
-        return TokenStack().locate(source.tokens(source.top_children()), offset, descend)
+        machine = TokenStack()
+        limit = min(source.offsets.byte_of(offset), self._clean_prefix_end())
+        descend: Callable[[Any], Iterator[Token]] = lambda node: self._container_tokens(machine, node, limit)  # noqa: E731
+        return machine.locate(source.tokens(source.top_children()), offset, descend)
+
+    def _clean_prefix_end(self) -> int:
+        """Byte offset up to which the text is plain JSON as far as the machine is concerned: no
+        ERROR or MISSING node, no comment, no string that is unclosed or spans lines. Computed
+        once per document (a strictly valid document cannot hold the last three)."""
+        if self._clean_end is None:
+            end = _first_error_byte(self.source.tree.root_node, len(self.source.data))
+            if not self.valid:
+                match = _CLEAN_TEXT.match(self.source.data, 0, end)
+                end = match.end() if match is not None else 0
+            self._clean_end = end
+        return self._clean_end
+
+    def _container_tokens(self, machine: TokenStack, node: Node, limit: int) -> Iterator[Token]:
+        """The tokens of a container's children, as `locate` descends into it. In an error-free
+        stretch the children alternate value (or pair) and ',' after the opening bracket, so the
+        machine's state right after the comma at child 2m is known without reading what comes
+        before it: an object expects a key, an array expects element m. That comma is the last
+        one ending at or before `limit` (the caret, or the end of the clean prefix), found by
+        binary search; the machine then reads on from the child after it."""
+        source = self.source
+        count = node.child_count
+        low, high = 0, (count - 2) // 2  # commas at 2, 4, ..., 2 * high (the last child is the closer)
+        while low < high:
+            middle = (low + high + 1) // 2
+            child = node.child(2 * middle)
+            if child is not None and child.end_byte <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        comma = node.child(2 * low) if low > 0 else None
+        if comma is None or comma.type != "," or comma.is_missing:
+            yield from source.tokens(node.children)
+            return
+        opener = node.child(0)
+        if opener is None or opener.type not in ("{", "["):
+            yield from source.tokens(node.children)
+            return
+        depth = len(machine.stack)
+        yield from source.tokens([opener])
+        frame = machine.stack[-1]
+        kind = OBJECT if opener.type == "{" else ARRAY
+        if len(machine.stack) != depth + 1 or frame.kind != kind or frame.phase not in (EXPECT_KEY, EXPECT_VALUE):
+            # The machine did not open this container as a fresh frame: read it all.
+            yield from source.tokens(_siblings(node.child(1)))
+            return
+        start, end = source.span_of(comma)
+        frame.comma = Token(",", start, end, ",")
+        if kind == OBJECT:
+            frame.phase, frame.key, frame.key_span = EXPECT_KEY, None, None
+        else:
+            frame.phase, frame.index = EXPECT_VALUE, low
+        yield from source.tokens(_siblings(comma.next_sibling))
 
     def _nearest(self, node: Node, key: Node | None) -> Span:
         """Where to point for a pointer that does not exist below `node`."""
@@ -351,6 +412,29 @@ class TreeLocator:
         for child in _flattened(node, *_VALUE_TYPES):
             if not child.is_missing:
                 yield child
+
+
+# Plain JSON text: runs outside strings without '/' (comments), and strings closed on their line.
+_CLEAN_TEXT = re.compile(rb'(?:[^"/]++|"(?:[^"\\\n\r]++|\\[^\n\r])*+")*+')
+
+
+def _first_error_byte(root: Node, default: int) -> int:
+    """Start of the first ERROR or MISSING node, `default` when there is none."""
+    node = root
+    while node.has_error:
+        if node.is_error or node.is_missing:
+            return node.start_byte
+        child = next((c for c in node.children if c.has_error or c.is_missing), None)
+        if child is None:
+            return node.start_byte
+        node = child
+    return default
+
+
+def _siblings(node: Node | None) -> Iterator[Node]:
+    while node is not None:
+        yield node
+        node = node.next_sibling
 
 
 def _flattened(node: Node, *types: str) -> Iterator[Node]:
