@@ -37,17 +37,19 @@ def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def json_type(value: Any) -> str:
-    """The JSON type name of a Python value, as people read it in error messages."""
+def json_type(value: Any, integers: bool = False) -> str:
+    """The JSON type name of a Python value, as people read it in error messages.
+
+    `integers=True` says "integer" for whole numbers (where a schema type distinguishes them)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
-        return "number"
+        return "integer" if integers and isinstance(value, int) else "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return "array"
     if isinstance(value, dict):
         return "object"

@@ -17,6 +17,7 @@ import orjson
 from attrs import frozen
 
 from ...errors import InvalidParamsError, NotFoundError
+from ...registry.values import json_type
 from ...workspace.layout import WorkspaceLayout
 from .cypher import parameter_names, read_only_problems
 
@@ -171,25 +172,7 @@ def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
         ok = isinstance(value, list)
     else:
         ok = isinstance(value, dict)
-    return value, None if ok else f"expected {kind}, got {_json_type(value)}"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return value, None if ok else f"expected {kind}, got {json_type(value, integers=True)}"
 
 
 def _pointer(name: str) -> str:
