@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "server"))
 
 from context_assembly.client import ContextAssemblyClient  # noqa: E402
 from context_assembly.runtime import Runtime  # noqa: E402
-from context_assembly.stores.importer import import_memory  # noqa: E402
+from context_assembly.stores.importer import import_file  # noqa: E402
 
 WARM_UP = 50
 RSS_EVERY = 1000
@@ -50,7 +50,7 @@ def seed(target: Path) -> Path:
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("db", "kuzu", "context", ".locks"))
     runtime = Runtime(target)
     try:
-        import_memory(runtime.memory, json.loads((target / "seed.json").read_text()), runtime.layout.codebolt)
+        import_file(runtime.memory, target / "seed.json", runtime.layout.codebolt)
     finally:
         runtime.close()
     return target

@@ -15,7 +15,7 @@ from pytest_lsp.client import register_lsp_features
 from pytest_lsp.protocol import LanguageClientProtocol
 
 from context_assembly.runtime import Runtime
-from context_assembly.stores.importer import import_memory
+from context_assembly.stores.importer import import_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "quickstart"
@@ -28,7 +28,7 @@ def seeded_copy(target: Path) -> Path:
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("db", "kuzu", "context", ".locks"))
     runtime = Runtime(target)
     try:
-        import_memory(runtime.memory, json.loads((target / "seed.json").read_text()), runtime.layout.codebolt)
+        import_file(runtime.memory, target / "seed.json", runtime.layout.codebolt)
     finally:
         runtime.close()
     return target

@@ -52,13 +52,9 @@ def _value(args: argparse.Namespace) -> Any:
 
 
 def _import(runtime: Runtime, path: str) -> dict[str, Any]:
-    try:
-        document = orjson.loads(sys.stdin.read() if path == "-" else Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise InvalidParamsError(f"cannot read the import file: {exc}", []) from None
-    from ..stores.importer import import_memory
+    from ..stores.importer import import_file
 
-    return {"imported": import_memory(runtime.memory, document, runtime.layout.codebolt)}
+    return {"imported": import_file(runtime.memory, path, runtime.layout.codebolt)}
 
 
 def run(args: argparse.Namespace) -> int:

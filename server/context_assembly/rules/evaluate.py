@@ -157,8 +157,3 @@ def _explain_engine(engine: CompiledEngine, lookup: Lookup, matched: set[int]) -
         _, conditions = rule.conditions.explain(lookup)
         rules.append(rule_result(rule, id(rule) in matched, conditions))
     return EngineResult(engine.id, rules, engine.enabled)
-
-
-def evaluate_engines(engines: list[CompiledEngine], request: AssemblyRequest, explain: bool = True,
-                     derived: dict | None = None) -> EvaluationResult:
-    return RuleSet(engines).evaluate(request, build_lookup(request, derived), explain)

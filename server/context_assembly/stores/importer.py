@@ -13,8 +13,11 @@ is append-only and a re-import would duplicate them.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ..errors import InvalidParamsError
 from .confine import resolve_inside
@@ -62,3 +65,13 @@ def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str,
         loaded = load_graph_json(memory.graph, source)
         counts["nodes"], counts["edges"] = loaded["nodes"], loaded["edges"]
     return counts
+
+
+def import_file(memory: MemoryService, path: Path | str, base: Path) -> dict[str, int]:
+    """`import_memory` of a JSON file (`-` reads standard input)."""
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        document = orjson.loads(raw)
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise InvalidParamsError(f"cannot read the import file: {exc}", []) from None
+    return import_memory(memory, document, base)
