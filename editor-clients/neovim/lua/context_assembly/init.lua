@@ -94,8 +94,10 @@ end
 -- Neovim 0.7 to 0.10 ------------------------------------------------------------------------------
 
 local function start_client(root)
+  -- Not `client_is_stopped`: on 0.7 it answers true while a client is still initialising, which
+  -- started a second server for the same root. The entry is cleared by on_exit instead.
   local id = clients_by_root[root]
-  if id and not vim.lsp.client_is_stopped(id) then
+  if id then
     return id
   end
   local settings, init_options = client_settings()
