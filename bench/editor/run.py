@@ -146,7 +146,8 @@ def client_capabilities() -> dict[str, Any]:
                            "contextSupport": True},
             "hover": {"contentFormat": ["markdown"]},
         },
-        "workspace": {"workspaceFolders": True},
+        # as VS Code: the client watches files for the server (which then trusts its events)
+        "workspace": {"workspaceFolders": True, "didChangeWatchedFiles": {"dynamicRegistration": True}},
     }
 
 

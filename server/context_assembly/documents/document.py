@@ -56,6 +56,18 @@ class ParsedDocument:
     _locator: Locator = attrs.field(factory=_NoLocator, repr=False, eq=False, alias="locator")
 
     @property
+    def locator(self) -> Locator:
+        return self._locator
+
+    def warm(self) -> None:
+        """Build now what positions need (the line index; for JSON the syntax tree, which the
+        next version's incremental re-parse starts from): worth it off the critical path."""
+        self.lines.line_count()
+        source = getattr(self._locator, "source", None)
+        if source is not None:
+            source.warm()
+
+    @property
     def ok(self) -> bool:
         return not self.syntax_errors
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from .document import ParsedDocument
+from .json_reparse import reparse_json
 from .json_tree import parse_json
 from .yaml_tree import parse_yaml
 
@@ -16,5 +17,10 @@ def document_kind(path_or_name: str | PurePath) -> str:
     return "yaml" if str(path_or_name).lower().endswith(YAML_SUFFIXES) else "json"
 
 
-def parse_document(text: str, path_or_name: str | PurePath) -> ParsedDocument:
-    return parse_yaml(text) if document_kind(path_or_name) == "yaml" else parse_json(text)
+def parse_document(text: str, path_or_name: str | PurePath, previous: ParsedDocument | None = None) -> ParsedDocument:
+    """`previous`, an earlier version of the same JSON document, makes the parse incremental."""
+    if document_kind(path_or_name) == "yaml":
+        return parse_yaml(text)
+    if previous is not None and previous.kind == "json":
+        return reparse_json(previous, text)
+    return parse_json(text)

@@ -43,6 +43,7 @@ from .json_tokens import (
     string_value,
     tokenize,
 )
+from .lines import LineIndex
 from .nesting import TOO_DEEP, too_deep_offset, value_too_deep
 from .pointers import Pointer, array_index
 from .utf8_offsets import Utf8Offsets, encode_for_parser
@@ -58,12 +59,13 @@ _parser: Parser | None = None
 _parser_lock = threading.Lock()  # a tree-sitter Parser must not parse two texts at once
 
 
-def _parse_tree(data: bytes) -> Tree:
+def parse_tree(data: bytes, edited: Tree | None = None) -> Tree:
+    """The tree of `data`; from `edited` (an older tree, `Tree.edit`-ed to match) incrementally."""
     global _parser
     with _parser_lock:
         if _parser is None:
             _parser = Parser(Language(tree_sitter_json.language()))
-        return _parser.parse(data)
+        return _parser.parse(data, edited) if edited is not None else _parser.parse(data)
 
 
 # -- strict value ------------------------------------------------------------------------------
@@ -165,8 +167,16 @@ class JsonSource:
     @property
     def tree(self) -> Tree:
         if self._tree is None:
-            self._tree = _parse_tree(self.data)
+            self._tree = parse_tree(self.data)
         return self._tree
+
+    @property
+    def has_tree(self) -> bool:
+        return self._tree is not None
+
+    def warm(self) -> None:
+        if self._tree is None:
+            self._tree = parse_tree(self.data)
 
     @functools.cached_property
     def offsets(self) -> Utf8Offsets:
@@ -454,8 +464,9 @@ def _flattened(node: Node, *types: str) -> Iterator[Node]:
 class ScanLocator:
     """Spans recorded by the fallback scan, for documents tree-sitter could not structure."""
 
-    def __init__(self, text: str, spans: dict[Pointer, SpanRecord]) -> None:
-        self.text = text
+    def __init__(self, source: JsonSource, spans: dict[Pointer, SpanRecord]) -> None:
+        self.source = source  # kept for the next version's incremental re-parse
+        self.text = source.text
         self.spans = spans
 
     def span(self, pointer: Pointer, part: str) -> Span | None:
@@ -487,23 +498,32 @@ def scan(text: str) -> tuple[list[SyntaxIssue], dict[Pointer, SpanRecord]]:
 
 
 def parse_json(text: str) -> ParsedDocument:
-    data = encode_for_parser(text)
-    outcome = strict_load(text, data)
-    source = JsonSource(text, data)
+    return parse_source(JsonSource(text, encode_for_parser(text)), LineIndex(text))
+
+
+def parse_source(source: JsonSource, lines: LineIndex) -> ParsedDocument:
+    """The document of `source`, whose tree may already be built (an incremental re-parse)."""
+    text = source.text
+    outcome = strict_load(text, source.data)
     if outcome.valid:
-        return ParsedDocument(text, "json", outcome.value, [], locator=TreeLocator(source, valid=True))
+        return valid_document(source, lines, outcome.value)
 
     locator: TreeLocator | ScanLocator
     if source.needs_fallback():
         issues, spans = scan(text)
-        locator = ScanLocator(text, spans)
+        locator = ScanLocator(source, spans)
     else:
         issues = source.issues()
         locator = TreeLocator(source)
     if outcome.too_deep and not any(issue.message == TOO_DEEP for issue in issues):
         offset = too_deep_offset(text) or 0
         issues.append(SyntaxIssue(TOO_DEEP, offset, min(offset + 1, len(text))))
-    return ParsedDocument(text, "json", None, _final_issues(issues, outcome.error, text), locator=locator)
+    return ParsedDocument(text, "json", None, _final_issues(issues, outcome.error, text), lines=lines,
+                          locator=locator)
+
+
+def valid_document(source: JsonSource, lines: LineIndex, value: Any) -> ParsedDocument:
+    return ParsedDocument(source.text, "json", value, [], lines=lines, locator=TreeLocator(source, valid=True))
 
 
 def _final_issues(issues: list[SyntaxIssue], error: json.JSONDecodeError | None, text: str) -> list[SyntaxIssue]:

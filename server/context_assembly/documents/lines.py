@@ -11,9 +11,9 @@ same as `surrogatepass` encoding, so nothing here raises on them.
 
 from __future__ import annotations
 
-import itertools
 import re
-from bisect import bisect_right
+
+import numpy as np
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 
@@ -77,37 +77,58 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         self._ascii = text.isascii()
-        self._starts: list[int] | None = None
+        self._starts: np.ndarray | None = None  # int64: an edit shifts the starts after it in C
 
     # -- lines ---------------------------------------------------------------------------------
 
     @property
     def starts(self) -> list[int]:
         """Character offset where each line starts (the first is always 0)."""
+        starts: list[int] = self._array().tolist()
+        return starts
+
+    def _array(self) -> np.ndarray:
         if self._starts is None:
             self._starts = self._compute_starts()
         return self._starts
 
-    def _compute_starts(self) -> list[int]:
+    def _compute_starts(self) -> np.ndarray:
         text = self.text
-        if "\r" not in text:
-            # split + accumulate runs in C: ~3x faster than a regex scan on big files.
-            lengths = (len(part) + 1 for part in text.split("\n")[:-1])
-            return [0, *itertools.accumulate(lengths)]
-        return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]
+        if "\r" not in text and self._ascii:  # characters are bytes: find the breaks in C
+            breaks = np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == 10) + 1
+            return np.concatenate(([0], breaks)).astype(np.int64)
+        return np.array([0, *(match.end() for match in _LINE_BREAK.finditer(text))], dtype=np.int64)
+
+    def edited(self, text: str, start: int, old_end: int, new_end: int) -> LineIndex:
+        """The index of `text`, this index's text with `[start:old_end]` replaced by
+        `text[start:new_end]`: line starts before the edit are kept, those after it shifted, and
+        only the edited stretch is scanned. Lazy when this index was never computed either."""
+        index = LineIndex(text)
+        if self._starts is None:
+            return index
+        starts = self._starts
+        # A start s is fixed by text[s-1] (a break) and text[s] (no "\n" after a "\r"): starts
+        # below `start` and above `old_end` (old text) read only unchanged characters.
+        before = max(int(np.searchsorted(starts, start - 1, side="right")), 1)  # line 0 starts at 0
+        after = int(np.searchsorted(starts, old_end, side="right"))
+        middle = [match.end() for match in _LINE_BREAK.finditer(text, max(start - 1, 0), new_end + 1)
+                  if start <= match.end() <= new_end]
+        index._starts = np.concatenate((starts[:before], np.array(middle, dtype=np.int64),
+                                        starts[after:] + (new_end - old_end)))
+        return index
 
     def line_count(self) -> int:
-        return len(self.starts)
+        return len(self._array())
 
     def line_start(self, line: int) -> int:
-        return self.starts[line]
+        return int(self._array()[line])
 
     def line_end(self, line: int) -> int:
         """Offset of the end of the line's content (before its line break)."""
-        starts = self.starts
+        starts = self._array()
         if line + 1 >= len(starts):
             return len(self.text)
-        end = starts[line + 1] - 1
+        end = int(starts[line + 1]) - 1
         if self.text[end] == "\n" and end > starts[line] and self.text[end - 1] == "\r":
             end -= 1
         return end
@@ -118,7 +139,7 @@ class LineIndex:
     def line_of(self, offset: int) -> int:
         """0-based line containing `offset` (clamped to the text)."""
         offset = min(max(offset, 0), len(self.text))
-        return bisect_right(self.starts, offset) - 1
+        return int(np.searchsorted(self._array(), offset, side="right")) - 1
 
     # -- conversions ---------------------------------------------------------------------------
 
@@ -127,7 +148,7 @@ class LineIndex:
         encoding = _check_encoding(encoding)
         offset = min(max(offset, 0), len(self.text))
         line = self.line_of(offset)
-        start = self.starts[line]
+        start = self.line_start(line)
         offset = min(offset, self.line_end(line))
         if self._ascii:
             return line, offset - start
@@ -141,7 +162,7 @@ class LineIndex:
             return 0
         if line >= self.line_count():
             return len(self.text)
-        start, end = self.starts[line], self.line_end(line)
+        start, end = self.line_start(line), self.line_end(line)
         if self._ascii:
             return start + min(max(character, 0), end - start)
         return start + _chars_within(self.text[start:end], character, encoding)

@@ -94,13 +94,15 @@ class EditorDocument:
         return self.parsed.lines.position_to_offset(position["line"], position["character"], encoding)
 
 
-def build_document(uri: str, text: str, version: int | None, root: Path) -> EditorDocument | None:
-    """The document when `uri` is a definition file (by path under `.codebolt/`, else by `$schema`)."""
+def build_document(uri: str, text: str, version: int | None, root: Path,
+                   previous: EditorDocument | None = None) -> EditorDocument | None:
+    """The document when `uri` is a definition file (by path under `.codebolt/`, else by `$schema`).
+    `previous`, the same document at an earlier version, makes the work incremental."""
     path = uri_to_path(uri)
     if path is None:
         return None
     kind = kind_of_path(path, root)
-    parsed = parse_document(text, path.name)
+    parsed = parse_document(text, path.name, previous.parsed if previous is not None else None)
     if kind is None:
         kind = kind_of_schema(parsed.value)
         if kind is None:
@@ -133,7 +135,7 @@ class DocumentStore:
             if current is not None and current.version == version and version is not None \
                     and current.text == text:
                 return current
-        document = build_document(uri, text, version, self.root)
+        document = build_document(uri, text, version, self.root, current)
         with self._lock:
             if document is None:
                 self._docs.pop(uri, None)
@@ -159,13 +161,17 @@ def overlay(workspace: Workspace, documents: list[EditorDocument]) -> Workspace:
     if not documents:
         return workspace
     files = dict(workspace.files)
-    changed = False
+    changed = memories_changed = False
     for document in documents:
-        if files.get(document.relpath) is not document.source:
+        on_disk = files.get(document.relpath)
+        if on_disk is not document.source:
             files[document.relpath] = document.source
             changed = True
+            memories_changed |= "persistent-memory" in (document.kind, on_disk.kind if on_disk else None)
     if not changed:
         return workspace
+    if not memories_changed:
+        return attrs.evolve(workspace, files=files)
     memories, memory_sources = collect_memories(files)
     return attrs.evolve(workspace, files=files, memories=memories, memory_sources=memory_sources)
 

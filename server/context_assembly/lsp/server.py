@@ -58,6 +58,7 @@ class ContextAssemblyServer(LanguageServer):
         self.on_initialized: list[Hook] = []  # run once `initialized` arrives (configuration, watchers)
         self.on_workspace_changed: list[Callable[[Session], None]] = []  # after .codebolt/ changed on disk
         self.progress_cancels: dict[Any, Callable[[], None]] = {}  # work-done token -> cancel its request
+        self.watching = False  # the client accepted our `.codebolt/` file watcher (see `watch`)
 
     # -- the session ------------------------------------------------------------------------------
 

@@ -40,6 +40,8 @@ async def register_watcher(server: ContextAssemblyServer) -> None:
         await server.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
     except Exception as exc:
         logger.warning("client/registerCapability failed: %s", exc)
+        return
+    server.watching = True
 
 
 def reload(server: ContextAssemblyServer) -> None:

@@ -69,6 +69,8 @@ class Session:
         self.text_source = text_source
         self.position_encoding = "utf-16"  # LSP positions in validate results; the LSP layer negotiates it
         self._overrides: dict[str, Any] = {}
+        self._merged: tuple[Workspace, dict[str, Any], Workspace] | None = None
+        self.settings_generation = 0  # counts set_settings calls: what caches of workspace() key on
         self._lock = threading.Lock()
         self._ingestion: Any = None
         self.rule_engines: RuleEngineRepository = rule_engine_repository(self.layout, validate=_rule_engine_problems)
@@ -95,6 +97,7 @@ class Session:
             good, problems = {}, [*problems, Problem(f"settings ignored: {exc}", "settings")]
         with self._lock:
             self._overrides = good
+            self.settings_generation += 1
         return problems
 
     @property
@@ -107,9 +110,14 @@ class Session:
         overrides = self._overrides
         if not overrides:
             return workspace
+        merged = self._merged
+        if merged is not None and merged[0] is workspace and merged[1] is overrides:
+            return merged[2]  # the same object while nothing changed: editor caches key on it
         settings = workspace.settings.merged(overrides)
         self.runtime.cache.ttl_s = settings.cache_ttl_s
-        return attrs.evolve(workspace, settings=settings)
+        result = attrs.evolve(workspace, settings=settings)
+        self._merged = (workspace, overrides, result)
+        return result
 
     def settings(self) -> Settings:
         return self.workspace().settings

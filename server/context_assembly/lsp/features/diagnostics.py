@@ -71,8 +71,17 @@ def _publish(ls: ContextAssemblyServer, uri: str) -> None:
             return  # closed, or a newer version is on its way
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found,
                                                                             version=version))
+        warm(ls, uri)
 
     future.add_done_callback(done)
+
+
+def warm(ls: ContextAssemblyServer, uri: str) -> None:
+    """After publishing, build the document's tree and line index on a worker, so the next edit
+    re-parses incrementally and completion finds them ready."""
+    document = editor_state(ls).store.get(uri)
+    if document is not None:
+        ls.workers.submit(document.parsed.warm)
 
 
 def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, others: bool = False) -> None:
@@ -107,6 +116,7 @@ def refresh_others(ls: ContextAssemblyServer, changed_uri: str | None) -> None:
 
 def _on_workspace_changed(ls: ContextAssemblyServer) -> Any:
     def listener(session: Session) -> None:  # on a worker thread, after the session re-read the disk
+        editor_state(ls).disk_changed()
         ls.post(refresh_others, ls, None)
 
     return listener
@@ -121,6 +131,7 @@ def register(server: ContextAssemblyServer) -> None:
     async def pull(ls: ContextAssemblyServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(ls.workers, compute, ls, params.text_document.uri)
+        warm(ls, params.text_document.uri)
         return types.RelatedFullDocumentDiagnosticReport(items=result[1] if result else [])
 
     @server.feature(types.WORKSPACE_DIAGNOSTIC)

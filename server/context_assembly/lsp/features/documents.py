@@ -21,6 +21,7 @@ def register(server: ContextAssemblyServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: ContextAssemblyServer, params: types.DidSaveTextDocumentParams) -> None:
+        editor_state(ls).disk_changed()
         diagnostics.schedule(ls, params.text_document.uri, immediate=True, others=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -21,10 +21,36 @@ class EditorState:
         self.session = session
         self.store = DocumentStore(session.root)
         self.timers: dict[str, Any] = {}  # uri -> asyncio.TimerHandle of a pending publish
+        # The client watches `.codebolt/` for us: what is on disk is re-read on its events (and on
+        # saves) instead of on every request, which would stat every definition file per keystroke.
+        self.watched = False
+        self._disk: Workspace | None = None
+        self._generation = -1  # the session's settings generation `_disk` was read with
+        self._overlay: tuple[tuple[Any, ...], Workspace] | None = None
 
     def workspace(self) -> Workspace:
-        """The workspace on disk with the open documents' unsaved text laid over it."""
-        return overlay(self.session.workspace(), self.store.all())
+        """The workspace on disk with the open documents' unsaved text laid over it (the same
+        object while neither changed)."""
+        disk = self._disk
+        if disk is None or not self.watched or self._generation != self.session.settings_generation:
+            self._generation = self.session.settings_generation
+            disk = self._disk = self.session.workspace()
+        documents = self.store.all()
+        key = (disk, *(document.source for document in documents))
+        cached = self._overlay
+        if cached is not None and _same(cached[0], key):
+            return cached[1]
+        result = overlay(disk, documents)
+        self._overlay = (key, result)
+        return result
+
+    def disk_changed(self) -> None:
+        """`.codebolt/` (or the settings) changed: read the disk again on the next request."""
+        self._disk = None
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def editor_state(ls: ContextAssemblyServer) -> EditorState:
@@ -34,6 +60,7 @@ def editor_state(ls: ContextAssemblyServer) -> EditorState:
         if state is None or state.session is not session:
             state = EditorState(session)
             ls._editor_state = state  # type: ignore[attr-defined]
+    state.watched = ls.watching
     return state
 
 
