@@ -85,3 +85,30 @@ def test_hover_and_completion_on_yaml_dialect(example_copy: Path) -> None:
     assert any(d["code"] == "shorthand" for d in found)
     shorthand = next(d for d in found if d["code"] == "shorthand")
     assert shorthand["range"]["start"]["line"] == shorthand["range"]["end"]["line"]  # never the whole file
+
+
+def test_an_edit_reuses_the_previous_version(example_copy: Path) -> None:
+    """The store builds each version from the last: untouched rules keep their objects and their
+    checks, and the diagnostics equal those of the new text read from scratch."""
+    root = example_copy.resolve()
+    workspace = load_workspace(root)
+    uri = (root / ".codebolt" / "context-rule-engines" / "big.json").as_uri()
+    store = DocumentStore(root)
+    text = big_engine(300)
+    first = store.update(uri, text, 1)
+    assert first is not None
+    before = document_diagnostics(first, overlay(workspace, [first]))
+    first.parsed.warm()
+    at = text.index('"p150"') + 2
+    edited_text = text[:at] + "q" + text[at:]
+    second = store.update(uri, edited_text, 2)
+    assert second is not None and second.source.memo is first.source.memo
+    assert sum(a is b for a, b in zip(second.value["rules"], first.value["rules"], strict=True)) == 299
+    after = document_diagnostics(second, overlay(workspace, [second]))
+    fresh = build_document(uri, edited_text, 2, root)
+    assert fresh is not None
+    assert after == document_diagnostics(fresh, overlay(workspace, [fresh]))
+    assert [d["code"] for d in after] == [d["code"] for d in before]  # only the 'eqq' of the last rule
+    broken = store.update(uri, edited_text.replace('"eqq"', '"eqq'), 3)
+    assert broken is not None and [d["code"] for d in document_diagnostics(broken, overlay(workspace, [broken]))] \
+        == ["syntax"]

@@ -111,7 +111,10 @@ def build_document(uri: str, text: str, version: int | None, root: Path,
         relpath = path.resolve().relative_to(root).as_posix()
     except ValueError:
         relpath = path.as_posix()
-    source = SourceFile(path, relpath, kind, parsed, (0, 0))
+    # the previous version's per-rule work (structure, schema, meaning) is reused for unchanged rules
+    memo = previous.source.memo if previous is not None and previous.kind == kind else None
+    source = SourceFile(path, relpath, kind, parsed, (0, 0)) if memo is None \
+        else SourceFile(path, relpath, kind, parsed, (0, 0), memo=memo)
     for issue in parsed.syntax_errors:
         line, column = parsed.lines.line_col(issue.start)
         end_line, end_column = parsed.lines.line_col(issue.end)

@@ -8,7 +8,7 @@ can never all hold. Problems carry JSON pointers into the file as written (diale
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from attrs import define, field
@@ -214,19 +214,25 @@ def check_rule(site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
 
 
 def check_duplicate_ids(sites: list[RuleSite]) -> Iterator[Problem]:
-    seen: dict[str, RuleSite] = {}
-    for site in sites:
-        rule_id = site.rule.get("id")
+    return iter(_duplicate_ids([(site.pointer, site.rule) for site in sites], str))
+
+
+def _duplicate_ids(rules: list[tuple[Any, dict[str, Any]]], pointer: Callable[[Any], str]) -> list[Problem]:
+    """A rule id seen before; `rules` are (where, rule) and `pointer(where)` is the rule's pointer."""
+    first: dict[str, Any] = {}
+    problems = []
+    for where, rule in rules:
+        rule_id = rule.get("id")
         if not isinstance(rule_id, str):
             continue
-        if rule_id in seen:
-            first = seen[rule_id]
-            problem = _problem(f"duplicate rule id '{rule_id}'", "duplicate-id", f"{site.pointer}/id")
-            problem.related.append(Problem("first defined here", "duplicate-id", Severity.INFO,
-                                           path=f"{first.pointer}/id"))
-            yield problem
-        else:
-            seen[rule_id] = site
+        if rule_id not in first:
+            first[rule_id] = where
+            continue
+        problem = _problem(f"duplicate rule id '{rule_id}'", "duplicate-id", f"{pointer(where)}/id")
+        problem.related.append(Problem("first defined here", "duplicate-id", Severity.INFO,
+                                       path=f"{pointer(first[rule_id])}/id"))
+        problems.append(problem)
+    return problems
 
 
 def engine_sites(document: dict[str, Any]) -> list[RuleSite]:
@@ -242,13 +248,42 @@ def _when_pointer(rule_index: int) -> Callable[[int], str]:
     return lambda j: f"/rules/{rule_index}/when/{j}"
 
 
-def check_engine_document(document: Any, ctx: LintContext) -> list[Problem]:
+# `IdentityCache.reuse` (workspace/memo.py): each rule's problems, kept or from compute(misses)
+Reuse = Callable[[Sequence[Any], Callable[[list[Any]], list[list[Problem]]]], list[list[Problem]]]
+
+
+def check_engine_document(document: Any, ctx: LintContext, reuse: Reuse | None = None) -> list[Problem]:
+    """Every meaning problem of a canonical rule-engine document. With `reuse`, a rule's problems
+    are computed once while it stays the same object (and `ctx` stays equal)."""
     if not isinstance(document, dict):
         return [_problem("a rule engine must be a JSON object", "schema", "")]
-    sites = engine_sites(document)
-    problems = [p for site in sites for p in check_rule(site, ctx)]
-    problems += check_duplicate_ids(sites)
+    rules = document.get("rules")
+    indexed = [(i, rule) for i, rule in enumerate(rules) if isinstance(rule, dict)] \
+        if isinstance(rules, list) else []
+    per_rule = (reuse or _no_reuse)([rule for _, rule in indexed], lambda misses: _rules_problems(misses, ctx))
+    problems = [_placed(problem, f"/rules/{i}")
+                for (i, _), found in zip(indexed, per_rule, strict=True) for problem in found]
+    problems += _duplicate_ids(indexed, "/rules/{}".format)
     return problems
+
+
+def _no_reuse(items: Sequence[Any], compute: Callable[[list[Any]], list[list[Problem]]]) -> list[list[Problem]]:
+    return compute(list(items))
+
+
+_RELATIVE_WHEN = "/when/{}".format
+
+
+def _rules_problems(rules: list[dict[str, Any]], ctx: LintContext) -> list[list[Problem]]:
+    """Each rule's problems with pointers relative to the rule, which stay true wherever it moves."""
+    return [list(check_rule(RuleSite(rule, "", _RELATIVE_WHEN, "/then", True), ctx)) for rule in rules]
+
+
+def _placed(problem: Problem, prefix: str) -> Problem:
+    """A fresh copy under `prefix` (callers fill in lines and columns, which differ per version)."""
+    return Problem(problem.message, problem.code, problem.severity, prefix + problem.path,
+                   data={k: list(v) if isinstance(v, list) else v for k, v in problem.data.items()},
+                   related=[_placed(other, prefix) for other in problem.related])
 
 
 __all__ = ["LintContext", "RuleSite", "check_duplicate_ids", "check_engine_document", "check_rule",

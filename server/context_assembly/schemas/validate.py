@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import jsonschema
@@ -28,6 +28,11 @@ from .build import SCHEMA_NAMES, build_schema
 from .fragments import Schema, schema_id
 
 Engine = Literal["auto", "rust", "python"]
+InstancePath = tuple[str | int, ...]
+Entry = tuple[str, InstancePath, str]  # (JSON pointer, its path, message)
+ItemErrors = tuple[tuple[InstancePath, str], ...]  # one array item's errors: (path inside the item, message)
+# `IdentityCache.reuse` (workspace/memo.py): each item's errors, kept or from compute(misses)
+Reuse = Callable[[Sequence[Any], Callable[[list[Any]], list[ItemErrors]]], list[ItemErrors]]
 
 # Deeper documents are refused before validation; no definition file comes near either limit.
 # jsonschema-rs crashes the process (stack overflow) at around 10 000 levels; python jsonschema
@@ -102,6 +107,67 @@ def validation_errors(name: str, document: Any, engine: Engine = "auto") -> list
     if too_deep(document, PYTHON_MAX_DEPTH):
         return _depth_error(PYTHON_MAX_DEPTH)
     return _report(_from_python(error, root) for error in validator(name).iter_errors(document))
+
+
+# Keywords whose verdict on an object depends only on its member names and each member's own value,
+# and (on the split array member) only on each item's own value.
+_MEMBERWISE = frozenset({"$schema", "$id", "$defs", "$comment", "title", "description", "type", "properties",
+                         "required", "additionalProperties"})
+_ITEMWISE = frozenset({"type", "items", "title", "description", "$comment"})
+
+
+class _Whole(Exception):
+    """The document must go through `validation_errors` whole (too deep, or not plain JSON)."""
+
+
+@functools.cache
+def _splittable(name: str, member: str) -> bool:
+    """Are the errors of `document[member]`'s items independent of everything else?"""
+    root = _schema(name)
+    spec = root.get("properties", {}).get(member)
+    return (set(root) <= _MEMBERWISE and root.get("type") == "object" and isinstance(spec, Mapping)
+            and set(spec) <= _ITEMWISE and spec.get("type") == "array")
+
+
+def validation_errors_by_item(name: str, document: Any, member: str, reuse: Reuse) -> list[dict[str, str]]:
+    """`validation_errors(name, document)`, validating only the items of the array `document[member]`
+    that `reuse` has no errors for (one call for all of them and the rest of the document).
+
+    Falls back to the whole document when the schema or the document does not split that way."""
+    items = document.get(member) if isinstance(document, dict) else None
+    rs = _rs_validator(name)
+    if rs is None or not isinstance(items, list) or not _splittable(name, member):
+        return validation_errors(name, document)
+    root = _schema(name)
+    outside: list[Entry] = []
+
+    def compute(misses: list[Any]) -> list[ItemErrors]:
+        part = {**document, member: misses}  # the depth guard walks only what was not seen before
+        if too_deep(part, MAX_DEPTH):
+            raise _Whole
+        try:
+            entries = [_from_rs(error, root) for error in rs.iter_errors(part)]
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise _Whole from exc
+        found: list[ItemErrors] = [()] * len(misses)
+        for pointer, path, message in entries:
+            if len(path) > 1 and path[0] == member and isinstance(path[1], int):
+                found[path[1]] += ((path[2:], message),)
+            else:
+                outside.append((pointer, path, message))
+        return found
+
+    try:
+        per_item = reuse(items, compute)
+    except _Whole:
+        return validation_errors(name, document)
+    inside = (_placed((member, i, *relative), message)
+              for i, errors in enumerate(per_item) if errors for relative, message in errors)
+    return _report([*outside, *inside])
+
+
+def _placed(path: InstancePath, message: str) -> Entry:
+    return _pointer(path), path, message
 
 
 def too_deep(document: Any, limit: int = PYTHON_MAX_DEPTH) -> bool:

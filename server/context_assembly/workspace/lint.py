@@ -12,6 +12,7 @@ from ..model.problems import Problem, Severity
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
+from ..schemas.validate import validation_errors_by_item
 from .loader import SourceFile, Workspace
 
 # file kind -> published schema name (seed-003 YAML rule files have no schema of their own)
@@ -26,6 +27,11 @@ SCHEMA_OF = {
 def lint_context(workspace: Workspace, dialect: str = "canonical") -> LintContext:
     return LintContext(memory_ids=set(workspace.memories), declared_variables=declared_variables(workspace),
                        dialect=dialect)
+
+
+def _context_key(ctx: LintContext) -> tuple[frozenset[str], frozenset[str], str]:
+    """What a rule's meaning problems depend on besides the rule."""
+    return frozenset(ctx.memory_ids), frozenset(ctx.declared_variables), ctx.dialect
 
 
 def declared_variables(workspace: Workspace) -> set[str]:
@@ -63,7 +69,8 @@ def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
     if source.value is None:
         return []
     if source.kind == "rule-engine":
-        return check_engine_document(source.value, lint_context(workspace))
+        ctx = lint_context(workspace)
+        return check_engine_document(source.value, ctx, source.memo.meaning.keyed(_context_key(ctx)))
     if source.kind == "context-rules":
         ctx = lint_context(workspace, source.dialect or "seed-004")
         sites = _dialect_sites(source)
@@ -83,6 +90,16 @@ def _memory_hints(source: SourceFile) -> list[Problem]:
     return []
 
 
+def schema_errors(source: SourceFile) -> list[dict[str, str]]:
+    """The file's schema errors (none when it has no schema); rule by rule for rule engines."""
+    name = _schema_name(source)
+    if name is None:
+        return []
+    if name == "rule-engine":
+        return validation_errors_by_item(name, source.value, "rules", source.memo.schema.reuse)
+    return validation_errors(name, source.value)
+
+
 def _covered(path: str, meaning_paths: set[str]) -> bool:
     return any(path == p or path.startswith(p + "/") for p in meaning_paths)
 
@@ -93,10 +110,8 @@ def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
     if source.value is not None and not source.document.syntax_errors:
         meaning = meaning_problems(source, workspace)
         paths = {p.path for p in meaning if p.severity in (Severity.ERROR, Severity.WARNING)}
-        name = _schema_name(source)
-        if name is not None:
-            problems += [Problem(e["message"], "schema", path=e["path"])
-                         for e in validation_errors(name, source.value) if not _covered(e["path"], paths)]
+        problems += [Problem(e["message"], "schema", path=e["path"])
+                     for e in schema_errors(source) if not _covered(e["path"], paths)]
         problems += meaning
     for problem in problems:
         source.locate(problem)

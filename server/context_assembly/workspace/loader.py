@@ -16,12 +16,13 @@ from attrs import define, field
 from ..documents import ParsedDocument, parse_document
 from ..model.converter import structure
 from ..model.problems import Problem
-from ..model.rules import RuleEngine
+from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
 from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
 from .layout import WorkspaceLayout
+from .memo import SourceMemo
 from .settings import Settings, load_settings
 
 JSON_SUFFIXES = (".json",)
@@ -51,6 +52,9 @@ class SourceFile:
     rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
     engine: RuleEngine | None = None  # rule-engine files, structured
     _compiled: CompiledEngine | None = None
+    # per-rule work shared by successive versions of one document: the editor hands the previous
+    # version's memo to the next version (see workspace/memo.py)
+    memo: SourceMemo = field(factory=SourceMemo, repr=False)
 
     @property
     def value(self) -> Any:
@@ -99,6 +103,13 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_size
 
 
+def _stamp_or_none(path: Path) -> tuple[int, int] | None:
+    try:
+        return _stamp(path)
+    except OSError:
+        return None
+
+
 def _read(path: Path, relpath: str, kind: str) -> SourceFile:
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
@@ -131,7 +142,8 @@ def _structure_engine(value: Any, source: SourceFile) -> RuleEngine | None:
         source.problems.append(Problem("a rule engine must be a JSON object", "schema", path=""))
         return None
     try:
-        engine = structure(value, RuleEngine)
+        engine = _structure_rules(value, source.memo) if isinstance(value.get("rules"), list) \
+            else structure(value, RuleEngine)
     except (cattrs.BaseValidationError, TypeError, ValueError) as exc:
         message = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) \
             else str(exc)
@@ -142,6 +154,20 @@ def _structure_engine(value: Any, source: SourceFile) -> RuleEngine | None:
     return engine
 
 
+def _structure_rules(value: dict[str, Any], memo: SourceMemo) -> RuleEngine:
+    """`structure(value, RuleEngine)`, structuring only the rules the memo has not seen: one call
+    with those rules and every other member (which alone can fail, with the same message)."""
+    made: list[RuleEngine] = []  # the engine compute() structured (it runs exactly once)
+
+    def compute(misses: list[Any]) -> list[Rule]:
+        made.append(structure({**value, "rules": misses}, RuleEngine))
+        return made[0].rules
+
+    rules = memo.rules.reuse(value["rules"], compute)
+    made[0].rules = rules
+    return made[0]
+
+
 class WorkspaceLoader:
     """Loads a workspace, reusing what it parsed and compiled for files that did not change."""
 
@@ -150,6 +176,7 @@ class WorkspaceLoader:
         self.layout = WorkspaceLayout(self.root)
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
+        self._last: tuple[tuple[int, int] | None, Workspace] | None = None  # (settings stamp, workspace)
 
     def discover(self) -> list[tuple[Path, str]]:
         found = []
@@ -182,8 +209,12 @@ class WorkspaceLoader:
             files[source.relpath] = source
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
+        settings_stamp = _stamp_or_none(self.layout.settings_path)
+        if not changed and self._last is not None and self._last[0] == settings_stamp:
+            return self._last[1]  # the same object: callers may cache what they derive from it
         settings, setting_problems = load_settings(self.layout.settings_path)
         workspace = self._assemble(files, settings, setting_problems)
+        self._last = (settings_stamp, workspace)
         if changed:
             pin_compiled()
         return workspace
