@@ -6,9 +6,11 @@ changes, and when `.codebolt/` changes on disk."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from typing import Any
 
+import orjson
 from lsprotocol import types
 
 from ...editor.diagnostics import document_diagnostics
@@ -132,16 +134,28 @@ def register(server: ContextAssemblyServer) -> None:
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(ls.workers, compute, ls, params.text_document.uri)
         warm(ls, params.text_document.uri)
-        return types.RelatedFullDocumentDiagnosticReport(items=result[1] if result else [])
+        items = result[1] if result else []
+        result_id = _result_id(ls, items)
+        if params.previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
 
     @server.feature(types.WORKSPACE_DIAGNOSTIC)
     async def pull_workspace(ls: ContextAssemblyServer, params: types.WorkspaceDiagnosticParams) \
             -> types.WorkspaceDiagnosticReport:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(ls.workers, workspace_report, ls)
+        previous = {p.uri: p.value for p in params.previous_result_ids}
+        return await loop.run_in_executor(ls.workers, workspace_report, ls, previous)
 
 
-def workspace_report(ls: ContextAssemblyServer) -> types.WorkspaceDiagnosticReport:
+def _result_id(ls: ContextAssemblyServer, items: list[types.Diagnostic]) -> str:
+    """Names the report's content: a client that sends it back gets "unchanged" while it holds."""
+    data = orjson.dumps(ls.protocol._converter.unstructure(items))
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None = None) \
+        -> types.WorkspaceDiagnosticReport:
     state = editor_state(ls)
     workspace = state.workspace()
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
@@ -150,6 +164,11 @@ def workspace_report(ls: ContextAssemblyServer) -> types.WorkspaceDiagnosticRepo
         document = open_docs.get(relpath) or document_from_source(source)
         found = [structure(ls, d, types.Diagnostic)
                  for d in document_diagnostics(document, workspace, encoding(ls))]
-        items.append(types.WorkspaceFullDocumentDiagnosticReport(uri=document.uri, items=found,
-                                                                 version=document.version))
+        result_id = _result_id(ls, found)
+        if (previous or {}).get(document.uri) == result_id:
+            items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(
+                uri=document.uri, result_id=result_id, version=document.version))
+        else:
+            items.append(types.WorkspaceFullDocumentDiagnosticReport(
+                uri=document.uri, items=found, version=document.version, result_id=result_id))
     return types.WorkspaceDiagnosticReport(items=items)
