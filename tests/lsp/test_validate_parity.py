@@ -157,3 +157,19 @@ async def test_a_clean_draft_and_a_file_on_disk(client: LanguageClient, root: Pa
     review = root / ".codebolt" / "context-rule-engines" / "review.json"  # not open: as on disk
     on_disk = await call(client, VALIDATE, {"uri": review.as_uri()})
     assert on_disk == await call(client, VALIDATE, {"uri": review.as_uri(), "text": review.read_text()})
+
+
+async def test_a_draft_sees_other_unsaved_documents(client: LanguageClient, root: Path) -> None:
+    """A memory defined only in an open, unsaved file is known to the draft, as to the editor."""
+    memory = root / ".codebolt" / "PersistentMemory" / "unsaved-notes.json"
+    open_doc(client, memory, json.dumps({"id": "unsaved-notes", "label": "Unsaved", "retrieval": {"pipeline": []},
+                                         "contribution": {"section": "knowledge"}}))
+    draft = {"id": "uses-unsaved", "rules": [{"id": "r", "when": [], "then": {"add_memories": ["unsaved-notes"]}}]}
+    text = json.dumps(draft, indent=2)
+    uri = open_doc(client, root / ".codebolt" / "context-rule-engines" / "uses-unsaved.json", text)
+    published = as_entries(await diagnostics_for(client, uri, version=1))
+    assert "unknown-memory" not in {e["code"] for e in published}
+    for params in ({"uri": uri}, {"text": text}, draft):
+        result = await call(client, VALIDATE, params)
+        assert "unknown-memory" not in {e["code"] for e in (*result["errors"], *result["warnings"])}, params
+    assert not memory.exists()

@@ -133,7 +133,8 @@ def validate_text(session: Session, text: str, uri: str | None = None, draft: An
     """The editor's diagnostics of `text` (as the document `uri`, or as the draft's engine file) in
     the SPEC shape: errors are the error-severity diagnostics, warnings the rest."""
     document = _editor_document(session, uri, text, draft)
-    workspace = overlay(session.workspace(), [document])
+    # as the editor sees the rest of the workspace (other unsaved documents included)
+    workspace = overlay(session.editor_view() if session.editor_view else session.workspace(), [document])
     found = document_diagnostics(document, workspace, session.position_encoding)
     errors = [_entry(d, with_ranges) for d in found if d["severity"] == SEVERITY[Severity.ERROR]]
     warnings = [_entry(d, with_ranges) for d in found if d["severity"] != SEVERITY[Severity.ERROR]]

@@ -67,6 +67,8 @@ class Session:
         self.layout = self.runtime.layout
         self.llm = llm
         self.text_source = text_source
+        # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
+        self.editor_view: Callable[[], Workspace] | None = None
         self.position_encoding = "utf-16"  # LSP positions in validate results; the LSP layer negotiates it
         self._overrides: dict[str, Any] = {}
         self._merged: tuple[Workspace, dict[str, Any], Workspace] | None = None

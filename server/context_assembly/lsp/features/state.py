@@ -27,6 +27,7 @@ class EditorState:
         self._disk: Workspace | None = None
         self._generation = -1  # the session's settings generation `_disk` was read with
         self._overlay: tuple[tuple[Any, ...], Workspace] | None = None
+        session.editor_view = self.workspace  # validate checks drafts against what the editor sees
 
     def workspace(self) -> Workspace:
         """The workspace on disk with the open documents' unsaved text laid over it (the same
