@@ -12,7 +12,15 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ..editor.lsp_support import capabilities, diagnostics_for, make_editor_client, open_doc, position_of, start
+from ..editor.lsp_support import (
+    capabilities,
+    change_doc,
+    diagnostics_for,
+    make_editor_client,
+    open_doc,
+    position_of,
+    start,
+)
 from ..editor.lsp_support import workspace_copy as copy
 from .support import SERVER
 
@@ -94,6 +102,18 @@ async def test_memory_ids_sections_priorities_and_keys(client: LanguageClient, r
     keys = await complete(client, uri, text, '"then": {', 9)
     labels = {i.label for i in keys}
     assert "caps" in labels and "add_memories" not in labels  # already present
+
+
+async def test_key_completion_in_a_broken_document_skips_present_keys(client: LanguageClient, root: Path) -> None:
+    # a new key being typed: its string is not closed, so the document does not parse
+    text = '{"id": "c5", "rules": [{"id": "r", "when": [], "pr\n  }]}'
+    uri = open_doc(client, root / ".codebolt" / "context-rule-engines" / "c5.json", text)
+    labels = {i.label for i in await complete(client, uri, text, '"pr', 3)}
+    assert {"priority", "then"} <= labels and not labels & {"id", "when"}
+    unclosed = '{"id": "c5", "rules": [{"id": "r", "when": [], "'  # tree-sitter gives up: the fallback scan
+    change_doc(client, uri, unclosed, 2)
+    labels = {i.label for i in await complete(client, uri, unclosed, '[], "', 5)}
+    assert {"priority", "then"} <= labels and not labels & {"id", "when"}
 
 
 async def test_snippets_for_a_new_rule_and_condition(client: LanguageClient, root: Path) -> None:

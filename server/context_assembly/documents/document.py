@@ -90,6 +90,23 @@ class ParsedDocument:
         tokens, part = self._locator.pointer_at(offset)
         return format_pointer(tokens), part
 
+    def keys_at(self, pointer: PointerLike) -> set[str] | None:
+        """The property keys of the object at `pointer`, also in a document that does not parse
+        (what completion must not offer again); None when there is no object there."""
+        tokens = parse_pointer(pointer)
+        if self.value is not None:
+            found = self.value
+            for token in tokens:
+                if isinstance(found, dict) and token in found:
+                    found = found[token]
+                elif isinstance(found, list) and token.isdigit() and int(token) < len(found):
+                    found = found[int(token)]
+                else:
+                    return None
+            return set(found) if isinstance(found, dict) else None
+        keys = getattr(self._locator, "keys", None)
+        return keys(tokens) if keys is not None else None
+
     def pointer_tokens_at(self, offset: int) -> tuple[Pointer, str]:
         """Like `pointer_at`, with the pointer as a tuple of reference tokens."""
         return self._locator.pointer_at(min(max(offset, 0), len(self.text)))

@@ -383,6 +383,18 @@ class TreeLocator:
             frame.phase, frame.index = EXPECT_VALUE, low
         yield from source.tokens(_siblings(comma.next_sibling))
 
+    def keys(self, pointer: Pointer) -> set[str] | None:
+        node = self.source.root_value()
+        for token in pointer:
+            step = self._child(node, token) if node is not None else None
+            if step is None:
+                return None
+            node = step[0]
+        if node is None or node.type != "object":
+            return None
+        keys = (pair.child_by_field_name("key") for pair in _flattened(node, "pair"))
+        return {string_value(self.source.text_of(key)) for key in keys if key is not None}
+
     def _nearest(self, node: Node, key: Node | None) -> Span:
         """Where to point for a pointer that does not exist below `node`."""
         if key is not None:
@@ -481,6 +493,11 @@ class ScanLocator:
 
     def pointer_at(self, offset: int) -> tuple[Pointer, str]:
         return TokenStack().locate(tokenize(self.text), offset)
+
+    def keys(self, pointer: Pointer) -> set[str] | None:
+        depth = len(pointer)
+        found = {str(p[-1]) for p in self.spans if len(p) == depth + 1 and tuple(map(str, p[:-1])) == pointer}
+        return found or None
 
 
 def scan(text: str) -> tuple[list[SyntaxIssue], dict[Pointer, SpanRecord]]:

@@ -194,7 +194,7 @@ class Completer:
 
     def keys(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
         container = cursor.container
-        present = set(ctx.object_at(self.document, container) or {})
+        present = self.document.parsed.keys_at(container) or set()
         items = []
         for i, (key, description) in enumerate(self.key_choices(container)):
             if key in present and not (cursor.in_string and key == cursor.last):
