@@ -39,6 +39,7 @@ from pygls.protocol import (
 
 from ..methods import METHODS
 from .framing import encode_json, frame
+from .text_sync import TextSync
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,10 @@ def envelope_problem(data: Any) -> str | None:
 
 class ContextAssemblyProtocol(LanguageServerProtocol):
     plain_methods: frozenset[str] = frozenset(METHODS)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.text_sync = TextSync()
+        super().__init__(*args, **kwargs)
 
     # -- receiving ---------------------------------------------------------------------------------
 
@@ -234,3 +239,23 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
         self._server.exit_code = 0 if self._shutdown else 1  # type: ignore[attr-defined]
         self._server.request_stop()  # type: ignore[attr-defined]
 
+
+    # -- text synchronisation ----------------------------------------------------------------------
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        """The changes are applied by `TextSync` (pygls miscounts lines, see there), then handed to
+        pygls as the whole new text, which it stores without reading it."""
+        uri = params.text_document.uri
+        document = self.workspace.get_text_document(uri)
+        encoding = str(getattr(self.workspace.position_encoding, "value", None) or "utf-16")
+        text = self.text_sync.apply(uri, document.source, params.content_changes, encoding)
+        self.workspace.update_text_document(params.text_document,
+                                            types.TextDocumentContentChangeWholeDocument(text=text))
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        self.text_sync.forget(params.text_document.uri)
+        yield from super().lsp_text_document__did_close(params)
