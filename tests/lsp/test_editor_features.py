@@ -201,3 +201,37 @@ async def test_code_actions_did_you_mean_alias_and_rewrite(client: LanguageClien
     assert isinstance(created, types.TextDocumentEdit)
     engine = json.loads(created.edits[0].new_text)
     assert engine["rules"][0]["when"][0]["field"] == "input.text"
+
+
+async def test_ingestion_pipeline_completion_and_hover(client: LanguageClient, root: Path) -> None:
+    text = json.dumps({"id": "ingest", "trigger": "onTask", "status": "", "trigger_config": {"where": [{}]},
+                       "processors": [{"id": "c1", "type": "chunk"}, {"id": "c2", "type": "chunker", "input": ""}],
+                       "routing": [{"from": "c2", "write_to": ""}]})
+    uri = open_doc(client, root / ".codebolt" / "MemoryIngestion" / "ingest.json", text)
+    triggers = {i.label for i in await complete(client, uri, text, '"onTask"', 7)}
+    assert {"onTaskStart", "onTaskCompleted", "manual"} <= triggers
+    processors = await complete(client, uri, text, '"chunk"', 6)
+    chunker = next(i for i in processors if i.label == "chunker")
+    assert chunker.documentation is not None and "chunk_size" in str(chunker.documentation)
+    assert {"normalizer", "vector_embed", "llm_extract_kb", "custom"} <= {i.label for i in processors}
+    assert [i.label for i in await complete(client, uri, text, '"status": ""', 11)] == ["active", "disabled"]
+    destinations = {i.label for i in await complete(client, uri, text, '"write_to": ""', 13)}
+    assert {"vector://", "kv://", "graph://"} <= destinations and "file://" not in destinations
+    params = {i.label for i in await complete(client, uri, text, '{"id": "c2"', 1)}  # keys of a chunker
+    assert {"chunk_size", "overlap", "output"} <= params and not params & {"id", "type", "input"}
+    where = {i.label for i in await complete(client, uri, text, '"where": [{', 11)}
+    assert {"field", "operator", "value"} <= where
+    route = {i.label for i in await complete(client, uri, text, '{"from": "c2"', 1)}
+    assert {"foreach", "condition", "id"} <= route and not route & {"from", "write_to"}
+    top = {i.label for i in await complete(client, uri, text, '{"id": "ingest"', 1)}
+    assert {"label", "description"} <= top and not top & {"id", "trigger", "processors"}
+
+    valid = text.replace('"onTask"', '"onTaskCompleted"')
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=valid)]))
+    for needle, word in (('"onTaskCompleted"', "onTaskCompleted"), ('"chunker"', "chunker")):
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri), position=position_of(valid, needle, 3)))
+        assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+        assert word in hover.contents.value

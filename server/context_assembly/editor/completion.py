@@ -1,7 +1,7 @@
 """Completion items (LSP shape) for definition files, from the registries and the workspace:
 `field` values level by level, operators with their docs, memory ids with descriptions, sections,
-priorities, step types, object keys not yet present, and snippets for a new rule, condition or step
-(when the client takes snippets). Replace ranges cover the partly typed string or word, also when
+priorities, step types, ingestion triggers, processors and destinations, object keys not yet
+present, and snippets for a new rule, condition or step (when the client takes snippets). Replace ranges cover the partly typed string or word, also when
 the document does not parse."""
 
 from __future__ import annotations
@@ -9,6 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..registry.ingestion import (
+    COMMON_PROCESSOR_PARAMS,
+    DESTINATION_SCHEMES,
+    PIPELINE_STATUSES,
+    PROCESSORS,
+    ROUTE_FIELDS,
+    TRIGGERS,
+    lookup_processor,
+)
 from ..registry.operators import OPERATORS
 from ..registry.sections import PRIORITIES, SECTIONS
 from ..registry.steps import COMMON_PARAMS, STEP_TYPES, lookup_step
@@ -18,11 +27,18 @@ from ..workspace.lint import declared_variables
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
-from .docs import memory_markdown, operator_markdown, step_markdown, variable_markdown
+from .docs import (
+    memory_markdown,
+    operator_markdown,
+    processor_markdown,
+    step_markdown,
+    trigger_markdown,
+    variable_markdown,
+)
 from .documents import EditorDocument
 
 # CompletionItemKind
-PROPERTY, VALUE, ENUM, MODULE, REFERENCE, OPERATOR, SNIPPET, FIELD = 10, 12, 20, 9, 18, 24, 15, 5
+PROPERTY, VALUE, ENUM, MODULE, REFERENCE, OPERATOR, SNIPPET, FIELD, EVENT = 10, 12, 20, 9, 18, 24, 15, 5, 23
 RETRIGGER = {"title": "Suggest", "command": "editor.action.triggerSuggest"}
 
 ENGINE_KEYS = ("$schema", "id", "name", "description", "enabled", "rules")
@@ -37,6 +53,11 @@ SEED003_THEN_KEYS = ("always_include", "boost", "exclude")
 MEMORY_KEYS = ("$schema", "id", "label", "description", "version", "status", "inputs_scope",
                "additional_variables", "retrieval", "contribution")
 CONTRIBUTION_KEYS = ("section", "priority", "format", "max_items", "max_tokens")
+PIPELINE_KEYS = (("$schema", None), ("id", "The pipeline's id (its file name)."),
+                 ("label", "A short name."), ("description", None),
+                 ("status", "active | disabled"), ("trigger", "The event that runs the pipeline."),
+                 ("trigger_config", "`where`: conditions on the event that must hold."),
+                 ("processors", "The processors, run in order."), ("routing", "Where the results are written."))
 
 SNIPPETS = {
     "rule": ('{\n\t"id": "${1:rule-id}",\n\t"priority": ${2:10},\n\t"when": [\n\t\t{ "field": "${3:addVar.phase}", '
@@ -138,6 +159,23 @@ class Completer:
     def steps(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
         return [self.item(cursor, s.name, VALUE, f"{s.group} step", step_markdown(s)) for s in STEP_TYPES]
 
+    def triggers(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        return [self.item(cursor, t.name, EVENT, "trigger", trigger_markdown(t), sort=f"{i:02d}")
+                for i, t in enumerate(TRIGGERS)]
+
+    def processors(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        return [self.item(cursor, p.name, VALUE, "processor", processor_markdown(p), sort=f"{i:02d}")
+                for i, p in enumerate(PROCESSORS)]
+
+    def pipeline_values(self, cursor: ctx.Cursor) -> list[dict[str, Any]] | None:
+        """Statuses and destination schemes in an ingestion pipeline (None: not such a place)."""
+        tokens = cursor.tokens
+        if tokens == ("status",):
+            return [self.item(cursor, s, ENUM, "status") for s in PIPELINE_STATUSES]
+        if len(tokens) == 3 and tokens[0] == "routing" and tokens[2] == "write_to":
+            return [self.item(cursor, f"{s}://", MODULE, "store", retrigger=True) for s in DESTINATION_SCHEMES]
+        return None
+
     # -- keys -----------------------------------------------------------------------------------
 
     def key_choices(self, container: tuple[str, ...]) -> list[tuple[str, str | None]]:
@@ -170,6 +208,8 @@ class Completer:
                     return [(k, None) for k in SEED004_CONDITION_KEYS]
                 if n <= 1 or (n == 2 and container[0] == "rules"):
                     return [(k, None) for k in SEED004_RULE_KEYS]
+        elif kind == "ingestion-pipeline":
+            return self.pipeline_keys(container)
         elif kind == "persistent-memory":
             if n == 0:
                 return [(k, None) for k in MEMORY_KEYS]
@@ -184,6 +224,23 @@ class Completer:
             if parent in ("where",) or last == "not":
                 return [(k, None) for k in CONDITION_KEYS]
         return plain
+
+    def pipeline_keys(self, container: tuple[str, ...]) -> list[tuple[str, str | None]]:
+        n, last = len(container), (container[-1] if container else "")
+        if n == 0:
+            return list(PIPELINE_KEYS)
+        if n == 1 and last == "trigger_config":
+            return [("where", "Conditions on the event (all must hold).")]
+        if n == 2 and container[0] == "processors" and last.isdigit():
+            processor = ctx.object_at(self.document, container)
+            spec = lookup_processor(processor.get("type", "") if processor else "")
+            params = (*COMMON_PROCESSOR_PARAMS, *(spec.params if spec else ()))
+            return [("type", "The processor type."), *((p.name, p.description) for p in params)]
+        if n == 2 and container[0] == "routing" and last.isdigit():
+            return [(p.name, p.description) for p in ROUTE_FIELDS]
+        if "where" in container or "condition" in container:
+            return [(k, None) for k in CONDITION_KEYS]
+        return []
 
     def step_object(self, container: tuple[str, ...]) -> dict[str, Any] | None:
         found = ctx.object_at(self.document, container)
@@ -242,6 +299,14 @@ class Completer:
             return self.operators(cursor)
         if ctx.is_step_type(cursor):
             return self.steps(cursor)
+        if ctx.is_trigger(self.document, cursor):
+            return self.triggers(cursor)
+        if ctx.is_processor_type(self.document, cursor):
+            return self.processors(cursor)
+        if self.document.kind == "ingestion-pipeline" and cursor.part == "value":
+            values = self.pipeline_values(cursor)
+            if values is not None:
+                return values
         if ctx.is_priority(cursor):
             return self.priorities(cursor)
         if cursor.last == "section":

@@ -141,3 +141,16 @@ def is_step_type(cursor: Cursor) -> bool:
     tokens = cursor.tokens
     return cursor.part == "value" and len(tokens) >= 3 and tokens[-1] in ("type", "step") \
         and tokens[-3] in STEP_LISTS and tokens[-2].isdigit()
+
+
+# -- ingestion pipelines ---------------------------------------------------------------------------
+
+
+def is_trigger(document: EditorDocument, cursor: Cursor) -> bool:
+    return document.kind == "ingestion-pipeline" and cursor.part == "value" and cursor.tokens == ("trigger",)
+
+
+def is_processor_type(document: EditorDocument, cursor: Cursor) -> bool:
+    tokens = cursor.tokens
+    return document.kind == "ingestion-pipeline" and cursor.part == "value" and len(tokens) == 3 \
+        and tokens[0] == "processors" and tokens[1].isdigit() and tokens[2] == "type"

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ..model.variables import PossibleVariable
+from ..registry.ingestion import ProcessorSpec, Trigger
 from ..registry.operators import Operator
 from ..registry.sections import Priority, Section
 from ..registry.steps import StepSpec
@@ -91,3 +92,17 @@ def section_markdown(section: Section) -> str:
 
 def priority_markdown(priority: Priority) -> str:
     return f"**{priority.name}** (priority, weight {priority.weight})\n\n{priority.description}"
+
+
+def processor_markdown(processor: ProcessorSpec) -> str:
+    lines = [f"**{processor.name}** (ingestion processor" + (", runs the client's model)" if processor.uses_llm
+                                                             else ")"), "", processor.description]
+    if processor.params:
+        lines += [""] + [f"- `{p.name}`{' (required)' if p.required else ''}: {p.description}"
+                         for p in processor.params]
+    lines += ["", "```json", json.dumps(processor.example), "```"]
+    return "\n".join(lines)
+
+
+def trigger_markdown(trigger: Trigger) -> str:
+    return f"**{trigger.name}** (ingestion trigger)\n\n{trigger.description}"

@@ -1,10 +1,12 @@
-"""Hover (LSP shape): operators, variable keys, memory ids, step types, sections and priorities,
+"""Hover (LSP shape): operators, variable keys, memory ids, step types, sections, priorities,
+and an ingestion pipeline's triggers and processors,
 documented from the registries and the workspace."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..registry.ingestion import lookup_processor, lookup_trigger
 from ..registry.operators import lookup_operator
 from ..registry.sections import PRIORITIES, SECTIONS
 from ..registry.steps import lookup_step
@@ -15,8 +17,10 @@ from .docs import (
     memory_markdown,
     operator_markdown,
     priority_markdown,
+    processor_markdown,
     section_markdown,
     step_markdown,
+    trigger_markdown,
     variable_markdown,
 )
 from .documents import EditorDocument
@@ -49,6 +53,12 @@ def hover(document: EditorDocument, offset: int, workspace: Workspace, encoding:
         elif ctx.is_step_type(cursor):
             step = lookup_step(word)
             markdown = step_markdown(step) if step else None
+        elif ctx.is_trigger(document, cursor):
+            trigger = lookup_trigger(word)
+            markdown = trigger_markdown(trigger) if trigger else None
+        elif ctx.is_processor_type(document, cursor):
+            processor = lookup_processor(word)
+            markdown = processor_markdown(processor) if processor else None
         elif ctx.is_priority(cursor):
             priority = next((p for p in PRIORITIES if p.name == word), None)
             markdown = priority_markdown(priority) if priority else None
