@@ -107,7 +107,9 @@ def _splice_at(previous: ParsedDocument, old: JsonSource, new: JsonSource, node:
     if path is None:
         return _NO_SPLICE
     delta = edit[2] - edit[1]
-    piece = new.data[node.start_byte : node.end_byte + delta].decode("utf-8", "surrogatepass")
+    # by characters: `data` has lone surrogates replaced, the text (what the value is read from) not
+    first, last = old.offsets.char_of(node.start_byte), old.offsets.char_of(node.end_byte)
+    piece = new.text[first : last + len(new.text) - len(old.text)]
     outcome = strict_load(piece, encode_for_parser(piece))
     if not outcome.valid or (path and value_too_deep(outcome.value, MAX_DEPTH - len(path))):
         return _NO_SPLICE
