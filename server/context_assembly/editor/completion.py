@@ -1,8 +1,8 @@
 """Completion items (LSP shape) for definition files, from the registries and the workspace:
 `field` values level by level, operators with their docs, memory ids with descriptions, sections,
 priorities, step types, ingestion triggers, processors and destinations, object keys not yet
-present, and snippets for a new rule, condition or step (when the client takes snippets). Replace ranges cover the partly typed string or word, also when
-the document does not parse."""
+present, and snippets for a new rule, condition or step (when the client takes snippets). Replace
+ranges cover the partly typed string or word, also when the document does not parse."""
 
 from __future__ import annotations
 

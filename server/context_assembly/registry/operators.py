@@ -18,7 +18,9 @@ from .values import MISSING, as_number, is_scalar, json_equal, json_type
 
 Predicate = Callable[[Any], bool]
 # An inline form for the generated matcher: (expression, constant) or None. The expression may use
-# "{v}" (the present actual value), "{c}" (the constant) and "{p}" (the operator's own predicate).
+# "{v}" (the actual value, MISSING when absent), "{s}" (whether that value is a str), "{c}" (the
+# constant) and "{p}" (the operator's own predicate, for present values only). An expression
+# "({s} and …)" or "not ({s} and …)" answers an absent value itself (false, true).
 Inline = tuple[str, Any] | None
 
 
@@ -170,18 +172,18 @@ def _regex(value: Any, ignore_case: bool) -> Predicate:
 
 
 def _inline_equal(value: Any, fold: bool) -> Inline:
-    return ("{v} == {c}", value) if isinstance(value, str) and not fold else None
+    return ("({s} and {v} == {c})", value) if isinstance(value, str) and not fold else None
 
 
 def _inline_not_equal(value: Any, fold: bool) -> Inline:
-    return ("{v} != {c}", value) if isinstance(value, str) and not fold else None
+    return ("not ({s} and {v} == {c})", value) if isinstance(value, str) and not fold else None
 
 
 def _inline_member(negate: bool) -> Callable[[Any, bool], Inline]:
     def inline(values: Any, fold: bool) -> Inline:
         if fold or not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             return None
-        test = "({v}.__class__ is str and {v} in {c})"  # a non-string never equals a string
+        test = "({s} and {v} in {c})"  # a non-string never equals a string
         return ("not " + test if negate else test), frozenset(values)
 
     return inline
@@ -191,7 +193,7 @@ def _inline_affix(method: str) -> Callable[[Any, bool], Inline]:
     def inline(value: Any, fold: bool) -> Inline:
         if fold or not isinstance(value, str):
             return None
-        return f"({{v}}.__class__ is str and {{v}}.{method}({{c}}))", value
+        return f"({{s}} and {{v}}.{method}({{c}}))", value
 
     return inline
 
@@ -203,7 +205,7 @@ def _inline_contains(negate: bool) -> Callable[[Any, bool], Inline]:
         text = "{v}.casefold()" if fold else "{v}"
         member = "not in" if negate else "in"
         # strings inline; arrays (and anything else) through the operator's own predicate
-        return f"({{c}} {member} {text} if {{v}}.__class__ is str else {{p}}({{v}}))", \
+        return f"({{c}} {member} {text} if {{s}} else {{p}}({{v}}))", \
             (value.casefold() if fold else value)
 
     return inline
@@ -224,7 +226,7 @@ def _inline_compare(symbol: str) -> Callable[[Any, bool], Inline]:
 def _inline_regex(value: Any, fold: bool) -> Inline:
     if not isinstance(value, str):
         return None
-    return "({v}.__class__ is str and {c}({v}))", compile_search(value, fold)
+    return "({s} and {c}({v}))", compile_search(value, fold)
 
 
 def _always(result: bool) -> Callable[[Any, bool], Predicate]:

@@ -2,9 +2,11 @@
 
 Each engine compiles to one generated Python function that loads every field it reads once and
 tests its rules in evaluation order with short-circuit `and`/`or`, calling the operators'
-predicates. The generated source names only indexes into tuples built here, never text from a
-rule file, so a file cannot inject code. The explaining path (`CompiledConditions.explain`)
-walks the same compiled tree and must agree with it; tests check that on arbitrary input.
+predicates. Rules that need a field to equal one of some strings run only in the block of the
+value the request has; within a rule the likely-false tests run first. The generated source names
+only indexes into tuples and globals built here, never text from a rule file, so a file cannot
+inject code. The explaining path (`CompiledConditions.explain`) walks the same compiled tree and
+must agree with it; tests check that on arbitrary input.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import gc
 import itertools
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +24,10 @@ from ..model.evaluation import RuleResult
 from ..model.rules import Rule, RuleEngine
 from ..registry.values import MISSING
 from .compile import Broken, CompiledConditions, Group, Leaf, Node, compile_conditions
-from .lookup import Lookup
+from .lookup import Lookup, complete, shared
 
+# Takes a lookup holding every key of the engine's `keys` (absent ones as MISSING, see
+# `complete`); gives the indexes of the matching rules, in order.
 Matcher = Callable[[Lookup], list[int]]
 
 
@@ -39,18 +44,10 @@ class CompiledRule:
     broken: bool = False
     per_source: bool = False
     error: str | None = None
-    _matched_result: RuleResult | None = None
-
-    @property
-    def matched_result(self) -> RuleResult:
-        """This rule's result when it matched, without the per-condition trace; shared, read-only."""
-        if self._matched_result is None:
-            self._matched_result = rule_result(self, True, [])
-        return self._matched_result
 
     def __attrs_post_init__(self) -> None:
         then = self.rule.then
-        self.memories = tuple(then.add_memories)
+        self.memories = tuple(map(shared, then.add_memories))
         self.plain = not (then.exclude_memories or then.caps or then.set_priority or then.boost)
         self.broken = bool(self.conditions.errors)
         self.per_source = self.conditions.per_source
@@ -74,9 +71,21 @@ class CompiledEngine:
     matcher: Matcher
     engine: RuleEngine
     keys: list[str] = field(factory=list)  # every lookup key a normal (not per-source) rule reads
+    plain: bool = True  # every rule the matcher can return only adds memories
+    # Indexed like `rules`: the rule, its result when it matched (without the per-condition trace;
+    # shared, read-only) and its memories, so the hot path maps hit indexes to them at C speed.
+    rule_at: Callable[[int], CompiledRule] = field(init=False)
+    matched_result_at: Callable[[int], RuleResult] = field(init=False)
+    memories_at: Callable[[int], tuple[str, ...]] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))
+        self.rule_at = tuple(self.rules).__getitem__
+        self.matched_result_at = tuple(rule_result(rule, True, []) for rule in self.rules).__getitem__
+        self.memories_at = tuple(rule.memories for rule in self.rules).__getitem__
 
     def match(self, lookup: Lookup) -> list[CompiledRule]:
-        return [self.rules[i] for i in self.matcher(lookup)]
+        return list(map(self.rule_at, self.matcher(complete(lookup, self.keys))))
 
 
 def _rule_id(rule: Rule, position: int) -> str:
@@ -89,28 +98,35 @@ def _priority(rule: Rule) -> float:
 
 
 class _Emitter:
-    """Writes one engine's matcher source; predicates and keys become globals by index."""
+    """Writes one engine's matcher source; predicates, constants and keys become globals by index."""
 
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"M": MISSING}
-        self.keys: dict[str, str] = {}
+        self.keys: dict[str, str] = {}  # lookup key -> local variable
         self._names = itertools.count()
 
     def var(self, key: str) -> str:
         if key not in self.keys:
-            self.keys[key] = f"v{len(self.keys)}"
+            self.keys[key] = name = f"v{len(self.keys)}"
+            self.globals[f"k{name}"] = sys.intern(key)
         return self.keys[key]
 
     def expr(self, node: Node) -> str:
         if isinstance(node, Leaf):
             var, name = self.var(node.key), f"p{next(self._names)}"
-            if node.inline is not None:
-                template, self.globals[f"c{name}"] = node.inline
-                self.globals[name] = node.predicate
-                test = template.format(v=var, c=f"c{name}", p=name)
-            else:
-                self.globals[name] = node.predicate
+            self.globals[name] = node.predicate
+            if node.inline is None:
                 test = f"{name}({var})"
+            else:
+                template, constant = node.inline
+                self.globals[f"c{name}"] = shared(constant)
+                test = template.format(v=var, s=f"s{var[1:]}", c=f"c{name}", p=name)
+                if template.startswith("not ({s} and " if node.operator.absent_matches else "({s} and "):
+                    return test  # it answers an absent value itself
+            if test in ("True", "False"):  # presence alone decides (exists, not_exists)
+                if (test == "True") == node.operator.absent_matches:
+                    return test
+                return f"({var} is {'not M' if test == 'True' else 'M'})"
             if node.operator.absent_matches:
                 return f"({var} is M or {test})"
             return f"({var} is not M and {test})"
@@ -131,38 +147,47 @@ class _Emitter:
         for index, rule in enumerate(rules):
             if rule.broken or rule.per_source:
                 continue
-            condition = " and ".join(self.expr(node) for node in rule.conditions.nodes) or "True"
-            test = f"if {condition}: h({index})"
-            guard = _guard(rule)
+            nodes = sorted(rule.conditions.nodes, key=_cost)
+            guard = _guard(nodes)
             if guard is None:
-                inline.append(test)
-            else:
-                for value in guard[1]:
-                    buckets.setdefault(guard[0], {}).setdefault(value, []).append(test)
-        self.globals["K"] = tuple(self.keys)
-        dispatch = [line for key, by_value in buckets.items() for line in self._bucket(key, by_value)]
-        loads = [f"    {name} = g(K[{i}], M)" for i, name in enumerate(self.keys.values())]
-        source = "\n".join(["def match(L):", "    g = L.get", "    hits = []", "    h = hits.append", *loads,
-                            *(f"    {t}" for t in inline), *dispatch,
-                            "    hits.sort()" if buckets else "", "    return hits"])
+                inline.append(self._test(nodes, index))
+                continue
+            leaf, values = guard
+            # In the bucket of a value the guard holds: it is left out of the test.
+            test = self._test([node for node in nodes if node is not leaf], index)
+            for value in values:
+                buckets.setdefault(self.var(leaf.key), {}).setdefault(value, []).append(test)
+        loaded = _names(inline) | set(buckets) | {f"s{var[1:]}" for var in buckets}
+        body = [*self._loads(loaded, set()), *inline]
+        for var, by_value in buckets.items():
+            body += self._dispatch(var, by_value, loaded)
+        source = "\n".join(["def match(V):", "    hits = []", "    h = hits.append",
+                            *(f"    {line}" for line in body), "    hits.sort()" if buckets else "", "    return hits"])
         return self._define(source, "match")
 
-    def _bucket(self, key: str, by_value: dict[str, list[str]]) -> list[str]:
-        """Rules guarded by `key == value` run only from the bucket of the value the request has:
-        one dict lookup instead of testing every rule (the rest of each rule is still tested)."""
-        functions = {}
-        for value, tests in by_value.items():
-            name = f"b{next(self._names)}"
-            used = sorted(set(re.findall(r"\bv\d+\b", "\n".join(tests))), key=lambda v: int(v[1:]))
-            index = {v: i for i, v in enumerate(self.keys.values())}
-            loads = [f"    {v} = g(K[{index[v]}], M)" for v in used]
-            functions[value] = self._define("\n".join([f"def {name}(L, h):", "    g = L.get", *loads,
-                                                       *(f"    {t}" for t in tests)]), name)
+    def _test(self, nodes: list[Node], index: int) -> str:
+        return f"if {' and '.join(self.expr(node) for node in nodes) or 'True'}: h({index})"
+
+    def _loads(self, names: set[str], have: set[str]) -> list[str]:
+        """Lines that define the variables `names` lists (`v3`, and `s3`: is v3 a str) but `have` does not."""
+        lines = []
+        for var in self.keys.values():
+            flag = f"s{var[1:]}"
+            if (var in names or flag in names) and var not in have:
+                lines.append(f"{var} = V[k{var}]")
+            if flag in names and flag not in have:
+                lines.append(f"{flag} = {var}.__class__ is str")
+        return lines
+
+    def _dispatch(self, var: str, by_value: dict[str, list[str]], loaded: set[str]) -> list[str]:
+        """Rules guarded by `key == value` run only in the block of the value the request has:
+        a dict lookup gives the block's number, a binary tree of `if`s reaches it (no call, and
+        the variables stay loaded), instead of every such rule being tested."""
         table = f"D{next(self._names)}"
-        self.globals[table] = functions
-        var = self.keys[key]
-        return [f"    f = {table}.get({var}) if {var}.__class__ is str else None",
-                "    if f is not None: f(L, h)"]
+        self.globals[table] = {shared(value): i for i, value in enumerate(by_value)}
+        blocks = [self._loads(_names(tests), loaded) + tests for tests in by_value.values()]
+        return [f"b = {table}.get({var}, -1) if s{var[1:]} else -1",
+                "if b >= 0:", *_tree(blocks, 0, len(blocks), "    ")]
 
     def _define(self, source: str, name: str) -> Any:
         namespace: dict[str, Any] = {}
@@ -170,16 +195,45 @@ class _Emitter:
         return namespace[name]
 
 
-def _guard(rule: CompiledRule) -> tuple[str, tuple[str, ...]] | None:
-    """A top-level `eq` / `in` over strings (exact case) that every match of the rule needs."""
-    for node in rule.conditions.nodes:
+def _names(lines: list[str]) -> set[str]:
+    """The variables generated lines read: values (`v3`) and is-a-str flags (`s3`)."""
+    return set(re.findall(r"\b[vs]\d+\b", "\n".join(lines)))
+
+
+def _tree(blocks: list[list[str]], lo: int, hi: int, indent: str) -> list[str]:
+    """`if` lines that run blocks[b] for a `b` in [lo, hi), by halving the range."""
+    if hi - lo == 1:
+        return [indent + line for line in blocks[lo]]
+    mid = (lo + hi) // 2
+    return [f"{indent}if b < {mid}:", *_tree(blocks, lo, mid, indent + "    "),
+            f"{indent}else:", *_tree(blocks, mid, hi, indent + "    ")]
+
+
+def _cost(node: Node) -> int:
+    """Test order within a rule (`and` commutes: tests are pure): the likely-false and cheap first,
+    so a failing rule stops early. Equality is the most selective; tests that an absent variable
+    passes (negations) and `exists` are usually true, so they go last."""
+    if not isinstance(node, Leaf):
+        return 3
+    if node.operator.absent_matches or node.operator.name == "exists":
+        return 4
+    return _OPERATOR_COST.get(node.operator.name, 2)
+
+
+_OPERATOR_COST = {"eq": 0, "in": 0, "starts_with": 1, "ends_with": 1}
+
+
+def _guard(nodes: list[Node]) -> tuple[Leaf, tuple[str, ...]] | None:
+    """A top-level `eq` / `in` over strings (exact case) that every match of the rule needs, and
+    the values it accepts."""
+    for node in nodes:
         if not isinstance(node, Leaf) or node.inline is None or node.operator.absent_matches:
             continue
         constant = node.inline[1]
         if node.operator.name == "eq" and isinstance(constant, str):
-            return node.key, (constant,)
+            return node, (constant,)
         if node.operator.name == "in" and isinstance(constant, frozenset) and constant:
-            return node.key, tuple(sorted(constant))
+            return node, tuple(sorted(constant))
     return None
 
 

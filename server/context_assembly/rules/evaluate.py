@@ -2,7 +2,8 @@
 
 With `explain=False` the per-rule results of matched rules are shared, read-only objects built
 once per compiled rule (allocating ~2,000 of them per request on a large workspace kept the
-garbage collector busy for 40% of the time); `explain=True` builds fresh ones.
+garbage collector busy for 40% of the time); `explain=True` builds fresh ones. When every rule
+only adds memories (no excludes or actions), settling is deduplicating the memories in order.
 
 Engines run in id order, the normalised `context-rules` engine last. Every matching rule adds its
 memories; where rules disagree about one reference, the first matching rule in that order
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from itertools import chain
 
 from attrs import define, field
 
@@ -24,7 +26,7 @@ from ..model.rules import Boost, Cap
 from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
-from .lookup import Lookup, build_lookup
+from .lookup import Lookup, build_lookup, complete
 
 
 def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:
@@ -91,10 +93,31 @@ class _Resolution:
 
 
 @define
+class _Selection:
+    """The engines one request runs, and what follows from the set alone (cached for the default)."""
+
+    engines: list[CompiledEngine]
+    warnings: list[str]
+    variables: list[str] = field(init=False)  # sorted lookup keys the engines read
+    plain: bool = field(init=False)  # rules only add memories: resolving is deduplicating
+    _absent: Lookup = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.variables = sorted({key for engine in self.engines for key in engine.keys})
+        self.plain = all(engine.plain for engine in self.engines)
+        self._absent = complete({}, self.variables)
+
+    def values(self, lookup: Lookup) -> Lookup:
+        """The lookup as the matchers take it: every variable present, absent ones as MISSING."""
+        return {**self._absent, **lookup}
+
+
+@define
 class RuleSet:
     """Every compiled engine of a workspace, ready to evaluate requests."""
 
     engines: list[CompiledEngine]
+    _default: _Selection | None = field(default=None, init=False)  # of the enabled engines, built once
 
     def __attrs_post_init__(self) -> None:
         self.engines = engine_order(self.engines)
@@ -108,6 +131,13 @@ class RuleSet:
         warnings = [f"unknown rule engine '{i}'" for i in engine_ids if i not in known]
         return [e for e in self.engines if e.id in wanted], warnings
 
+    def _selection(self, engine_ids: list[str] | None) -> _Selection:
+        if engine_ids is not None:
+            return _Selection(*self.select(engine_ids))
+        if self._default is None:
+            self._default = _Selection(*self.select(None))
+        return self._default
+
     def per_source_matches(self, engine_ids: list[str] | None, lookup: Lookup,
                            source: str) -> list[CompiledRule]:
         """Per-source rules (reading memory.source) that hold for one memory reference (SPEC §4.4)."""
@@ -120,35 +150,42 @@ class RuleSet:
         self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool | str = True,
     ) -> EvaluationResult:
         lookup = build_lookup(request) if lookup is None else lookup
-        engines, warnings = self.select(request.rule_engine_ids)
+        selection = self._selection(request.rule_engine_ids)
+        values = selection.values(lookup)
+        found = [(engine, engine.matcher(values)) for engine in selection.engines]  # rule indexes
+        results = [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
         resolution = _Resolution(explicit=set(request.explicit_memory))
-        results: list[EngineResult] = []
-        used: dict[str, None] = {}
-        for engine in engines:
-            used.update(dict.fromkeys(engine.keys))
-            matched = engine.match(lookup)
-            for rule in matched:
-                resolution.apply(rule)
-            if explain == "matched":  # the assembly trace: why each applied rule fired, nothing more
-                results.append(EngineResult(engine.id, [rule_result(r, True, r.conditions.explain(lookup)[1])
-                                                        for r in matched], engine.enabled))
-            elif explain:
-                results.append(_explain_engine(engine, lookup, {id(r) for r in matched}))
-            else:
-                results.append(EngineResult(engine.id, [r.matched_result for r in matched], engine.enabled))
-        variables = sorted(used)
+        if selection.plain:  # nothing to settle: the memories in first-added order
+            memories = list(dict.fromkeys(chain.from_iterable(
+                chain.from_iterable(map(engine.memories_at, hits)) for engine, hits in found)))
+        else:
+            for engine, hits in found:
+                for rule in map(engine.rule_at, hits):
+                    resolution.apply(rule)
+            memories = list(resolution.included)
+        variables = selection.variables
         return EvaluationResult(
-            matched_memories=list(resolution.included),
+            matched_memories=memories,
             excluded_memories=list(resolution.excluded),
             engine_results=results,
-            variables_used=variables,
+            variables_used=list(variables),
             missing_variables=[k for k in variables if k not in lookup],
             caps=list(resolution.caps.values()),
             set_priority=dict(resolution.priorities),
             boost=list(resolution.boosts.values()),
             decisions=list(resolution.decisions.values()),
-            warnings=warnings,
+            warnings=list(selection.warnings),
         )
+
+
+def _engine_result(engine: CompiledEngine, hits: list[int], lookup: Lookup, explain: bool | str) -> EngineResult:
+    if explain is False:  # the hot path: shared results, no trace
+        return EngineResult(engine.id, list(map(engine.matched_result_at, hits)), engine.enabled)
+    matched = list(map(engine.rule_at, hits))
+    if explain == "matched":  # the assembly trace: why each applied rule fired, nothing more
+        return EngineResult(engine.id, [rule_result(r, True, r.conditions.explain(lookup)[1]) for r in matched],
+                            engine.enabled)
+    return _explain_engine(engine, lookup, {id(r) for r in matched})
 
 
 def _explain_engine(engine: CompiledEngine, lookup: Lookup, matched: set[int]) -> EngineResult:

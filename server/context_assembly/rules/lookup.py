@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..model.request import AssemblyRequest
+from ..registry.values import MISSING
 from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, SCOPE_NAMES, SCOPE_PREFIX
 
 Lookup = dict[str, Any]
+
+
+def shared(value: Any) -> Any:
+    """One object per distinct string (sys.intern; frozensets of strings element-wise).
+
+    Keys, values and the compiled rules' constants all interned, a lookup or comparison that
+    matches is an identity check: it reads neither string, where a rule file's strings would
+    otherwise each be a separate object, thousands of them, mostly out of the CPU caches."""
+    if value.__class__ is str:
+        return sys.intern(value)
+    if value.__class__ is frozenset and all(v.__class__ is str for v in value):
+        return frozenset(map(sys.intern, value))
+    return value
+
+
+def complete(lookup: Lookup, keys: Iterable[str]) -> Lookup:
+    """The lookup with every one of `keys` present, the absent ones as MISSING: what the
+    generated matchers take, so that each load is a plain subscript."""
+    return {**dict.fromkeys(keys, MISSING), **lookup}
 
 
 def build_lookup(request: AssemblyRequest, derived: Mapping[str, Any] | None = None) -> Lookup:
@@ -25,13 +46,17 @@ def build_lookup(request: AssemblyRequest, derived: Mapping[str, Any] | None = N
             prefix = f"{SCOPE_PREFIX}{scope}."
             for name, value in fields.items():
                 if value is not None:
-                    lookup[prefix + name] = value
+                    lookup[intern(prefix + name)] = shared(value)
     for name, value in request.additional_variables.items():
         if value is not None:
-            lookup[ADDVAR_PREFIX + name] = value
+            lookup[intern(ADDVAR_PREFIX + name)] = shared(value)
     if request.input is not None and request.input.text is not None:
-        lookup[INPUT_TEXT] = request.input.text
+        lookup[_INPUT_TEXT] = request.input.text
     for key, value in (derived or {}).items():
         if value is not None:
-            lookup.setdefault(key, value)
+            lookup.setdefault(intern(key), shared(value))
     return lookup
+
+
+intern = sys.intern
+_INPUT_TEXT = intern(INPUT_TEXT)
