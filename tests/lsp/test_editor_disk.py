@@ -1,6 +1,7 @@
 """What is on disk, as the editor sees it: a client that watches `.codebolt/` for the server gets
-re-reads on its events (and only then); a client that cannot watch gets the disk re-read on every
-request. Either way a memory written on disk ends an `unknown-memory` diagnostic."""
+re-reads on its events and when a definition folder changes (a file created, deleted or replaced,
+as the server's own writes do); a client that cannot watch gets the disk re-read on every request.
+Either way a memory written on disk ends an `unknown-memory` diagnostic."""
 
 from __future__ import annotations
 
@@ -104,6 +105,19 @@ async def test_a_client_that_cannot_watch_gets_the_disk_reread_per_request(tmp_p
         assert "unknown-memory" in codes(await diagnostics_for(client, uri, version=1))
         (root / ".codebolt" / "PersistentMemory" / "written-later.json").write_text(json.dumps(MEMORY))
         change_doc(client, uri, engine_text("b"), version=2)
+        assert "unknown-memory" not in codes(await diagnostics_for(client, uri, version=2))
+    finally:
+        await _stop(client)
+
+
+async def test_a_memory_the_server_writes_is_seen_before_any_watcher_event(tmp_path: Path) -> None:
+    client, root = await _client(tmp_path, watch=True)
+    try:
+        uri = open_doc(client, root / ".codebolt" / "context-rule-engines" / "disk.json", engine_text("a"))
+        assert "unknown-memory" in codes(await diagnostics_for(client, uri, version=1))
+        await client.protocol.send_request_async("persistentMemory/create", MEMORY)  # an atomic write
+        assert (root / ".codebolt" / "PersistentMemory" / "written-later.json").is_file()
+        change_doc(client, uri, engine_text("b"), version=2)  # no didChangeWatchedFiles sent
         assert "unknown-memory" not in codes(await diagnostics_for(client, uri, version=2))
     finally:
         await _stop(client)

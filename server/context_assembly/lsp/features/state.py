@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
 
 from ...editor.documents import DocumentStore, EditorDocument, overlay
 from ...methods import Session
-from ...workspace.loader import Workspace
+from ...workspace.layout import WorkspaceLayout
+from ...workspace.loader import KINDS, Workspace
 from ..server import ContextAssemblyServer
 
 T = TypeVar("T")
@@ -25,16 +27,16 @@ class EditorState:
         # saves) instead of on every request, which would stat every definition file per keystroke.
         self.watched = False
         self._disk: Workspace | None = None
-        self._generation = -1  # the session's settings generation `_disk` was read with
+        self._token: tuple[Any, ...] | None = None  # settings generation and folder stamps `_disk` was read at
         self._overlay: tuple[tuple[Any, ...], Workspace] | None = None
         session.editor_view = self.workspace  # validate checks drafts against what the editor sees
 
     def workspace(self) -> Workspace:
         """The workspace on disk with the open documents' unsaved text laid over it (the same
         object while neither changed)."""
-        disk = self._disk
-        if disk is None or not self.watched or self._generation != self.session.settings_generation:
-            self._generation = self.session.settings_generation
+        disk, token = self._disk, (self.session.settings_generation, _folders_stamp(self.session.layout))
+        if disk is None or not self.watched or self._token != token:
+            self._token = token
             disk = self._disk = self.session.workspace()
         documents = self.store.all()
         key = (disk, *(document.source for document in documents))
@@ -48,6 +50,21 @@ class EditorState:
     def disk_changed(self) -> None:
         """`.codebolt/` (or the settings) changed: read the disk again on the next request."""
         self._disk = None
+
+
+def _folders_stamp(layout: WorkspaceLayout) -> tuple[int | None, ...]:
+    """Modification times of the definition folders and the settings file: a handful of `stat`s
+    that see files created, deleted or atomically replaced (as this server writes them) even
+    before the client's watcher reports them; edits in place are left to the watcher."""
+    paths = [getattr(layout, attribute) for attribute, _ in KINDS.values()] + [layout.settings_path]
+    return tuple(_mtime(path) for path in paths)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
