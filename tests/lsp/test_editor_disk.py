@@ -119,5 +119,16 @@ async def test_a_memory_the_server_writes_is_seen_before_any_watcher_event(tmp_p
         assert (root / ".codebolt" / "PersistentMemory" / "written-later.json").is_file()
         change_doc(client, uri, engine_text("b"), version=2)  # no didChangeWatchedFiles sent
         assert "unknown-memory" not in codes(await diagnostics_for(client, uri, version=2))
+        # completion answers from what is built when nothing changed, and sees a new file when one did
+        text = engine_text("b")
+        at = types.Position(0, text.index('"written-later"') + 1)
+        params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri), position=at)
+        for _ in range(2):
+            result = await client.text_document_completion_async(params)
+            assert isinstance(result, types.CompletionList)
+            assert "written-later" in {item.label for item in result.items}
+        await client.protocol.send_request_async("persistentMemory/create", {**MEMORY, "id": "another-one"})
+        result = await client.text_document_completion_async(params)
+        assert isinstance(result, types.CompletionList) and "another-one" in {item.label for item in result.items}
     finally:
         await _stop(client)

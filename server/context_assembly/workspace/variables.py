@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..model.variables import PossibleVariable, RequiredVariables, VariableUse
@@ -51,7 +52,19 @@ def _merge(table: dict[str, PossibleVariable], entry: PossibleVariable, use: Var
         current.used_by.append(use)
 
 
+# One answer per workspace version (workspaces are immutable once loaded): completion and hover
+# ask on every request. Read-only: callers must not change the entries.
+_POSSIBLE: weakref.WeakKeyDictionary[Workspace, list[PossibleVariable]] = weakref.WeakKeyDictionary()
+
+
 def possible_variables(workspace: Workspace) -> list[PossibleVariable]:
+    found = _POSSIBLE.get(workspace)
+    if found is None:
+        found = _POSSIBLE[workspace] = _possible_variables(workspace)
+    return list(found)
+
+
+def _possible_variables(workspace: Workspace) -> list[PossibleVariable]:
     table: dict[str, PossibleVariable] = {}
     for engine in workspace.rule_set.engines:
         for rule in engine.rules:

@@ -36,4 +36,8 @@ def compute(ls: ContextAssemblyServer, params: types.CompletionParams) -> dict[s
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=TRIGGERS))
     async def completion(ls: ContextAssemblyServer, params: types.CompletionParams) -> dict[str, Any] | None:
+        uri = params.text_document.uri
+        open_doc = ls.workspace.text_documents.get(uri)
+        if open_doc is not None and editor_state(ls).ready(uri, open_doc.version):
+            return compute(ls, params)  # all built: answering here saves two thread hand-offs
         return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
