@@ -7,7 +7,7 @@ from typing import Any, Protocol
 import attrs
 
 from .lines import LineIndex
-from .pointers import Pointer, PointerLike, format_pointer, parse_pointer
+from .pointers import Pointer, PointerLike, format_pointer, parse_pointer, resolve_pointer
 
 Span = tuple[int, int]
 PARTS = ("value", "key")
@@ -95,14 +95,7 @@ class ParsedDocument:
         (what completion must not offer again); None when there is no object there."""
         tokens = parse_pointer(pointer)
         if self.value is not None:
-            found = self.value
-            for token in tokens:
-                if isinstance(found, dict) and token in found:
-                    found = found[token]
-                elif isinstance(found, list) and token.isdigit() and int(token) < len(found):
-                    found = found[int(token)]
-                else:
-                    return None
+            found = resolve_pointer(self.value, tokens)
             return set(found) if isinstance(found, dict) else None
         keys = getattr(self._locator, "keys", None)
         return keys(tokens) if keys is not None else None

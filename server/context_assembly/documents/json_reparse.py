@@ -23,6 +23,7 @@ from .edits import TextEdit, text_edit
 from .json_tokens import string_value
 from .json_tree import JsonSource, parse_json, parse_source, parse_tree, strict_load, valid_document
 from .nesting import MAX_DEPTH, value_too_deep
+from .pointers import resolve_pointer
 from .utf8_offsets import encode_for_parser
 
 _VALUES = frozenset({"object", "array", "string", "number", "true", "false", "null"})
@@ -118,7 +119,7 @@ def _splice_at(previous: ParsedDocument, old: JsonSource, new: JsonSource, node:
         twin = new.tree.root_node.descendant_for_byte_range(node.start_byte, node.end_byte + delta)
         if twin is None or twin.type != node.type:
             return _NO_SPLICE
-        _reuse_members(value, _at(previous.value, path), old, node, new, twin, edit)
+        _reuse_members(value, resolve_pointer(previous.value, path), old, node, new, twin, edit)
     return _replaced(previous.value, path, value)
 
 
@@ -199,12 +200,6 @@ def _first(container: Node, test: Callable[[Node], bool]) -> int:
         else:
             low = middle + 1
     return low
-
-
-def _at(value: Any, path: tuple[str, ...]) -> Any:
-    for token in path:
-        value = value[int(token)] if isinstance(value, list) else value[token]
-    return value
 
 
 def _replaced(root: Any, path: tuple[str, ...], value: Any) -> Any:
