@@ -103,7 +103,8 @@ def _stamp(path: Path) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_size
 
 
-def _stamp_or_none(path: Path) -> tuple[int, int] | None:
+def stamp_or_none(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, size), or None when there is nothing at `path`."""
     try:
         return _stamp(path)
     except OSError:
@@ -209,7 +210,7 @@ class WorkspaceLoader:
             files[source.relpath] = source
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
-        settings_stamp = _stamp_or_none(self.layout.settings_path)
+        settings_stamp = stamp_or_none(self.layout.settings_path)
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
         settings, setting_problems = load_settings(self.layout.settings_path)
@@ -288,4 +289,4 @@ def load_workspace(root: Path | str) -> Workspace:
     return WorkspaceLoader(root).load()
 
 
-__all__ = ["KINDS", "SourceFile", "Workspace", "WorkspaceLoader", "load_workspace"]
+__all__ = ["KINDS", "SourceFile", "Workspace", "WorkspaceLoader", "load_workspace", "stamp_or_none"]

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
 
 from ...editor.documents import DocumentStore, EditorDocument, overlay
 from ...methods import Session
-from ...workspace.layout import WorkspaceLayout
-from ...workspace.loader import KINDS, Workspace
+from ...workspace.loader import KINDS, Workspace, stamp_or_none
 from ..server import ContextAssemblyServer
 
 T = TypeVar("T")
@@ -34,7 +32,8 @@ class EditorState:
     def workspace(self) -> Workspace:
         """The workspace on disk with the open documents' unsaved text laid over it (the same
         object while neither changed)."""
-        disk, token = self._disk, (self.session.settings_generation, _folders_stamp(self.session.layout))
+        token = self._disk_token()
+        disk = self._disk
         if disk is None or not self.watched or self._token != token:
             self._token = token
             disk = self._disk = self.session.workspace()
@@ -53,29 +52,22 @@ class EditorState:
         document = self.store.get(uri)
         if document is None or document.version != version or version is None:
             return False
-        token = (self.session.settings_generation, _folders_stamp(self.session.layout))
-        cached = self._overlay
-        return self.watched and self._disk is not None and self._token == token and cached is not None \
-            and _same(cached[0], (self._disk, *(d.source for d in self.store.all())))
+        disk, cached = self._disk, self._overlay
+        return self.watched and disk is not None and self._token == self._disk_token() and cached is not None \
+            and _same(cached[0], (disk, *(d.source for d in self.store.all())))
+
+    def _disk_token(self) -> tuple[Any, ...]:
+        """What the cached disk workspace was read at: the settings generation, and the stamps
+        of the definition folders and the settings file. Folder stamps see files created,
+        deleted or atomically replaced (as this server writes them) even before the client's
+        watcher reports them; edits in place are left to the watcher."""
+        layout = self.session.layout
+        paths = [getattr(layout, attribute) for attribute, _ in KINDS.values()] + [layout.settings_path]
+        return self.session.settings_generation, *(stamp_or_none(path) for path in paths)
 
     def disk_changed(self) -> None:
         """`.codebolt/` (or the settings) changed: read the disk again on the next request."""
         self._disk = None
-
-
-def _folders_stamp(layout: WorkspaceLayout) -> tuple[int | None, ...]:
-    """Modification times of the definition folders and the settings file: a handful of `stat`s
-    that see files created, deleted or atomically replaced (as this server writes them) even
-    before the client's watcher reports them; edits in place are left to the watcher."""
-    paths = [getattr(layout, attribute) for attribute, _ in KINDS.values()] + [layout.settings_path]
-    return tuple(_mtime(path) for path in paths)
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
