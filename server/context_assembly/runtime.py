@@ -14,6 +14,7 @@ from .assembly.cache import ResultCache
 from .assembly.engine import Assembler
 from .assembly.execute import Executor
 from .model.context import AssembledContext
+from .model.request import AssemblyRequest
 from .stores.bundle import StoreBundleView
 from .stores.kuzu.graph import KuzuGraph
 from .stores.memory import MemoryService
@@ -47,6 +48,11 @@ class Runtime:
             self._workspace = self.loader.load()
             self.cache.ttl_s = self._workspace.settings.cache_ttl_s
             return self._workspace
+
+    def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The variable lookup (and the derived values in it) every method and command evaluates
+        rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""
+        return self.assembler.lookup(request)
 
     def assemble(self, request: Any, **options: Any) -> AssembledContext:
         return self.assembler.assemble(request, **options)

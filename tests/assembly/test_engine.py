@@ -329,3 +329,25 @@ def test_editing_a_named_note_by_hand_invalidates_the_cache(runtime: Runtime, wo
     result = assemble(runtime)
     assert calls(result)["notes"]["status"] == "ok"
     assert any("Edited by hand" in i["content"] for i in result["context"]["knowledge"])
+
+
+def test_an_include_decided_before_an_exclude_keeps_the_items(workspace: Path) -> None:
+    """SPEC §4.3: the first matching rule decides, at every stage (the contribution stage too)."""
+    write(workspace, "context-rule-engines/main.json", engine([
+        {"id": "include", "priority": 10, "when": [], "then": {"add_memories": ["kv://users/u-1", "prefs"]}},
+        {"id": "exclude", "priority": 1, "when": [], "then": {"exclude_memories": ["kv://*"]}},
+    ]))
+    rt = Runtime(workspace)
+    try:
+        rt.memory.write("kv://users/u-1", {"tone": "terse"})
+        result = assemble(rt)
+        assert calls(result)["kv://users/u-1"]["status"] == "ok"
+        assert sources(result, "knowledge") == ["kv://users/u-1"], "the included reference's own item was dropped"
+        excluded = [d for d in result["trace"]["decisions"] if d["kind"] == "excluded"]
+        # the pattern still applies to what other pipelines return (prefs reads the same key)
+        assert [(d["memory_id"], d["by"]) for d in excluded] == [("prefs", "main/exclude")]
+        conflicts = [d for d in result["trace"]["decisions"] if d["kind"] == "conflict"]
+        assert [(d["source"], d["reason"], d["by"]) for d in conflicts] == \
+            [("kv://users/u-1", "included", "main/include")]
+    finally:
+        rt.close()

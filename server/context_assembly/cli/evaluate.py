@@ -36,7 +36,7 @@ def read_json(path: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from ..assembly.request import parse_request  # the engine loads only when a command runs it
     from ..model.converter import unstructure
-    from ..workspace.loader import load_workspace
+    from ..runtime import Runtime
 
     try:
         data = read_json(args.request)
@@ -49,8 +49,12 @@ def run(args: argparse.Namespace) -> int:
         for error in exc.errors:
             print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
         return 2
-    workspace = load_workspace(args.workspace)
-    result = workspace.rule_set.evaluate(request)
+    runtime = Runtime(args.workspace)
+    try:
+        lookup, derived = runtime.lookup(request)
+        result = runtime.workspace().rule_set.evaluate(request, lookup, derived=derived)
+    finally:
+        runtime.close()
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
@@ -84,6 +88,8 @@ def render(result: EvaluationResult) -> str:
         lines.append("Excluded: " + ", ".join(result.excluded_memories))
     if result.missing_variables:
         lines.append("Missing variables: " + ", ".join(result.missing_variables))
+    for key, value in result.derived_variables.items():
+        lines.append(f"Derived: {key} = {_show(value)}")
     for warning in result.warnings:
         lines.append(f"Warning: {warning}")
     for decision in result.decisions:

@@ -123,7 +123,8 @@ def _listed(value: Any) -> list[Any]:
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params)
-    return unstructure(session.workspace().rule_set.evaluate(request))
+    lookup, derived = session.runtime.lookup(request)
+    return unstructure(session.workspace().rule_set.evaluate(request, lookup, derived=derived))
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -63,12 +63,14 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     engine_id = params.get(ENGINE_ID)
     request = parse_request({k: v for k, v in params.items() if k != ENGINE_ID})
     rule_set = session.workspace().rule_set
+    lookup, derived = session.runtime.lookup(request)
     if engine_id is None:
-        return unstructure(rule_set.evaluate(request))
+        return unstructure(rule_set.evaluate(request, lookup, derived=derived))
     compiled = next((e for e in rule_set.engines if e.id == engine_id), None)
     if compiled is None:
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
-    return unstructure(RuleSet([compiled]).evaluate(attrs.evolve(request, rule_engine_ids=[engine_id])))
+    return unstructure(RuleSet([compiled]).evaluate(attrs.evolve(request, rule_engine_ids=[engine_id]), lookup,
+                                                    derived=derived))
 
 
 def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -91,7 +91,8 @@ def check_field(value: Any, pointer: str, ctx: LintContext) -> Iterator[Problem]
     if value in FIELD_ALIASES and ctx.dialect == "canonical":
         yield _problem(f"'{value}' is the seed-004 spelling of '{key}'", "field-alias", pointer,
                        Severity.HINT, replacement=key)
-    if key.startswith(SCOPE_PREFIX) and not is_documented(key):
+    # an alias's target (project.name -> scope.project.project_name) is a documented name too
+    if key.startswith(SCOPE_PREFIX) and not is_documented(key) and key not in FIELD_ALIASES.values():
         hints = _hints(key, documented_keys())
         if hints:
             yield _problem(f"unknown scope field '{key}'{_mean(hints)}", "unknown-variable", pointer,
