@@ -10,17 +10,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .assembly.cache import ResultCache
 from .assembly.engine import Assembler
 from .assembly.execute import Executor
 from .model.context import AssembledContext
+from .model.evaluation import EvaluationResult
 from .model.request import AssemblyRequest
+from .rules.evaluate import RuleSet
 from .stores.bundle import StoreBundleView
 from .stores.kuzu.graph import KuzuGraph
 from .stores.memory import MemoryService
 from .stores.sqlite.database import Database
 from .stores.sqlite.vector import SqliteVectorStore
-from .workspace.loader import Workspace, WorkspaceLoader
+from .workspace.loader import Workspace, WorkspaceLoader, load_warnings
 
 
 class Runtime:
@@ -53,6 +57,21 @@ class Runtime:
         """The variable lookup (and the derived values in it) every method and command evaluates
         rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""
         return self.assembler.lookup(request)
+
+    def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
+                 engine_id: str | None = None) -> EvaluationResult:
+        """Rule evaluation with the explanation, as `evaluate`, `evaluateRules` and
+        `contextRuleEngine/evaluate` answer it: the assembly's lookup, and a warning per rule file
+        that failed to load. `engine_id`: that engine alone (enabled or not); None when unknown."""
+        workspace = workspace or self.workspace()
+        lookup, derived = self.lookup(request)
+        rule_set = workspace.rule_set
+        if engine_id is not None:
+            rule_set = RuleSet([e for e in rule_set.engines if e.id == engine_id])
+            request = attrs.evolve(request, rule_engine_ids=[engine_id])
+        result = rule_set.evaluate(request, lookup, derived=derived)
+        result.warnings += load_warnings(workspace, request.rule_engine_ids)
+        return result
 
     def assemble(self, request: Any, **options: Any) -> AssembledContext:
         return self.assembler.assemble(request, **options)

@@ -273,7 +273,7 @@ def test_invalid_request_is_an_error_with_every_path(runtime: Runtime) -> None:
         runtime.assemble({"additional_variables": [], "constraints": {"max_tokens": -1}},
                          observer=lambda name, _payload: events.append(name))
     paths = {e["path"] for e in caught.value.errors}
-    assert {"", "/additional_variables", "/constraints/max_tokens"} <= paths
+    assert {"/scope_variables", "/additional_variables", "/constraints/max_tokens"} <= paths
     assert events == ["error"]
 
 

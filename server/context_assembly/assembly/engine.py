@@ -25,7 +25,7 @@ from ..rules.lookup import request_lookup
 from ..rules.settle import Settlement
 from ..stores.uri import default_section, parse_uri
 from ..workspace.atomic import write_atomic
-from ..workspace.loader import Workspace
+from ..workspace.loader import Workspace, load_warnings
 from .budget import pack
 from .candidates import Candidate
 from .contribute import SourceRules, contribute
@@ -105,6 +105,9 @@ class Assembler:
 
         evaluation, run.settlement = workspace.rule_set.settle(request, lookup, explain="matched", derived=derived)
         references = resolve(request, evaluation, set(workspace.memories), _uri_problem)
+        for reference in references:  # a broken definition file says so, not "no persistent memory"
+            if reference.kind == "unknown" and "://" not in reference.reference:
+                reference.error = next(iter(load_warnings(workspace, [], [reference.reference])), reference.error)
         _record_rules(run, evaluation)
         run.emit("rulesEvaluated", matched_memories=evaluation.matched_memories,
                  resolved=[{"reference": r.reference, "origin": r.origin, "kind": r.kind} for r in references])
@@ -245,7 +248,7 @@ def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:
     for engine_id in request.rule_engine_ids or []:
         if engine_id not in known:
             problems.append(f"unknown rule engine '{engine_id}'")
-    return problems
+    return problems + load_warnings(workspace, request.rule_engine_ids)
 
 
 def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:

@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     runtime = Runtime(args.workspace)
     try:
-        lookup, derived = runtime.lookup(request)
-        result = runtime.workspace().rule_set.evaluate(request, lookup, derived=derived)
+        result = runtime.evaluate(request)
     finally:
         runtime.close()
     if args.json:

@@ -123,8 +123,7 @@ def _listed(value: Any) -> list[Any]:
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params)
-    lookup, derived = session.runtime.lookup(request)
-    return unstructure(session.workspace().rule_set.evaluate(request, lookup, derived=derived))
+    return unstructure(session.runtime.evaluate(request, session.workspace()))
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from attrs import frozen
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from ..errors import MISSING_PROPERTY
 from ..registry.patterns import check_pattern
 from ..registry.steps import TEMPLATE_PATTERN
 from ..registry.values import json_type
@@ -353,7 +354,7 @@ def _msg_const(f: _Failure, _root: Mapping[str, Any]) -> str:
 
 
 def _msg_required(f: _Failure, _root: Mapping[str, Any]) -> str | None:
-    return f"missing required property '{f.missing}'" if f.missing else None
+    return MISSING_PROPERTY.format(f.missing) if f.missing else None
 
 
 def _msg_additional(f: _Failure, _root: Mapping[str, Any]) -> str | None:

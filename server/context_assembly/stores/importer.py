@@ -6,6 +6,8 @@
   "graph": "knowledgegraph/seed.json"  |  {"nodes": [...], "edges": [...]} }
 ```
 
+Edges without an `id` get a stable one (from kind and ends).
+
 Importing twice gives the same stores: writes are upserts, each listed thread's turns are
 replaced, graph nodes and edges are upserted. Event-log appends are refused here, since the log
 is append-only and a re-import would duplicate them.
@@ -21,8 +23,9 @@ import orjson
 
 from ..errors import InvalidParamsError
 from .confine import resolve_inside
-from .kuzu.graph import load_graph_json
+from .kuzu.graph import graph_entries, load_graph_entries
 from .memory import MemoryService
+from .uri import parse_uri
 
 
 def _problems(document: Any) -> list[dict[str, str]]:
@@ -31,43 +34,87 @@ def _problems(document: Any) -> list[dict[str, str]]:
     problems = []
     for key in sorted(set(document) - {"writes", "threads", "graph", "description", "$schema"}):
         problems.append({"path": f"/{key}", "message": f"unknown key '{key}' (writes, threads, graph)"})
-    for i, write in enumerate(document.get("writes") or []):
+    writes = document.get("writes") or []
+    if not isinstance(writes, list):
+        problems.append({"path": "/writes", "message": "writes are a list of {uri, value}"})
+        writes = []
+    for i, write in enumerate(writes):
         if not isinstance(write, dict) or not isinstance(write.get("uri"), str) or "value" not in write:
             problems.append({"path": f"/writes/{i}", "message": "a write is {uri, value}"})
         elif write["uri"].startswith(("log://", "episodic://")):
             problems.append({"path": f"/writes/{i}/uri", "message": "list turns under 'threads'; the event log "
                              "is append-only and cannot be imported idempotently"})
+        else:
+            problems += _uri_problems(write["uri"], f"/writes/{i}/uri")
     threads = document.get("threads") or {}
     if not isinstance(threads, dict) or not all(isinstance(t, list) for t in threads.values()):
         problems.append({"path": "/threads", "message": "threads map a thread id to a list of turns"})
+    else:
+        for thread_id, turns in threads.items():
+            pointer = "/threads/" + thread_id.replace("~", "~0").replace("/", "~1")
+            problems += _uri_problems(f"episodic://{thread_id}", pointer)
+            problems += [{"path": f"{pointer}/{j}", "message": "a turn is an object {role, content}"}
+                         for j, turn in enumerate(turns) if not isinstance(turn, dict)]
     return problems
 
 
-def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str, int]:
-    """Apply an import; `base` resolves a graph file path (relative to `.codebolt/`)."""
+def _uri_problems(uri: str, pointer: str) -> list[dict[str, str]]:
+    try:
+        parse_uri(uri, pointer=pointer)
+    except InvalidParamsError as exc:
+        return exc.errors or [{"path": pointer, "message": exc.message}]
+    return []
+
+
+def _graph(memory: MemoryService, graph: Any, base: Path) -> tuple[list[Any], list[Any]] | None:
+    """The checked nodes and edges of the import's `graph` (a file under `.codebolt/`, or inline)."""
+    if graph is None:
+        return None
+    if memory.graph is None:
+        raise InvalidParamsError("invalid memory import", [{"path": "/graph", "message": "no graph store"}])
+    if isinstance(graph, str):
+        path = resolve_inside(base, graph, what="graph file", pointer="/graph")
+        try:
+            graph = orjson.loads(Path(path).read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise InvalidParamsError(f"cannot read graph data {path}: {exc}",
+                                     [{"path": "/graph", "message": str(exc)}]) from None
+    try:
+        return graph_entries(memory.graph, graph)
+    except InvalidParamsError as exc:
+        errors = [{**e, "path": "/graph" + str(e.get("path") or "")} for e in exc.errors]
+        raise InvalidParamsError("invalid memory import", errors) from None
+
+
+def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str, Any]:
+    """Apply an import; `base` resolves a graph file path (relative to `.codebolt/`).
+
+    The whole document is checked before anything is written (URIs, turns, every node and edge),
+    so a bad file writes nothing. The graph then loads in one transaction; writes and threads are
+    applied one by one. Returns what was written: counts, and writes per store scheme."""
     problems = _problems(document)
     if problems:
         raise InvalidParamsError("invalid memory import", problems)
-    counts = {"writes": 0, "turns": 0, "nodes": 0, "edges": 0}
+    graph = _graph(memory, document.get("graph"), base)
+    counts: dict[str, Any] = {"writes": 0, "threads": 0, "turns": 0, "nodes": 0, "edges": 0, "stores": {}}
     for write in document.get("writes") or []:
         memory.write(write["uri"], write["value"])
         counts["writes"] += 1
+        scheme = write["uri"].split("://", 1)[0]
+        counts["stores"][scheme] = counts["stores"].get(scheme, 0) + 1
     for thread_id, turns in (document.get("threads") or {}).items():
         memory.delete(f"episodic://{thread_id}")
         for turn in turns:
             memory.write(f"episodic://{thread_id}", turn)
             counts["turns"] += 1
-    graph = document.get("graph")
+        counts["threads"] += 1
     if graph is not None:
-        if memory.graph is None:
-            raise InvalidParamsError("invalid memory import", [{"path": "/graph", "message": "no graph store"}])
-        source = resolve_inside(base, graph, what="graph file", pointer="/graph") if isinstance(graph, str) else graph
-        loaded = load_graph_json(memory.graph, source)
+        loaded = load_graph_entries(memory.graph, *graph)
         counts["nodes"], counts["edges"] = loaded["nodes"], loaded["edges"]
     return counts
 
 
-def import_file(memory: MemoryService, path: Path | str, base: Path) -> dict[str, int]:
+def import_file(memory: MemoryService, path: Path | str, base: Path) -> dict[str, Any]:
     """`import_memory` of a JSON file (`-` reads standard input)."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
