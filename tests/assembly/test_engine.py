@@ -199,7 +199,7 @@ def test_budget_never_exceeded_and_truncation_is_told(runtime: Runtime, workspac
 def test_rule_caps_priorities_and_exclusions(workspace: Path) -> None:
     write(workspace, "context-rule-engines/main.json", engine([
         {"id": "first", "priority": 10, "when": [], "then": {
-            "exclude_memories": ["kv://*"], "caps": [{"target": "history", "max_items": 1}],
+            "exclude_memories": ["kv://**"], "caps": [{"target": "history", "max_items": 1}],
             "set_priority": {"history": "critical"}}},
         always(["prefs", "notes", "turns", "kv://users/u-1"]),
     ]))
@@ -335,7 +335,7 @@ def test_an_include_decided_before_an_exclude_keeps_the_items(workspace: Path) -
     """SPEC §4.3: the first matching rule decides, at every stage (the contribution stage too)."""
     write(workspace, "context-rule-engines/main.json", engine([
         {"id": "include", "priority": 10, "when": [], "then": {"add_memories": ["kv://users/u-1", "prefs"]}},
-        {"id": "exclude", "priority": 1, "when": [], "then": {"exclude_memories": ["kv://*"]}},
+        {"id": "exclude", "priority": 1, "when": [], "then": {"exclude_memories": ["kv://**"]}},
     ]))
     rt = Runtime(workspace)
     try:

@@ -80,3 +80,15 @@ def test_a_value_that_is_not_an_event_is_refused_saying_what_an_event_is(session
     assert "an event is a JSON object with a string event_type and any other fields" in refused.value.message
     assert refused.value.errors[0]["path"].startswith("/value")
     assert call(session, "memory/read", {"uri": "log://audit"})["value"] == []
+
+
+def test_a_bad_memory_uri_is_named_once(tmp_path: Path) -> None:
+    write(tmp_path, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "r", "when": [], "then": {"add_memories": ["kv://a/../b"]}}]})
+    session = Session(tmp_path)
+    try:
+        result = call(session, "contextAssembly/assemble", REQUEST)
+    finally:
+        session.runtime.close()
+    [warning] = [item["content"] for item in result["context"]["warnings"] if "kv://a/../b" in item["content"]]
+    assert warning.count("kv://a/../b") == 1, warning

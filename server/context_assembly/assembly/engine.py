@@ -16,7 +16,16 @@ import orjson
 from attrs import define, field
 
 from ..errors import CancelledError, ContextAssemblyError
-from ..model.context import AssembledContext, ContextItem, DroppedItem, MemoryCall, Meta, SectionTrace, Trace
+from ..model.context import (
+    AssembledContext,
+    ContextItem,
+    DroppedItem,
+    MemoryCall,
+    Meta,
+    SectionTrace,
+    Trace,
+    preview,
+)
 from ..model.converter import unstructure
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
@@ -169,7 +178,7 @@ class Assembler:
                 if blocker is not None:
                     run.trace.decisions.append(DroppedItem("excluded", f"excluded by the pattern {blocker[0]}",
                                                            item.id, ref.reference, item.source, section,
-                                                           by=blocker[1]))
+                                                           by=blocker[1], preview=preview(item.content)))
                     continue
                 context_item = ContextItem(
                     item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
@@ -223,7 +232,8 @@ class Assembler:
             context[item.section].append(item)
         for item in packed.dropped:
             run.trace.decisions.append(DroppedItem("budget", f"over the budget of {max_tokens} tokens", item.id,
-                                                   item.memory_id, item.source, item.section, item.tokens))
+                                                   item.memory_id, item.source, item.section, item.tokens,
+                                                   preview=preview(item.content)))
         _section_traces(run.trace, context, packed.cut)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
                     tokenizer=run.workspace.settings.tokenizer)
@@ -299,6 +309,8 @@ def _miss_message(execution: Execution) -> str:
     if execution.status == "timeout":
         return f"memory '{ref}' timed out: {execution.error}"
     if execution.status == "missing":
+        if (execution.error or "").startswith(f"'{ref}' "):  # it names the reference already: once is enough
+            return f"memory reference {execution.error}"
         return f"memory reference '{ref}' does not resolve: {execution.error}"
     return f"memory '{ref}' {execution.status}: {execution.error}"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
+from .terminal import add_common, workspace_root
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -34,7 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    add_common(parser)
     parser.set_defaults(run=run)
 
 
@@ -58,7 +58,7 @@ def _import(runtime: Runtime, path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = Path(args.workspace)
+    root = workspace_root(args.workspace)
     if not root.is_dir():
         return _fail(f"no such directory: {root}")
     given = [v for v in (args.value, args.text) if v is not None]

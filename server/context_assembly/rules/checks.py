@@ -14,6 +14,7 @@ from typing import Any
 from attrs import define, field
 
 from ..model.problems import Problem, Severity
+from ..model.rules import UNREADABLE
 from ..registry.operators import ConditionValueError, ValueKind, all_spellings, lookup_operator
 from ..registry.values import MISSING, json_equal
 from ..registry.variables import (
@@ -145,6 +146,8 @@ def check_leaf(cond: dict[str, Any], pointer: str, ctx: LintContext) -> Iterator
 def check_condition(cond: Any, pointer: str, ctx: LintContext, depth: int = 0) -> Iterator[Problem]:
     if not isinstance(cond, dict):
         yield _problem("a condition must be an object", "invalid-condition", pointer)
+        return
+    if UNREADABLE in cond:  # a dialect's unreadable condition: the dialect reported it
         return
     if depth > 32:
         yield _problem("conditions are nested too deeply (more than 32 levels)", "invalid-condition", pointer)
