@@ -99,8 +99,9 @@ def test_validate(server: RawServer, root: Path, golden: SnapshotAssertion) -> N
 
 
 def test_validate_a_rule_engine(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
-    text = json.dumps({"id": "draft", "rules": [{"id": "r", "when": [
-        {"field": "addVar.phase", "operator": "equal", "value": "x"}], "then": {"add_memories": ["architecture-doc"]}}]})
+    rule = {"id": "r", "when": [{"field": "addVar.phase", "operator": "equal", "value": "x"}],
+            "then": {"add_memories": ["architecture-doc"]}}
+    text = json.dumps({"id": "draft", "rules": [rule]})
     assert ask(server, root, "contextRuleEngine/validate", {"text": text}) == golden
 
 
