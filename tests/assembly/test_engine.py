@@ -351,3 +351,19 @@ def test_an_include_decided_before_an_exclude_keeps_the_items(workspace: Path) -
             [("kv://users/u-1", "included", "main/include")]
     finally:
         rt.close()
+
+
+def test_per_source_rules_are_settled_as_the_request_rules_are(workspace: Path) -> None:
+    """Two per-source rules cap one source: the first in evaluation order decides (SPEC §4.3, §4.4)."""
+    source = [{"field": "memory.source", "operator": "eq", "value": "notes"}]
+    write(workspace, "context-rule-engines/main.json", engine([
+        always(["notes"]),
+        {"id": "loose", "priority": 5, "when": source, "then": {"caps": [{"target": "notes", "max_items": 2}]}},
+        {"id": "tight", "priority": 1, "when": source, "then": {"caps": [{"target": "notes", "max_items": 1}]}},
+    ]))
+    rt = Runtime(workspace)
+    try:
+        result = assemble(rt)
+        assert len(result["context"]["knowledge"]) == 2  # the earlier rule's cap; before, both applied
+    finally:
+        rt.close()

@@ -131,3 +131,10 @@ def test_missing_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     status, _, err = run(capsys, "read", "kv://k", "--workspace", str(tmp_path / "nope"))
     assert status == 2 and "no such directory" in err
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_refusal_is_printed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".codebolt").mkdir()
+    status, _, err = run(capsys, "write", "log://audit", "5", "--workspace", str(tmp_path))
+    assert status == 2
+    assert err.count("an event is a JSON object") == 1 and "/value" in err

@@ -11,7 +11,7 @@ import orjson
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..registry.sections import SECTION_NAMES
 from .evaluate import read_json
-from .terminal import Painter, add_common, counted, painter, workspace_root
+from .terminal import Painter, add_common, counted, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..model.context import AssembledContext, DroppedItem
@@ -59,9 +59,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = runtime.assemble(data)
     except InvalidParamsError as exc:
-        print("context-assembly assemble: " + exc.message, file=sys.stderr)
-        for error in exc.errors:
-            print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
+        report_invalid("assemble", exc.message, exc.errors)
         return 2
     except ContextAssemblyError as exc:
         print(f"context-assembly assemble: {exc.message}", file=sys.stderr)

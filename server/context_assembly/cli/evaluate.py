@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParamsError
-from .terminal import Painter, add_common, painter, workspace_root
+from .terminal import Painter, add_common, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..model.evaluation import ConditionResult, EvaluationResult
@@ -47,9 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"context-assembly evaluate: cannot read the request: {exc}", file=sys.stderr)
         return 2
     except InvalidParamsError as exc:
-        print("context-assembly evaluate: " + exc.message, file=sys.stderr)
-        for error in exc.errors:
-            print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
+        report_invalid("evaluate", exc.message, exc.errors)
         return 2
     runtime = Runtime(workspace_root(args.workspace or args.positional_workspace))
     try:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
-from .terminal import add_common, workspace_root
+from .terminal import add_common, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -39,9 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _fail(message: str, errors: list[dict[str, Any]] | None = None) -> int:
-    print(f"context-assembly memory: {message}", file=sys.stderr)
-    for error in errors or []:
-        print(f"  {error.get('path') or '/'}: {error.get('message')}", file=sys.stderr)
+    report_invalid("memory", message, errors or [])
     return 2
 
 

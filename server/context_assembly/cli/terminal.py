@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 CODEBOLT = ".codebolt"
 
@@ -72,6 +73,23 @@ class Painter:
 
 def painter(args: argparse.Namespace, stream: TextIO) -> Painter:
     return Painter(colour_wanted(args, stream))
+
+
+def report_invalid(command: str, message: str, errors: list[dict[str, Any]]) -> None:
+    """An InvalidParams error on stderr: the headline, then each `{path, message}` it lists, each
+    said once (an error whose message is the headline adds only its path)."""
+    lines = []
+    for error in errors:
+        detail = str(error.get("message") or "")
+        path = str(error.get("path") or "/")
+        if detail == message:
+            message = f"{path}: {message}" if len(errors) == 1 else message
+            if len(errors) == 1:
+                continue
+        lines.append(f"  {path}: {detail}")
+    print(f"context-assembly {command}: {message}", file=sys.stderr)
+    for line in lines:
+        print(line, file=sys.stderr)
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
