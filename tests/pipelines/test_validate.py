@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from context_assembly.model.converter import unstructure
 from context_assembly.pipelines.steps import LAZY_PARAMS, STEPS
 from context_assembly.pipelines.validate import validate_definition
 from context_assembly.registry.steps import lookup_step, step_names
@@ -33,7 +34,7 @@ def test_the_step_registry_is_implemented_exactly() -> None:
 
 def test_the_examples_are_valid() -> None:
     for memory_id, memory in load_workspace(EXAMPLE).memories.items():
-        result = validate_definition(memory)
+        result = validate_definition(unstructure(memory))
         assert result["valid"] and result["errors"] == [], memory_id
 
 

@@ -18,8 +18,8 @@ def test_example_workspace_loads_every_kind() -> None:
     assert sorted(workspace.engines) == ["context-rules", "planning", "review"]
     assert sorted(workspace.memories) == ["architecture-docs", "project-conventions", "recent-history",
                                           "related-tasks", "session-dependents", "user-preferences"]
-    assert workspace.memories["project-conventions"]["label"] == "Project conventions"  # shorthand read
-    assert workspace.memories["project-conventions"]["retrieval"]["pipeline"][0]["type"] == "markdown_read"
+    assert workspace.memories["project-conventions"].label == "Project conventions"  # shorthand read
+    assert workspace.memories["project-conventions"].steps[0]["type"] == "markdown_read"
     assert list(workspace.ingestion) == ["task-completion-embed"]
     assert list(workspace.graph_views) == ["dependents"]
     assert workspace.settings.max_tokens == 4000

@@ -142,7 +142,7 @@ class Completer:
         items = []
         for memory_id, memory in sorted(self.workspace.memories.items()):
             source = self.workspace.memory_sources.get(memory_id)
-            items.append(self.item(cursor, memory_id, REFERENCE, memory.get("label") or memory.get("description"),
+            items.append(self.item(cursor, memory_id, REFERENCE, memory.label or memory.description,
                                    memory_markdown(memory_id, memory, source.relpath if source else None)))
         if sections:
             items += self.sections(cursor)

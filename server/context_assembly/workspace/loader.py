@@ -15,6 +15,7 @@ from attrs import define, field
 
 from ..documents import ParsedDocument, parse_document
 from ..model.converter import structure
+from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
@@ -87,9 +88,9 @@ class Workspace:
     files: dict[str, SourceFile]
     engines: dict[str, RuleEngine]
     engine_sources: dict[str, SourceFile]  # engine id -> file (context-rules: the first rule file)
-    memories: dict[str, dict[str, Any]]  # id -> canonical definition
+    memories: dict[str, MemoryDefinition]  # id -> canonical definition (shorthand normalised)
     memory_sources: dict[str, SourceFile]
-    ingestion: dict[str, dict[str, Any]]
+    ingestion: dict[str, IngestionPipeline]
     graph_views: dict[str, dict[str, Any]]
     rule_set: RuleSet
     problems: list[Problem]
@@ -248,7 +249,7 @@ class WorkspaceLoader:
         return Workspace(
             root=self.root, layout=self.layout, settings=settings, files=files, engines=engines,
             engine_sources=engine_sources, memories=memories, memory_sources=memory_sources,
-            ingestion=_by_id(files, "ingestion-pipeline"), graph_views=_by_id(files, "graph-view"),
+            ingestion=collect_pipelines(files), graph_views=_by_id(files, "graph-view"),
             rule_set=RuleSet(compiled), problems=problems,
         )
 
@@ -263,18 +264,27 @@ class WorkspaceLoader:
         return engine, compiled
 
 
-def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, dict[str, Any]], dict[str, SourceFile]]:
-    memories: dict[str, dict[str, Any]] = {}
+def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, MemoryDefinition], dict[str, SourceFile]]:
+    memories: dict[str, MemoryDefinition] = {}
     sources: dict[str, SourceFile] = {}
     for source in files.values():
         if source.kind != "persistent-memory" or not isinstance(source.value, dict):
             continue
-        definition = normalise_memory(source.value, source.path.stem)
-        memory_id = definition.get("id")
+        definition = structure(normalise_memory(source.value, source.path.stem), MemoryDefinition)
+        memory_id = definition.id
         if isinstance(memory_id, str) and memory_id not in memories:
             memories[memory_id] = definition
             sources[memory_id] = source
     return memories, sources
+
+
+def collect_pipelines(files: dict[str, SourceFile]) -> dict[str, IngestionPipeline]:
+    """Ingestion pipelines by id (the file name when the file has none); the first file wins."""
+    out: dict[str, IngestionPipeline] = {}
+    for source in files.values():
+        if source.kind == "ingestion-pipeline" and isinstance(source.value, dict):
+            out.setdefault(str(source.value.get("id") or source.path.stem), structure(source.value, IngestionPipeline))
+    return out
 
 
 def _by_id(files: dict[str, SourceFile], kind: str) -> dict[str, dict[str, Any]]:
