@@ -7,7 +7,7 @@ layer (`context_assembly.lsp`) registers the table once and only translates.
 """
 
 from .call import CallContext, MethodSpec
-from .table import METHODS, call
 from .session import Session
+from .table import METHODS, call
 
 __all__ = ["METHODS", "CallContext", "MethodSpec", "Session", "call"]
