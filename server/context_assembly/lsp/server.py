@@ -27,6 +27,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..methods import Session
+from . import pygls_compat as compat
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
 
@@ -80,8 +81,8 @@ class ContextAssemblyServer(LanguageServer):
         return self.session
 
     def open_document_text(self, uri: str) -> str | None:
-        documents = self.protocol.workspace.text_documents if self.protocol._workspace is not None else {}
-        document = documents.get(uri)
+        workspace = compat.workspace_or_none(self.protocol)
+        document = workspace.text_documents.get(uri) if workspace is not None else None
         return document.source if document is not None else None
 
     # -- the event loop ---------------------------------------------------------------------------
@@ -198,8 +199,8 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
         # pygls cancels whatever is still running once this returns: let requests already in flight
         # finish and answer first (for a while).
         me = asyncio.current_task()
-        pending: list[asyncio.Future[Any]] = [
-            f for f in list(ls.protocol._request_futures.values())  # type: ignore[misc]
+        pending: list[Any] = [
+            f for f in list(compat.pending_requests(ls.protocol).values())
             if isinstance(f, asyncio.Future) and f is not me and not f.done()]
         if pending:
             await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)

@@ -7,6 +7,7 @@ import asyncio
 from lsprotocol import types
 
 from ...editor.actions import QUICKFIX, REWRITE, code_actions
+from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
 from .state import current_document, encoding, structure
 
@@ -15,7 +16,7 @@ def compute(ls: ContextAssemblyServer, params: types.CodeActionParams) -> list[t
     document = current_document(ls, params.text_document.uri)
     if document is None:
         return None
-    converter = ls.protocol._converter
+    converter = compat.converter_of(ls.protocol)
     diagnostics = [converter.unstructure(d) for d in params.context.diagnostics]
     only = [str(k.value if hasattr(k, "value") else k) for k in params.context.only or []] or None
     found = code_actions(document, diagnostics, ls.require_session().root, encoding(ls), only)

@@ -16,6 +16,7 @@ from lsprotocol import types
 from ...editor.diagnostics import document_diagnostics
 from ...editor.documents import document_from_source
 from ...methods import Session
+from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
 from .state import client_capabilities, current_document, editor_state, encoding, structure
 
@@ -150,7 +151,7 @@ def register(server: ContextAssemblyServer) -> None:
 
 def _result_id(ls: ContextAssemblyServer, items: list[types.Diagnostic]) -> str:
     """Names the report's content: a client that sends it back gets "unchanged" while it holds."""
-    data = orjson.dumps(ls.protocol._converter.unstructure(items))
+    data = orjson.dumps(compat.converter_of(ls.protocol).unstructure(items))
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 

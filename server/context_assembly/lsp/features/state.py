@@ -10,6 +10,7 @@ from lsprotocol import types
 from ...editor.documents import DocumentStore, EditorDocument, overlay
 from ...methods import Session
 from ...workspace.loader import KINDS, Workspace, stamp_or_none
+from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
 
 T = TypeVar("T")
@@ -100,7 +101,7 @@ def current_document(ls: ContextAssemblyServer, uri: str) -> EditorDocument | No
 
 def structure(ls: ContextAssemblyServer, value: Any, cls: type[T]) -> T:
     """An LSP-shaped dict from `editor/` as the lsprotocol type pygls sends."""
-    result: T = ls.protocol._converter.structure(value, cls)
+    result: T = compat.converter_of(ls.protocol).structure(value, cls)
     return result
 
 
