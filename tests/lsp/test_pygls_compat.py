@@ -15,8 +15,8 @@ from lsprotocol import types
 from packaging.specifiers import SpecifierSet
 from pygls.client import JsonRPCClient
 from pygls.exceptions import JsonRpcMethodNotFound
-from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, default_converter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, default_converter
 
 from context_assembly.lsp import pygls_compat as compat
 
@@ -85,14 +85,6 @@ def test_writes_headers_follows_set_writer() -> None:
     assert compat.writes_headers(protocol)
     protocol.set_writer(writer, include_headers=False)
     assert not compat.writes_headers(protocol)
-
-
-def test_workspace_or_none_before_and_after_initialize() -> None:
-    protocol, _ = make_server_protocol()
-    assert compat.workspace_or_none(protocol) is None
-    protocol.handle_message(protocol.structure_message({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": None}}))
-    assert compat.workspace_or_none(protocol) is not None
 
 
 def test_send_response_writes_an_answer() -> None:
@@ -165,7 +157,8 @@ def test_handler_hook_is_asked_for_each_request() -> None:
     assert isinstance(protocol, ClientSide)
     writer = Writer()
     protocol.set_writer(writer, include_headers=True)
-    protocol.handle_message(protocol.structure_message({"jsonrpc": "2.0", "id": 5, "method": "nobody/home", "params": None}))
+    protocol.handle_message(protocol.structure_message(
+        {"jsonrpc": "2.0", "id": 5, "method": "nobody/home", "params": None}))
     assert protocol.looked_up == ["nobody/home"]
     assert writer.messages()[-1]["error"]["code"] == JsonRpcMethodNotFound.CODE
 

@@ -30,8 +30,8 @@ Member (of `JsonRPCProtocol` unless said) -> what it is used for -> the upstream
   catch-all notification handler.
 - `_handle_cancel_notification` -> the agent client honouring `$/cancelRequest` -> a public
   `cancel_request`.
-- `LanguageServerProtocol._workspace` -> no longer used: `workspace_or_none` reads the public
-  `workspace` property, which raises before `initialize`.
+- `LanguageServerProtocol._workspace` -> no longer used: open documents' text for methods comes
+  from the editor's own store (`ContextAssemblyServer.open_document_text`).
 
 The hooks are overridden through the mixins below, which give them public names
 (`send_data`, `answer_request`, `handler_for`, `on_notification`); subclasses override those.
@@ -82,14 +82,6 @@ def expected_results(protocol: Any) -> MutableMapping[Any, Any]:
 def writes_headers(protocol: Any) -> bool:
     """Whether the writer was set with `include_headers=True` (Content-Length framing)."""
     return bool(protocol._include_headers)
-
-
-def workspace_or_none(protocol: Any) -> Any:
-    """pygls' text-document workspace, or None before `initialize` (public API, no private member)."""
-    try:
-        return protocol.workspace
-    except RuntimeError:
-        return None
 
 
 # -- calling protocol internals ----------------------------------------------------------------------
@@ -150,5 +142,5 @@ class NotificationHook:
 __all__ = [
     "TESTED_PYGLS", "AnswerHook", "HandlerHook", "NotificationHook", "SendDataHook", "cancel_request",
     "converter_of", "expected_results", "pending_requests", "send_response", "server_of", "shutting_down",
-    "workspace_or_none", "writes_headers",
+    "writes_headers",
 ]

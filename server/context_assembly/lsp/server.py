@@ -28,6 +28,7 @@ from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..methods import Session
 from . import pygls_compat as compat
+from .editor_state import EditorState
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
 
@@ -60,6 +61,7 @@ class ContextAssemblyServer(LanguageServer):
         self.on_workspace_changed: list[Callable[[Session], None]] = []  # after .codebolt/ changed on disk
         self.progress_cancels: dict[Any, Callable[[], None]] = {}  # work-done token -> cancel its request
         self.watching = False  # the client accepted our `.codebolt/` file watcher (see `watch`)
+        self.editor: EditorState | None = None  # the editor features' state (features/state.py)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -81,9 +83,10 @@ class ContextAssemblyServer(LanguageServer):
         return self.session
 
     def open_document_text(self, uri: str) -> str | None:
-        workspace = compat.workspace_or_none(self.protocol)
-        document = workspace.text_documents.get(uri) if workspace is not None else None
-        return document.source if document is not None else None
+        """The text of an open definition document, from the editor's store (the event loop puts
+        each version there as it arrives): methods run on workers, which never read pygls' workspace."""
+        document = self.editor.store.get(uri) if self.editor is not None else None
+        return document.text if document is not None else None
 
     # -- the event loop ---------------------------------------------------------------------------
 

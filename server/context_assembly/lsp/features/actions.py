@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 
 from ...editor.actions import QUICKFIX, REWRITE, code_actions
 from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
-from .state import current_document, encoding, structure
+from .state import Snapshot, document_of, encoding, off_loop, structure
 
 
-def compute(ls: ContextAssemblyServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    document = current_document(ls, params.text_document.uri)
+def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeActionParams) \
+        -> list[types.CodeAction] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     converter = compat.converter_of(ls.protocol)
@@ -28,4 +27,4 @@ def register(server: ContextAssemblyServer) -> None:
         code_action_kinds=[types.CodeActionKind(QUICKFIX), types.CodeActionKind(REWRITE)]))
     async def on_code_action(ls: ContextAssemblyServer, params: types.CodeActionParams) \
             -> list[types.CodeAction] | None:
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
+        return await off_loop(ls, compute, params)
