@@ -11,7 +11,7 @@ from ..assembly.tokens import token_counter
 from ..errors import CancelledError, InvalidParamsError, NotFoundError, TimeoutError_
 from ..pipelines.runner import run_pipeline
 from ..pipelines.validate import validate_definition
-from ..registry.steps import STEP_GROUPS, STEP_TYPES, StepSpec
+from ..registry.steps import STEP_GROUPS, StepSpec, step_types
 from ..workspace.lint import lint_context
 from .call import CallContext, MethodSpec
 from .params import EMPTY, prefixed, shape
@@ -80,7 +80,7 @@ def step_spec(step: StepSpec) -> dict[str, Any]:
 
 
 def step_specs(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return {"items": [step_spec(s) for s in STEP_TYPES],
+    return {"items": [step_spec(s) for s in step_types()],
             "groups": [{"name": g.name, "description": g.description} for g in STEP_GROUPS]}
 
 

@@ -27,7 +27,7 @@ from ..rules.lookup import build_lookup
 from .context import StepCancelled, StepContext, StepError, StepTimeout, Stores
 from .items import Item
 from .shorthand import is_shorthand, normalise_memory
-from .steps import LAZY_PARAMS, STEPS
+from .steps import step_function
 from .templates import TemplateError
 
 RESERVED_KEYS = ("type", "step", "alias", "timeout_ms")
@@ -319,12 +319,12 @@ def _prepare(step: Any, kind: str, ctx: StepContext) -> tuple[Callable[[dict[str
         raise StepError("a step must be an object")
     if not isinstance(step.get("type", step.get("step")), str):
         raise StepError("a step needs a 'type' naming its step type")
-    function = STEPS.get(kind)
     spec = lookup_step(kind)
-    if function is None or spec is None:
+    if spec is None:
         hints = difflib.get_close_matches(kind, step_names(), n=3, cutoff=0.6)
         raise StepError(f"unknown step type {kind!r}" + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
-    lazy = LAZY_PARAMS.get(kind, frozenset())
+    function = step_function(spec)
+    lazy = spec.lazy_params
     params = {k: (v if k in lazy else ctx.fill(v)) for k, v in step.items() if k not in RESERVED_KEYS}
     if "timeout_ms" in step:
         params["timeout_ms"] = ctx.fill(step["timeout_ms"])
