@@ -37,7 +37,7 @@ from ..registry.steps import TEMPLATE_PATTERN
 from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions
 from ..workspace.loader import Workspace
-from ..workspace.repository import DefinitionRepository, ingestion_repository
+from ..workspace.repository import DefinitionRepository, definition_repository
 from .processors import (
     LLM,
     PROCESSOR_FUNCTIONS,
@@ -106,7 +106,8 @@ class IngestionEngine:
                  observer: Observer | None = None, custom: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self.memory = memory
         self.workspace = workspace
-        self.repository = repository if repository is not None else ingestion_repository(memory.layout)
+        self.repository = repository if repository is not None \
+            else definition_repository(memory.layout, "ingestion-pipeline")
         self.llm = llm
         self.observer = observer
         self.custom = dict(custom or {})

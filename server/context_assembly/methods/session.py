@@ -22,10 +22,8 @@ from ..runtime import Runtime
 from ..schemas import validation_errors
 from ..workspace.loader import Workspace
 from ..workspace.repository import (
-    DefinitionRepository,
     RuleEngineRepository,
-    ingestion_repository,
-    persistent_memory_repository,
+    definition_repository,
     rule_engine_repository,
 )
 from ..workspace.settings import Settings
@@ -76,10 +74,9 @@ class Session:
         self._lock = threading.Lock()
         self._ingestion: Any = None
         self.rule_engines: RuleEngineRepository = rule_engine_repository(self.layout, validate=_rule_engine_problems)
-        self.persistent_memory: DefinitionRepository = persistent_memory_repository(
-            self.layout, validate=_memory_problems)
-        self.ingestion_pipelines: DefinitionRepository = ingestion_repository(
-            self.layout, validate=_ingestion_problems)
+        self.persistent_memory = definition_repository(self.layout, "persistent-memory", validate=_memory_problems)
+        self.ingestion_pipelines = definition_repository(self.layout, "ingestion-pipeline",
+                                                         validate=_ingestion_problems)
         self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
         if settings:
             self.set_settings(settings)

@@ -22,7 +22,7 @@ from ..pipelines.shorthand import normalise_memory
 from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
-from .layout import WorkspaceLayout
+from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
 from .settings import Settings, load_settings
 
@@ -30,12 +30,9 @@ JSON_SUFFIXES = (".json",)
 ANY_SUFFIXES = (".json", ".yaml", ".yml")
 
 # kind -> (directory attribute of WorkspaceLayout, accepted suffixes)
+_SUFFIXES = {"rule-engine": JSON_SUFFIXES, "graph-view": JSON_SUFFIXES}
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "rule-engine": ("rule_engines_dir", JSON_SUFFIXES),
-    "context-rules": ("context_rules_dir", ANY_SUFFIXES),
-    "persistent-memory": ("persistent_memory_dir", ANY_SUFFIXES),
-    "ingestion-pipeline": ("ingestion_dir", ANY_SUFFIXES),
-    "graph-view": ("graph_views_dir", JSON_SUFFIXES),
+    kind: (attribute, _SUFFIXES.get(kind, ANY_SUFFIXES)) for kind, attribute in DEFINITION_DIRS.items()
 }
 
 
