@@ -27,6 +27,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..methods import Session
+from ..workspace import uris
 from . import pygls_compat as compat
 from .editor_state import EditorState
 from .errors import not_initialized
@@ -210,9 +211,10 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
 
 
 def build_server(workspace: Path | None = None) -> ContextAssemblyServer:
-    """The server with every feature module registered."""
+    """The server with every feature module registered; the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch
 
+    uris.use_converter(to_fs_path)
     server = ContextAssemblyServer(workspace)
     _register_lifecycle(server)
     for feature in (calls, config, watch, features):

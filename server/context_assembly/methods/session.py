@@ -27,6 +27,7 @@ from ..workspace.repository import (
     rule_engine_repository,
 )
 from ..workspace.settings import Settings
+from ..workspace.uris import uri_to_path
 from .call import Llm
 
 TextSource = Callable[[str], "str | None"]  # document URI -> its text, when the editor has it open
@@ -143,12 +144,10 @@ class Session:
             text = self.text_source(uri)
             if text is not None:
                 return text
-        from urllib.parse import unquote, urlparse
-
-        parsed = urlparse(uri)
-        if parsed.scheme != "file":
+        path = uri_to_path(uri)
+        if path is None:
             return None
-        path = Path(unquote(parsed.path)).resolve()
+        path = path.resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
             return None  # never read outside the workspace
         try:
