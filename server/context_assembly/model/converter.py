@@ -16,7 +16,7 @@ from cattrs.cols import list_structure_factory
 
 from ..registry.values import MISSING
 from .context import ContextItem
-from .definitions import OPEN_RECORDS, IngestionPipeline, MemoryDefinition, Route
+from .definitions import IngestionPipeline, MemoryDefinition, OpenRecord, Route
 from .problems import Severity
 from .rules import (
     AllOf,
@@ -124,6 +124,7 @@ _READ_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError)
 
 def _open_structure(cls: type) -> Any:
     """A value of the documented type goes to its attribute; anything else stays in `extra`."""
+    attrs.resolve_types(cls)
     renames = _RENAMES.get(cls, {})
     by_wire = {renames.get(a.name, a.name): a for a in attrs.fields(cls) if a.name not in ("extra", "key_order")}
 
@@ -169,9 +170,12 @@ def _open_unstructure(cls: type) -> Any:
     return unstructure_open
 
 
-for _cls in OPEN_RECORDS:
-    converter.register_structure_hook(_cls, _open_structure(_cls))
-    converter.register_unstructure_hook(_cls, _open_unstructure(_cls))
+def _is_open_record(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, OpenRecord)
+
+
+converter.register_structure_hook_factory(_is_open_record, _open_structure)
+converter.register_unstructure_hook_factory(_is_open_record, _open_unstructure)
 
 
 MAX_DEPTH = 32  # nesting deeper than any person writes; also keeps recursion bounded

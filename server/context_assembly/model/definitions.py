@@ -15,16 +15,17 @@ from typing import Any
 from attrs import define, field
 
 
-def _extra() -> Any:
-    return field(factory=dict)
+@define
+class OpenRecord:
+    """What every open record has besides its typed attributes (keyword-only, so the typed ones
+    keep their positions)."""
 
-
-def _order() -> Any:
-    return field(factory=tuple, eq=False, repr=False)
+    extra: dict[str, Any] = field(factory=dict, kw_only=True)
+    key_order: tuple[str, ...] = field(factory=tuple, eq=False, repr=False, kw_only=True)
 
 
 @define
-class AdditionalVariable:
+class AdditionalVariable(OpenRecord):
     """`additional_variables[]` of a memory definition: a variable the request may or must carry."""
 
     name: str | None = None
@@ -32,21 +33,17 @@ class AdditionalVariable:
     required: bool | None = None
     default: Any = None
     description: str | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class Retrieval:
+class Retrieval(OpenRecord):
     """`retrieval`: the pipeline's steps, each `{type, alias?, ...params}` as written."""
 
     pipeline: list[Any] | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class Contribution:
+class Contribution(OpenRecord):
     """`contribution`: where the memory's items go and how much of them."""
 
     section: str | None = None
@@ -54,12 +51,10 @@ class Contribution:
     format: str | None = None
     max_items: int | None = None
     max_tokens: int | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class MemoryDefinition:
+class MemoryDefinition(OpenRecord):
     """A persistent-memory definition in the canonical shape (the seed-002 shorthand is normalised
     before structuring: `pipelines/shorthand.py`)."""
 
@@ -73,8 +68,6 @@ class MemoryDefinition:
     retrieval: Retrieval | None = None
     contribution: Contribution | None = None
     schema: str | None = None  # "$schema" on the wire
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
     @property
     def steps(self) -> list[Any] | None:
@@ -91,19 +84,17 @@ class MemoryDefinition:
 
 
 @define
-class Processor:
+class Processor(OpenRecord):
     """One processor of an ingestion pipeline; its type's parameters stay in `extra`."""
 
     id: str | None = None
     type: str | None = None
     input: str | None = None
     output: str | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class Route:
+class Route(OpenRecord):
     """One routing entry: what to write (`from`, each item when `foreach`) and where (`write_to`)."""
 
     id: str | None = None
@@ -111,19 +102,15 @@ class Route:
     foreach: bool | None = None
     condition: list[Any] | None = None
     write_to: str | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class TriggerConfig:
+class TriggerConfig(OpenRecord):
     where: list[Any] | None = None
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
 
 @define
-class IngestionPipeline:
+class IngestionPipeline(OpenRecord):
     """An ingestion pipeline (SPEC §7); `trigger` is one trigger name or a list of them."""
 
     id: str | None = None
@@ -135,8 +122,6 @@ class IngestionPipeline:
     processors: list[Processor] | None = None
     routing: list[Route] | None = None
     schema: str | None = None  # "$schema" on the wire
-    extra: dict[str, Any] = _extra()
-    key_order: tuple[str, ...] = _order()
 
     @property
     def triggers(self) -> list[str]:
@@ -147,7 +132,3 @@ class IngestionPipeline:
     @property
     def active(self) -> bool:
         return self.status != "disabled"
-
-
-OPEN_RECORDS: tuple[type, ...] = (AdditionalVariable, Retrieval, Contribution, MemoryDefinition, Processor,
-                                  Route, TriggerConfig, IngestionPipeline)
