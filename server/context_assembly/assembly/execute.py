@@ -86,6 +86,24 @@ def _key_stores(definition: MemoryDefinition) -> tuple[set[str], list[str] | Non
     return (schemes - {"markdown"} if notes is not None else schemes), notes
 
 
+# definition -> its JSON for cache keys; definitions are read-only once loaded, and the entry holds
+# the definition itself, so an id is never reused while its entry lives
+_FINGERPRINTS: dict[int, tuple[MemoryDefinition, bytes]] = {}
+_MAX_FINGERPRINTS = 4096
+
+
+def _fingerprint(definition: MemoryDefinition) -> bytes:
+    """The definition as sorted JSON, made once per definition object (32 us -> a lookup)."""
+    hit = _FINGERPRINTS.get(id(definition))
+    if hit is not None and hit[0] is definition:
+        return hit[1]
+    value = orjson.dumps(unstructure(definition), option=orjson.OPT_SORT_KEYS, default=str)
+    if len(_FINGERPRINTS) >= _MAX_FINGERPRINTS:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(definition)] = (definition, value)
+    return value
+
+
 class Executor:
     def __init__(self, memory: Any, stores: Any, cache: ResultCache, workers: int = 8) -> None:
         self.memory = memory
@@ -103,7 +121,7 @@ class Executor:
             generations[scheme] = self.memory.generation(scheme)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         stamps = self.memory.notes.stamp(notes) if notes else ()
-        return (orjson.dumps(unstructure(definition), option=orjson.OPT_SORT_KEYS, default=str),
+        return (_fingerprint(definition),
                 orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
