@@ -50,6 +50,7 @@ class SourceFile:
     rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
     engine: RuleEngine | None = None  # rule-engine files, structured
     _compiled: CompiledEngine | None = None
+    _definition: MemoryDefinition | IngestionPipeline | None = None  # made once per file version
     # per-rule work shared by successive versions of one document: the editor hands the previous
     # version's memo to the next version (see workspace/memo.py)
     memo: SourceMemo = field(factory=SourceMemo, repr=False)
@@ -65,6 +66,16 @@ class SourceFile:
         if self._compiled is None and self.engine is not None:
             self._compiled = compile_engine(self.engine)
         return self._compiled
+
+    def definition(self) -> MemoryDefinition | IngestionPipeline | None:
+        """A persistent-memory file as its (normalised) definition, an ingestion file as its
+        pipeline; None for other kinds and for a value that is not an object."""
+        if self._definition is None and isinstance(self.value, dict):
+            if self.kind == "persistent-memory":
+                self._definition = structure(normalise_memory(self.value, self.path.stem), MemoryDefinition)
+            elif self.kind == "ingestion-pipeline":
+                self._definition = structure(self.value, IngestionPipeline)
+        return self._definition
 
     def locate(self, problem: Problem) -> Problem:
         """Fill the problem's file and 1-based line/column from its JSON pointer."""
@@ -265,9 +276,9 @@ def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, MemoryDefi
     memories: dict[str, MemoryDefinition] = {}
     sources: dict[str, SourceFile] = {}
     for source in files.values():
-        if source.kind != "persistent-memory" or not isinstance(source.value, dict):
+        definition = source.definition() if source.kind == "persistent-memory" else None
+        if not isinstance(definition, MemoryDefinition):
             continue
-        definition = structure(normalise_memory(source.value, source.path.stem), MemoryDefinition)
         memory_id = definition.id
         if isinstance(memory_id, str) and memory_id not in memories:
             memories[memory_id] = definition
@@ -279,8 +290,9 @@ def collect_pipelines(files: dict[str, SourceFile]) -> dict[str, IngestionPipeli
     """Ingestion pipelines by id (the file name when the file has none); the first file wins."""
     out: dict[str, IngestionPipeline] = {}
     for source in files.values():
-        if source.kind == "ingestion-pipeline" and isinstance(source.value, dict):
-            out.setdefault(str(source.value.get("id") or source.path.stem), structure(source.value, IngestionPipeline))
+        pipeline = source.definition() if source.kind == "ingestion-pipeline" else None
+        if isinstance(pipeline, IngestionPipeline):
+            out.setdefault(pipeline.id or source.path.stem, pipeline)
     return out
 
 
