@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from attrs import frozen
 from lsprotocol import types
@@ -21,7 +21,16 @@ from ..editor_state import EditorState
 from ..server import ContextAssemblyServer
 
 T = TypeVar("T")
-P = TypeVar("P")
+
+
+class AboutDocument(Protocol):
+    """The params of any request about one document."""
+
+    @property
+    def text_document(self) -> types.TextDocumentIdentifier: ...
+
+
+P = TypeVar("P", bound=AboutDocument)
 _LOCK = threading.Lock()
 
 
@@ -72,7 +81,7 @@ def current_document(ls: ContextAssemblyServer, uri: str) -> EditorDocument | No
 async def off_loop(ls: ContextAssemblyServer, compute: Callable[[ContextAssemblyServer, Snapshot, P], T],
                    params: P) -> T:
     """Run `compute(ls, snapshot, params)` on a worker, the request's document snapshotted here first."""
-    snap = snapshot(ls, params.text_document.uri)  # type: ignore[attr-defined]
+    snap = snapshot(ls, params.text_document.uri)
     return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, snap, params)
 
 
