@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from context_assembly.cli.main import main
-from context_assembly.methods.registry import call
+from context_assembly.methods.table import call
 from context_assembly.methods.session import Session
 
 from ..workspace.builder import write
