@@ -63,13 +63,18 @@ def _pipeline(memory: dict[str, Any]) -> list[str]:
     return [str(s.get("type")) for s in steps or [] if isinstance(s, dict)]
 
 
-def memory_markdown(memory_id: str, memory: dict[str, Any], relpath: str | None) -> str:
+def memory_placement(memory: dict[str, Any]) -> tuple[str, str]:
+    """The section and priority a memory contributes to (the defaults when it names none)."""
     contribution: dict[str, Any] = memory["contribution"] if isinstance(memory.get("contribution"), dict) else {}
+    return str(contribution.get("section", "knowledge")), str(contribution.get("priority", "medium"))
+
+
+def memory_markdown(memory_id: str, memory: dict[str, Any], relpath: str | None) -> str:
     lines = [f"**{memory.get('label') or memory_id}** (`{memory_id}`)"]
     if memory.get("description"):
         lines += ["", str(memory["description"])]
-    lines += ["", f"Section: `{contribution.get('section', 'knowledge')}` · "
-                  f"priority: `{contribution.get('priority', 'medium')}`"]
+    section, priority = memory_placement(memory)
+    lines += ["", f"Section: `{section}` · priority: `{priority}`"]
     steps = _pipeline(memory)
     if steps:
         lines += ["", "Pipeline: " + " → ".join(steps)]
