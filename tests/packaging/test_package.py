@@ -60,3 +60,10 @@ def test_no_install_advice_names_an_unpublished_package() -> None:
         for line in text.splitlines():
             if re.search(r"pip install context-assembly\b", line):
                 assert "finds nothing" in line or "alone" in line, f"{path.name}: {line.strip()}"
+
+
+def test_the_semantic_embedder_is_an_optional_extra_and_its_absence_is_named() -> None:
+    project = _pyproject()["project"]
+    assert not any(r.startswith("wordllama") for r in project["dependencies"])
+    assert any(r.startswith("wordllama") for r in project["optional-dependencies"]["embeddings"])
+    # .ci/wheel checks, in a fresh environment without the extra, that its absence is reported by name
