@@ -3,9 +3,11 @@ names are tokens; a memory id shows its section and priority, a field where the 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -17,7 +19,25 @@ from ..editor.lsp_support import workspace_copy as copy
 from .support import SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
+REFRESH_METHODS = (types.WORKSPACE_INLAY_HINT_REFRESH, types.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
+REFRESHES: dict[str, asyncio.Event] = {}  # the refresh requests the server sent
+
+
+def make_client() -> LanguageClient:
+    client = make_editor_client()
+    for method in REFRESH_METHODS:
+        client.feature(method)(_recorder(method))
+    return client
+
+
+def _recorder(method: str) -> Callable[[Any], None]:
+    def record(_params: Any) -> None:
+        REFRESHES.setdefault(method, asyncio.Event()).set()
+
+    return record
+
+
+CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_client)
 LEGEND: list[types.SemanticTokensLegend] = []  # what the server announced
 ENGINE = {
     "id": "hints",
@@ -37,7 +57,10 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
-    result = await start(lsp_client, root, capabilities())
+    caps = capabilities()
+    assert caps.workspace is not None
+    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    result = await start(lsp_client, root, caps)
     provider = result.capabilities.semantic_tokens_provider
     assert isinstance(provider, types.SemanticTokensOptions) and provider.full and provider.range
     assert result.capabilities.inlay_hint_provider
@@ -128,8 +151,16 @@ async def test_inlay_hints_follow_unsaved_edits_to_the_memory(client: LanguageCl
     memory_text = memory_path.read_text()
     memory_uri = open_doc(client, memory_path, memory_text)
     uri = open_doc(client, root / ".codebolt" / "context-rule-engines" / "hints3.json", json.dumps(ENGINE, indent=2))
+    await hints_for(client, uri)  # a client that has asked for hints and tokens is told when they go stale
+    await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(
+        text_document=types.TextDocumentIdentifier(uri)))
+    for method in REFRESH_METHODS:
+        REFRESHES[method] = asyncio.Event()
     change_doc(client, memory_uri, memory_text.replace('"priority": "high"', '"priority": "critical"'), 2)
     assert "knowledge · critical" in [h.label for h in await hints_for(client, uri)]
+    # the client is asked to fetch the hints and tokens of its open documents again
+    for method in REFRESH_METHODS:
+        await asyncio.wait_for(REFRESHES[method].wait(), timeout=60)
 
 
 async def test_seed_004_names_show_the_canonical_variable(client: LanguageClient, root: Path) -> None:

@@ -10,25 +10,46 @@ from lsprotocol import types
 from ...editor.semantics import TOKEN_MODIFIERS, TOKEN_TYPES, inlay_hints, semantic_tokens
 from ..server import ContextAssemblyServer
 from .formatting import structure_range
-from .state import current_document, editor_state, encoding, structure
+from .state import client_capabilities, current_document, editor_state, encoding, structure
 
 LEGEND = types.SemanticTokensLegend(token_types=list(TOKEN_TYPES), token_modifiers=list(TOKEN_MODIFIERS))
 
 
 def tokens(ls: ContextAssemblyServer, uri: str, selection: types.Range | None) -> types.SemanticTokens | None:
+    state = editor_state(ls)
+    state.asked.add(types.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
     document = current_document(ls, uri)
     if document is None:
         return None
-    workspace = editor_state(ls).workspace()
+    workspace = state.workspace()
     return types.SemanticTokens(data=semantic_tokens(document, workspace, encoding(ls), structure_range(selection)))
 
 
 def hints(ls: ContextAssemblyServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+    state = editor_state(ls)
+    state.asked.add(types.WORKSPACE_INLAY_HINT_REFRESH)
     document = current_document(ls, params.text_document.uri)
     if document is None:
         return None
-    found = inlay_hints(document, editor_state(ls).workspace(), encoding(ls), structure_range(params.range))
+    found = inlay_hints(document, state.workspace(), encoding(ls), structure_range(params.range))
     return [structure(ls, hint, types.InlayHint) for hint in found]
+
+
+def refresh(ls: ContextAssemblyServer) -> None:
+    """Another document changed (a memory's placement, a variable): ask the client to request the
+    hints and tokens of its open documents again, when it accepts that request and has asked for
+    them before."""
+    capabilities = client_capabilities(ls)
+    workspace = capabilities.workspace if capabilities is not None else None
+    if workspace is None:
+        return
+    asked = editor_state(ls).asked
+    if types.WORKSPACE_INLAY_HINT_REFRESH in asked and workspace.inlay_hint is not None \
+            and workspace.inlay_hint.refresh_support:
+        ls.protocol.send_request(types.WORKSPACE_INLAY_HINT_REFRESH, None)
+    if types.WORKSPACE_SEMANTIC_TOKENS_REFRESH in asked and workspace.semantic_tokens is not None \
+            and workspace.semantic_tokens.refresh_support:
+        ls.protocol.send_request(types.WORKSPACE_SEMANTIC_TOKENS_REFRESH, None)
 
 
 def _off_loop(ls: ContextAssemblyServer, fn: Any, *args: Any) -> Any:
