@@ -88,6 +88,20 @@ def test_yaml_sequences_are_indented_under_their_key() -> None:
     assert out == "name: x\npipeline:\n  - step: kv_get\n    keys:\n      - k\n"
 
 
+def test_a_top_level_yaml_list_starts_at_column_zero() -> None:
+    text = "- name: a\n  when: {task_contains: [x]}\n  then:\n    always_include:\n    - path: a\n# next\n" \
+           "- name: b\n  k: |\n    multi\n    line\n"
+    out = format_text(text, "01.yaml", "context-rules")
+    assert out.startswith("- name: a\n  when:") and "\n      - path: a\n# next\n- name: b\n" in out
+    assert yaml.safe_load(out) == yaml.safe_load(text)
+    assert format_text(out, "01.yaml", "context-rules") == out
+
+
+def test_several_yaml_documents_in_one_file_are_refused() -> None:
+    with pytest.raises(FormatError):
+        format_text("name: a\n---\nname: b\n", "m.yaml", "persistent-memory")
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ('{"id": "a", "id": "b"}', "appears twice"),
     ('{"id": "a",', "line 1"),

@@ -24,10 +24,11 @@ def format_text(text: str, name: str | PurePath, schema_name: str | None) -> str
     """`text`, the file `name` (its suffix picks JSON or YAML), formatted for `schema_name` (a
     published schema; None keeps the key order and only lays the file out)."""
     root = schema(schema_name) if schema_name else {}
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept as it is
     if document_kind(name) == "yaml":
-        formatted = format_yaml(text, root, root)
+        formatted = bom + format_yaml(text[len(bom):], root, root)
     else:
-        formatted = dump_json(load_json(text), root, root)
+        formatted = bom + dump_json(load_json(text[len(bom):]), root, root)
     if formatted != text:
         _same_value(text, formatted, name)
     return formatted

@@ -38,7 +38,10 @@ def format_yaml(text: str, node: Schema | None, root: Schema) -> str:
         yaml.dump(data, stream)
     except YAMLError as exc:
         raise FormatError(str(exc)) from exc
-    return stream.getvalue()
+    out = stream.getvalue()
+    if isinstance(data, CommentedSeq):  # a top-level list starts at column 0, like a top-level mapping
+        out = "".join(line[2:] if line.startswith("  ") else line for line in out.splitlines(keepends=True))
+    return out
 
 
 def dump_yaml(value: Any, node: Schema | None, root: Schema) -> str:
