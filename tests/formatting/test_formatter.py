@@ -182,3 +182,13 @@ def test_yaml_formatting_is_idempotent_and_keeps_the_value_and_comments(
     assert yaml.safe_load(once) == yaml.safe_load(text)
     if comment:
         assert "# heading comment" in once
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.lists(st.dictionaries(KEYS, YAML_VALUES, min_size=1, max_size=4), min_size=1, max_size=4),
+       flow=st.booleans())
+def test_yaml_lists_of_rules_format_idempotently(value: list[dict[str, Any]], flow: bool) -> None:
+    text = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=flow or None, width=4096)
+    once = format_text(text, "rules.yaml", "context-rules")
+    assert format_text(once, "rules.yaml", "context-rules") == once
+    assert yaml.safe_load(once) == yaml.safe_load(text)
