@@ -10,7 +10,7 @@ import pytest
 from context_assembly.cli.main import main
 from context_assembly.formatting import format_text
 from context_assembly.workspace.layout import WorkspaceLayout
-from context_assembly.workspace.repository import persistent_memory_repository, rule_engine_repository
+from context_assembly.workspace.repository import definition_repository, rule_engine_repository
 
 from ..workspace.builder import memory, write
 
@@ -67,7 +67,7 @@ def test_crud_writes_come_out_formatted(tmp_path: Path) -> None:
     assert format_text(text, path.name, "rule-engine") == text
     assert text.index('"id": "r2"') < text.index('"when"', text.index('"id": "r2"'))
 
-    memories = persistent_memory_repository(layout)
+    memories = definition_repository(layout, "persistent-memory")
     write(tmp_path, "PersistentMemory/y.yaml", "# comment\nname: Y\nstep: kv_get\n")
     memories.update("y", {"description": "d"})
     text = (layout.persistent_memory_dir / "y.yaml").read_text()

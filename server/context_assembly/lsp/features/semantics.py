@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from lsprotocol import types
@@ -10,25 +9,25 @@ from lsprotocol import types
 from ...editor.semantics import TOKEN_MODIFIERS, TOKEN_TYPES, inlay_hints, semantic_tokens
 from ..server import ContextAssemblyServer
 from .formatting import structure_range
-from .state import client_capabilities, current_document, editor_state, encoding, structure
+from .state import Snapshot, client_capabilities, document_of, editor_state, encoding, off_loop, structure
 
 LEGEND = types.SemanticTokensLegend(token_types=list(TOKEN_TYPES), token_modifiers=list(TOKEN_MODIFIERS))
 
 
-def tokens(ls: ContextAssemblyServer, uri: str, selection: types.Range | None) -> types.SemanticTokens | None:
+def tokens(ls: ContextAssemblyServer, snap: Snapshot, params: Any) -> types.SemanticTokens | None:
     state = editor_state(ls)
     state.asked.add(types.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
-    document = current_document(ls, uri)
+    document = document_of(ls, snap)
     if document is None:
         return None
-    workspace = state.workspace()
-    return types.SemanticTokens(data=semantic_tokens(document, workspace, encoding(ls), structure_range(selection)))
+    selection = structure_range(getattr(params, "range", None))
+    return types.SemanticTokens(data=semantic_tokens(document, state.workspace(), encoding(ls), selection))
 
 
-def hints(ls: ContextAssemblyServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+def hints(ls: ContextAssemblyServer, snap: Snapshot, params: types.InlayHintParams) -> list[types.InlayHint] | None:
     state = editor_state(ls)
     state.asked.add(types.WORKSPACE_INLAY_HINT_REFRESH)
-    document = current_document(ls, params.text_document.uri)
+    document = document_of(ls, snap)
     if document is None:
         return None
     found = inlay_hints(document, state.workspace(), encoding(ls), structure_range(params.range))
@@ -52,20 +51,16 @@ def refresh(ls: ContextAssemblyServer) -> None:
         ls.protocol.send_request(types.WORKSPACE_SEMANTIC_TOKENS_REFRESH, None)
 
 
-def _off_loop(ls: ContextAssemblyServer, fn: Any, *args: Any) -> Any:
-    return asyncio.get_running_loop().run_in_executor(ls.workers, fn, ls, *args)
-
-
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
     async def on_tokens(ls: ContextAssemblyServer, params: types.SemanticTokensParams) -> types.SemanticTokens | None:
-        return await _off_loop(ls, tokens, params.text_document.uri, None)
+        return await off_loop(ls, tokens, params)
 
     @server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, LEGEND)
     async def on_tokens_range(ls: ContextAssemblyServer,
                               params: types.SemanticTokensRangeParams) -> types.SemanticTokens | None:
-        return await _off_loop(ls, tokens, params.text_document.uri, params.range)
+        return await off_loop(ls, tokens, params)
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     async def on_inlay_hint(ls: ContextAssemblyServer, params: types.InlayHintParams) -> list[types.InlayHint] | None:
-        return await _off_loop(ls, hints, params)
+        return await off_loop(ls, hints, params)

@@ -14,9 +14,9 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ..editor.lsp_support import capabilities, change_doc, make_editor_client, open_doc, start
-from ..editor.lsp_support import workspace_copy as copy
-from .support import SERVER
+from ..editor_support import capabilities, change_doc, make_editor_client, open_doc, start
+from ..editor_support import workspace_copy as copy
+from ..support import SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 REFRESH_METHODS = (types.WORKSPACE_INLAY_HINT_REFRESH, types.WORKSPACE_SEMANTIC_TOKENS_REFRESH)

@@ -14,9 +14,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from context_assembly.formatting import format_text
 
-from ..editor.lsp_support import capabilities, make_editor_client, open_doc, start
-from ..editor.lsp_support import workspace_copy as copy
-from .support import SERVER
+from ..editor_support import capabilities, make_editor_client, open_doc, start
+from ..editor_support import workspace_copy as copy
+from ..support import SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
