@@ -1,0 +1,101 @@
+"""The budget ladder of seed 003 end to end: shorten before dropping, compress before cutting, every
+step traced (README "When the budget is tight")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.model import unstructure
+from context_assembly.runtime import Runtime
+from context_assembly.schemas import validation_errors
+
+from ..workspace.builder import write
+
+SCOPES = {"project": {"project_id": "p"}, "thread": {"thread_id": "t-1"}}
+MARKER = re.compile(r"\[… truncated: (\d+) of (\d+) tokens left out\]$")
+
+
+def definition(memory_id: str, steps: list[dict[str, Any]], section: str = "knowledge", priority: str = "medium",
+               **contribution: Any) -> dict[str, Any]:
+    return {"id": memory_id, "label": memory_id, "status": "active", "retrieval": {"pipeline": steps},
+            "contribution": {"section": section, "priority": priority, **contribution}}
+
+
+def sentences(word: str, count: int) -> str:
+    return " ".join(f"The {word} sentence number {i} says something about the service layout." for i in range(count))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    write(tmp_path, "context-rule-engines/main.json", {"id": "main", "rules": []})
+    (tmp_path / ".codebolt/memory").mkdir(parents=True)
+    return tmp_path
+
+
+@pytest.fixture
+def runtime(root: Path) -> Iterator[Runtime]:
+    rt = Runtime(root)
+    yield rt
+    rt.close()
+
+
+def assemble(rt: Runtime, text: str = "explain the service layout", **extra: Any) -> dict[str, Any]:
+    result = unstructure(rt.assemble({"scope_variables": SCOPES, "input": {"text": text}, "thread_id": "t-1",
+                                      **extra}))
+    assert validation_errors("assembled-context", result) == []
+    assert result["meta"]["token_estimate"] <= (result["meta"].get("max_tokens") or 10**9)
+    return result
+
+
+def items(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for section in result["context"].values() for item in section]
+
+
+def steps(result: dict[str, Any], strategy: str) -> list[dict[str, Any]]:
+    return [s for s in result["trace"]["ladder"] if s["strategy"] == strategy]
+
+
+def test_a_critical_document_over_the_budget_is_shortened_not_lost(runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/arch.json",
+          definition("arch", [{"type": "markdown_read", "note": "arch"}], "constraints", "critical"))
+    (root / ".codebolt/memory/arch.md").write_text(sentences("architecture", 60))
+    result = assemble(runtime, explicit_memory=["arch"], constraints={"max_tokens": 120})
+    [doc] = [i for i in result["context"]["constraints"] if i["memory_id"] == "arch"]
+    found = MARKER.search(doc["content"])
+    assert found and int(found.group(2)) > 900 and doc["metadata"]["truncated"] is True
+    assert doc["content"][: found.start()].rstrip().endswith(".")  # at a sentence boundary
+    assert [s["item_id"] for s in steps(result, "truncate")] == [doc["id"]]
+
+
+def test_any_item_not_only_the_first_is_shortened(runtime: Runtime, root: Path) -> None:
+    (root / ".codebolt/memory/short.md").write_text("A short note about the layout.")
+    (root / ".codebolt/memory/long.md").write_text(sentences("long", 40))
+    full = assemble(runtime, explicit_memory=["markdown://short", "markdown://long"])
+    budget = full["meta"]["token_estimate"] - 200
+    request = {"explicit_memory": ["markdown://short", "markdown://long"], "constraints": {"max_tokens": budget}}
+    result = assemble(runtime, **request)
+    kept = {i["source"]: i for i in result["context"]["knowledge"]}
+    assert set(kept) == {"markdown://short", "markdown://long"}
+    assert kept["markdown://long"]["metadata"]["summary"] == "extractive"  # summarised before any cut
+    assert [s["strategy"] for s in result["trace"]["ladder"]] == ["summarize"]
+    write(root, "context-assembly.json", {"budget": {"ladder": ["truncate"]}})
+    result = assemble(runtime, **request)
+    kept = {i["source"]: i for i in result["context"]["knowledge"]}
+    assert set(kept) == {"markdown://short", "markdown://long"}
+    assert MARKER.search(kept["markdown://long"]["content"])
+
+
+def test_a_per_memory_max_tokens_shortens_its_last_item_rather_than_emptying_the_source(
+        runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/docs.json",
+          definition("docs", [{"type": "markdown_read", "note": "big"}], max_tokens=60))
+    (root / ".codebolt/memory/big.md").write_text(sentences("big", 20))
+    result = assemble(runtime, explicit_memory=["docs"])
+    [doc] = [i for i in result["context"]["knowledge"] if i["memory_id"] == "docs"]
+    assert doc["tokens"] <= 60 and MARKER.search(doc["content"])
+    assert any(d["kind"] == "shortened" and d["by"] == "contribution of docs" for d in result["trace"]["decisions"])
