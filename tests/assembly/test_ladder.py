@@ -99,3 +99,28 @@ def test_a_per_memory_max_tokens_shortens_its_last_item_rather_than_emptying_the
     [doc] = [i for i in result["context"]["knowledge"] if i["memory_id"] == "docs"]
     assert doc["tokens"] <= 60 and MARKER.search(doc["content"])
     assert any(d["kind"] == "shortened" and d["by"] == "contribution of docs" for d in result["trace"]["decisions"])
+
+
+def _docs(rt: Runtime) -> None:
+    rt.memory.write("vector://docs/a", {"text": "The login timeout is configured in auth settings."})
+    rt.memory.write("vector://docs/b", {"text": "Bananas are yellow fruit grown in warm places timeout."})
+    rt.memory.write("vector://docs/c", {"text": "Gardening tips for spring tomatoes."})
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_min_score_is_honoured_by_vector_and_hybrid_search(runtime: Runtime, root: Path, mode: str) -> None:
+    _docs(runtime)
+    steps = [{"type": "derive_query", "from": ["input.text"], "method": "passthrough"},
+             {"type": "vector_search", "collection": "docs", "topK": 5, "minScore": 0.5, "mode": mode}]
+    write(root, "PersistentMemory/search.json", definition("search", steps))
+    result = assemble(runtime, "login timeout", explicit_memory=["search"])
+    assert [i["metadata"]["doc_uri"] for i in result["context"]["knowledge"]] == ["a"]
+
+
+def test_a_collection_used_directly_has_a_relevance_floor_from_the_settings(runtime: Runtime, root: Path) -> None:
+    _docs(runtime)
+    result = assemble(runtime, "login timeout", explicit_memory=["vector://docs"])
+    assert {i["source"] for i in result["context"]["knowledge"]} == {"vector://docs/a", "vector://docs/b"}  # not 0.02
+    write(root, "context-assembly.json", {"budget": {"vector_min_score": 0.5}})
+    result = assemble(runtime, "login timeout", explicit_memory=["vector://docs"])
+    assert [i["source"] for i in result["context"]["knowledge"]] == ["vector://docs/a"]

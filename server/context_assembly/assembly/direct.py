@@ -34,13 +34,14 @@ def _event(uri: str, event: Any) -> Item:
     return Item.create(render_value(event), uri, id(event))
 
 
-def read_items(memory: Any, uri: str, query: str) -> list[Item]:
-    """Items for one store URI; raises Miss when there is nothing there."""
+def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0) -> list[Item]:
+    """Items for one store URI; raises Miss when there is nothing there. `min_score`: the floor of a
+    collection searched with the task text."""
     parsed = parse_uri(uri)
     if parsed.scheme == "vector" and len(parsed.parts) == 1:
         if memory.vectors is None:
             raise Miss("the vector store is not configured")
-        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K) if query else []
+        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K, min_score=min_score) if query else []
         return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
                             metadata=dict(h.get("metadata") or {})) for h in hits]
     if parsed.scheme == "graph" and len(parsed.parts) == 1:

@@ -113,7 +113,8 @@ class Assembler:
 
         timeout_s = settings.pipeline_timeout_ms / 1000
         executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
-                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)))
+                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)),
+                                       settings.budget.vector_min_score)
         if cancelled():
             raise CancelledError("the assembly was cancelled")
         self._collect(run, executions, lookup)
