@@ -124,3 +124,16 @@ def test_a_collection_used_directly_has_a_relevance_floor_from_the_settings(runt
     write(root, "context-assembly.json", {"budget": {"vector_min_score": 0.5}})
     result = assemble(runtime, "login timeout", explicit_memory=["vector://docs"])
     assert [i["source"] for i in result["context"]["knowledge"]] == ["vector://docs/a"]
+
+
+def test_dedupe_is_on_the_raw_content_before_format_templates(runtime: Runtime, root: Path) -> None:
+    runtime.memory.write("kv://notes/auth", "Sessions expire after 30 minutes.")
+    write(root, "PersistentMemory/plain.json", definition("plain", [{"type": "kv_get", "namespace": "notes",
+                                                                      "keys": ["auth"]}], priority="high"))
+    write(root, "PersistentMemory/fancy.json", definition("fancy", [
+        {"type": "kv_get", "namespace": "notes", "keys": ["auth"]},
+        {"type": "format", "template": "### Auth\n{{content}}"}]))
+    result = assemble(runtime, explicit_memory=["plain", "fancy"])
+    assert [i["memory_id"] for i in result["context"]["knowledge"]] == ["plain"]
+    [duplicate] = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
+    assert duplicate["memory_id"] == "fancy"

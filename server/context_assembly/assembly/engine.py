@@ -186,7 +186,8 @@ class Assembler:
                     section, priority, item.score, run.count(item.content),
                     {**item.metadata, **({"title": item.title} if item.title else {}), "origin": ref.origin},
                 )
-                run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits))
+                run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
+                                                raw_content=item.raw_content))
             for key in execution.variables_used:
                 if key not in run.trace.variables_used:
                     run.trace.variables_used.append(key)

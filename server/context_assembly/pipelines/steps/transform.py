@@ -57,6 +57,8 @@ def format_items(params: dict[str, Any], ctx: StepContext) -> None:
         raise StepError("'template' must be a string")
     style = choice_param(params, "format", FORMATS, "bullet_list")
     for position, item in enumerate(ctx.items, start=1):
+        if item.raw_content is None:
+            item.raw_content = item.content
         item.content = render_fields(template, item) if template is not None else render(item, style, position)
         item.metadata["format"] = "template" if template is not None else style
 
