@@ -137,3 +137,22 @@ def test_dedupe_is_on_the_raw_content_before_format_templates(runtime: Runtime, 
     assert [i["memory_id"] for i in result["context"]["knowledge"]] == ["plain"]
     [duplicate] = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
     assert duplicate["memory_id"] == "fancy"
+
+
+def test_warnings_of_one_kind_are_folded_capped_and_never_crowd_out_a_constraint(
+        runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/rules.json",
+          definition("rules", [{"type": "markdown_read", "note": "rules"}], "constraints", "high"))
+    (root / ".codebolt/memory/rules.md").write_text("Never push to main. Always run the tests before a commit.")
+    missing = [f"kv://gone-{i}" for i in range(15)]
+    result = assemble(runtime, explicit_memory=["rules", *missing], constraints={"max_tokens": 90})
+    assert [i["memory_id"] for i in result["context"]["constraints"]] == ["rules"]
+    folded = [w for w in result["context"]["warnings"] if w["metadata"].get("folded")]
+    assert folded and folded[0]["content"].startswith("Warning: 15 memory references do not resolve: kv://gone-0")
+    assert folded[0]["metadata"]["references"] == missing
+    wide = assemble(runtime, explicit_memory=["rules", *missing])
+    assert sum(w["tokens"] for w in wide["context"]["warnings"]) <= 200  # budget.warnings_max_tokens
+    write(root, "context-assembly.json", {"budget": {"warnings_max_tokens": 30}})
+    capped = assemble(runtime, explicit_memory=["rules", *missing])
+    assert sum(w["tokens"] for w in capped["context"]["warnings"]) <= 30
+    assert "truncated" in capped["context"]["warnings"][0]["content"]

@@ -37,6 +37,7 @@ from .resolve import Reference, resolve
 from .state import active_file_item, task_item, warning_item
 from .summary import Llm, Summariser, SummaryCache
 from .tokens import Counter, token_counter
+from .warnings import warning_items as warning_items_within
 
 
 @define
@@ -221,7 +222,8 @@ class Assembler:
     def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
                 max_tokens: int | None, summariser: Summariser) -> AssembledContext:
         settings = run.workspace.settings.budget
-        warning_items = [warning_item(i, message, run.count, **meta) for i, (message, meta) in enumerate(run.warnings)]
+        warning_items, capped = warning_items_within(run.warnings, run.count, settings.warnings_max_tokens)
+        run.trace.decisions += capped
         sections["warnings"] = [Candidate(w, "warnings", i) for i, w in enumerate(warning_items)] + sections["warnings"]
         ordered = [c for name in order for c in sections[name]]
         note = None
