@@ -156,3 +156,23 @@ def test_warnings_of_one_kind_are_folded_capped_and_never_crowd_out_a_constraint
     capped = assemble(runtime, explicit_memory=["rules", *missing])
     assert sum(w["tokens"] for w in capped["context"]["warnings"]) <= 30
     assert "truncated" in capped["context"]["warnings"][0]["content"]
+
+
+def test_a_kv_reference_naming_a_namespace_loads_all_of_it_under_the_caps(runtime: Runtime, root: Path) -> None:
+    for key, value in (("tone", "terse"), ("lang", "en"), ("editor", {"name": "vim"})):
+        runtime.memory.write(f"kv://prefs/{key}", value)
+    runtime.memory.write("kv://team/prefs/tone", "formal")
+    runtime.memory.write("kv://flags", {"beta": True})  # a key of the default namespace wins over a namespace
+    result = assemble(runtime, explicit_memory=["kv://prefs", "kv://team/prefs", "kv://flags"])
+    contents = [i["content"].split(":")[0] for i in result["context"]["knowledge"]]
+    assert contents[:3] == ["editor", "lang", "tone"] and len(contents) == 5
+    assert "tone: formal" in [i["content"] for i in result["context"]["knowledge"]]
+    sources = {i["source"] for i in result["context"]["knowledge"]}
+    assert {"kv://prefs/tone", "kv://team/prefs/tone", "kv://flags"} <= sources
+    write(root, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "cap", "when": [], "then": {"caps": [{"target": "kv://prefs", "max_items": 2}]}}]})
+    capped = assemble(runtime, explicit_memory=["kv://prefs"])
+    assert len(capped["context"]["knowledge"]) == 2
+    assert any(d["kind"] == "cap" for d in capped["trace"]["decisions"])
+    missing = assemble(runtime, explicit_memory=["kv://nothing-here"])
+    assert "kv://nothing-here" in missing["context"]["warnings"][0]["content"]
