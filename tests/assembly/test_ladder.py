@@ -176,3 +176,42 @@ def test_a_kv_reference_naming_a_namespace_loads_all_of_it_under_the_caps(runtim
     assert any(d["kind"] == "cap" for d in capped["trace"]["decisions"])
     missing = assemble(runtime, explicit_memory=["kv://nothing-here"])
     assert "kv://nothing-here" in missing["context"]["warnings"][0]["content"]
+
+
+TOOLS = [
+    {"name": "read_file", "description": "Read a file of the project from disk.",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    {"name": "run_tests", "description": "Run the test suite and report failing tests.",
+     "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}},
+    {"name": "send_email", "description": "Send an email message to a recipient."},
+    {"name": "weather", "description": "Current weather forecast for a city."},
+]
+
+
+def test_system_prompt_and_relevant_tools_from_the_request(runtime: Runtime, root: Path) -> None:
+    write(root, "context-assembly.json", {"tools": {"top_k": 2, "min_score": 0.05}})
+    result = assemble(runtime, "read the file and run the failing tests", system_prompt="You are a careful coder.",
+                      tools=TOOLS)
+    [prompt] = [i for i in result["context"]["constraints"] if i["id"] == "request:system_prompt"]
+    assert prompt["content"] == "You are a careful coder." and prompt["priority"] == "critical"
+    tools = [i for i in result["context"]["knowledge"] if i["metadata"].get("kind") == "tool"]
+    assert {t["metadata"]["tool"] for t in tools} == {"read_file", "run_tests"}
+    assert all(t["priority"] == "high" and '"path"' in t["content"] or '"pattern"' in t["content"] for t in tools)
+    told = {t["name"]: t for t in result["trace"]["tools"]}
+    assert set(told) == {t["name"] for t in TOOLS}
+    assert told["read_file"]["kept"] is True and told["send_email"]["kept"] is False
+    assert "top_k" in told["send_email"]["reason"] or "min_score" in told["send_email"]["reason"]
+    assert all(isinstance(t["score"], float) for t in told.values())
+
+
+def test_tools_below_the_floor_are_left_out_and_bad_tools_are_refused(runtime: Runtime, root: Path) -> None:
+    write(root, "context-assembly.json", {"tools": {"top_k": 8, "min_score": 0.99}})
+    result = assemble(runtime, "read the file", tools=TOOLS)
+    assert not [i for i in result["context"]["knowledge"] if i["metadata"].get("kind") == "tool"]
+    assert all("min_score" in t["reason"] for t in result["trace"]["tools"])
+    from context_assembly.errors import InvalidParamsError
+
+    with pytest.raises(InvalidParamsError) as caught:
+        runtime.assemble({"scope_variables": SCOPES, "tools": [{"description": "no name"}], "system_prompt": 3})
+    paths = {e["path"] for e in caught.value.errors}
+    assert "/tools/0" in paths and "/system_prompt" in paths

@@ -37,6 +37,7 @@ from .resolve import Reference, resolve
 from .state import active_file_item, task_item, warning_item
 from .summary import Llm, Summariser, SummaryCache
 from .tokens import Counter, token_counter
+from .tools import system_prompt_item, tool_items
 from .warnings import warning_items as warning_items_within
 
 
@@ -200,6 +201,11 @@ class Assembler:
             else:
                 run.candidates.append(Candidate(state, "state", len(run.candidates)))
         run.candidates.insert(0, Candidate(task_item(run.request, run.count), "state", -1))
+        prompt = system_prompt_item(run.request, run.count)
+        if prompt is not None:
+            run.candidates.append(Candidate(prompt, "request:system_prompt", len(run.candidates)))
+        tools, run.trace.tools = tool_items(run.request, run.count, run.workspace.settings.tools)
+        run.candidates += [Candidate(t, "request:tools", len(run.candidates) + i) for i, t in enumerate(tools)]
         run.trace.variables_used.sort()
         run.trace.missing_variables = sorted(set(run.trace.missing_variables) | {
             v for e in executions for v in e.missing_variables})

@@ -40,7 +40,7 @@ def fold(warnings: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str
         if len(members) == 1:
             out.append(members[0])
             continue
-        references = [m.get("reference") for _, m in members if m.get("reference")]
+        references = [str(m["reference"]) for _, m in members if m.get("reference")]
         base = dict(members[0][1])
         base.pop("reference", None)
         if key.startswith("status:") and len(references) == len(members):

@@ -56,6 +56,15 @@ def assembly_request(src: Sources) -> Schema:
         }),
         "rule_engine_ids": strings("Evaluate exactly these rule engines (default: every enabled one)."),
         "thread_id": string("The conversation thread (header x-thread-id in the source documents)."),
+        "system_prompt": described({"type": ["string", "null"]}, "The agent's system prompt: packed first in "
+                                   "constraints (critical)."),
+        "tools": described({"type": ["array", "null"], "items": obj(
+            "Tool", "One tool schema as the agent's model API takes it.",
+            {"name": described({"type": "string", "minLength": 1}, "The tool's name."),
+             "description": string("What the tool does (compared with the task).")},
+            ["name"], closed=False)},
+            "Tool schemas ({name, description, parameters | input_schema, ...}): the ones most relevant to the task "
+            "(settings tools.top_k, tools.min_score) go to knowledge (high); the trace says why."),
         "workDoneToken": described({"type": ["integer", "string"]}, "LSP progress token."),
         "partialResultToken": described({"type": ["integer", "string"]}, "LSP partial-result token."),
     }, ["scope_variables"])
