@@ -215,3 +215,26 @@ def test_tools_below_the_floor_are_left_out_and_bad_tools_are_refused(runtime: R
         runtime.assemble({"scope_variables": SCOPES, "tools": [{"description": "no name"}], "system_prompt": 3})
     paths = {e["path"] for e in caught.value.errors}
     assert "/tools/0" in paths and "/system_prompt" in paths
+
+
+def test_memory_calls_say_when_the_result_came_from_the_cache(runtime: Runtime, root: Path) -> None:
+    runtime.memory.write("kv://notes/auth", "Sessions expire after 30 minutes.")
+    write(root, "PersistentMemory/plain.json", definition("plain", [{"type": "kv_get", "namespace": "notes",
+                                                                      "keys": ["auth"]}]))
+    first, second = (assemble(runtime, explicit_memory=["plain"])["trace"]["memory_calls"][0] for _ in range(2))
+    assert (first["cached"], second["cached"]) == (False, True) and second["status"] == "cached"
+
+
+def test_older_turns_are_compressed_end_to_end_and_every_step_is_traced(runtime: Runtime) -> None:
+    for i in range(12):
+        runtime.memory.write("episodic://t-1", {"role": "user" if i % 2 else "assistant",
+                                                "content": f"Turn {i} discusses the service layout in detail. " * 3})
+    full = assemble(runtime, explicit_memory=["episodic://t-1"])
+    result = assemble(runtime, explicit_memory=["episodic://t-1"],
+                      constraints={"max_tokens": full["meta"]["token_estimate"] - 100})
+    [step] = [s for s in result["trace"]["ladder"] if s["strategy"] == "compress_turns"]
+    assert step["tokens_after"] < step["tokens_before"] and step["method"] == "extractive"
+    history = result["context"]["history"]
+    assert history[0]["content"].startswith("Earlier turns (8, summarised):")
+    assert [h["content"] for h in history[1:]] == [h["content"] for h in full["context"]["history"][-4:]]
+    assert result["trace"]["sections"]["history"]["truncated"] is True

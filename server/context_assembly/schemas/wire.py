@@ -119,6 +119,9 @@ def assembled_context(src: Sources) -> Schema:
         "sections": obj("Sections", "Per-section token use.",
                         {s.name: ref("section_trace") for s in src.sections}),
         "decisions": _open_records("Conflicts settled, caps applied, items dropped, and why."),
+        "ladder": _open_records("Each step of the budget ladder: strategy, action, item, tokens before and "
+                                "after, reason (and a summary's method)."),
+        "tools": _open_records("Each tool of the request: name, score, kept, reason."),
     }, ["memory_calls", "rules_applied", "variables_used", "missing_variables", "sections", "decisions"],
         closed=False)
     meta = obj("Meta", "About this assembly.", {
