@@ -9,18 +9,11 @@ from hypothesis import strategies as st
 
 from context_assembly.assembly.budget import Packed, allocation_order, pack
 from context_assembly.assembly.candidates import Candidate
-from context_assembly.assembly.summary import (
-    TRUNCATION_PREFIX,
-    Summariser,
-    SummaryCache,
-    extractive,
-    shorten,
-    shorten_item,
-    split_sentences,
-)
+from context_assembly.assembly.summary import Summariser, SummaryCache, shorten_item
 from context_assembly.assembly.tokens import estimate, token_counter
 from context_assembly.model.context import ContextItem
 from context_assembly.registry.sections import SECTION_NAMES
+from context_assembly.shortening import TRUNCATION_PREFIX, extractive, shorten, split_sentences
 from context_assembly.workspace.settings import BudgetSettings
 
 MARKER = re.compile(r"\n\[… truncated: (\d+) of (\d+) tokens left out\]$")

@@ -1,6 +1,6 @@
-"""Shortening text for the budget ladder: cuts at a sentence (else word) boundary with a marker that
-says how much was left out, and summaries — through the client's model when it offers one, under a
-deadline, else extractive (the lead sentence plus the sentences sharing most words with the task).
+"""Shortening items for the budget ladder: cuts with the marker (shortening.py), and summaries —
+through the client's model when it offers one, under a deadline, else extractive (the lead sentence
+plus the sentences sharing most words with the task).
 
 Summaries are cached by content hash (with the task and the target size), so a turn that assembles
 twice, or the next turn over the same long tool output, does not pay twice.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import hashlib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,33 +18,11 @@ from typing import Any
 from attrs import evolve
 
 from ..model.context import ContextItem
+from ..shortening import TRUNCATION_PREFIX, extractive, shorten
 from .tokens import Counter
 
 Llm = Callable[[dict[str, Any]], dict[str, Any]]
-TRUNCATION_PREFIX = "[… truncated"
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD_END = re.compile(r"\s+")
-_WORD = re.compile(r"[^\W_]{3,}")
 _CACHE_SIZE = 2048
-
-
-def truncation_marker(left_out: int, total: int) -> str:
-    return f"[… truncated: {left_out} of {total} tokens left out]"
-
-
-def shorten(text: str, max_tokens: int, count: Counter, total: int | None = None) -> str | None:
-    """The longest sentence-bounded (else word-bounded) prefix plus the marker within `max_tokens`;
-    None when not even one word fits beside the marker. `total` is the size the marker reports
-    (the original item's, when `text` is already a shortened form)."""
-    whole = count(text) if total is None else total
-    for pattern in (SENTENCE_END, _WORD_END):
-        ends = [m.start() for m in pattern.finditer(text) if m.start() > 0]
-        best = _longest_fitting(text, ends, max_tokens, count, whole)
-        if best is not None:
-            return best
-    return None
-
-
 MIN_CUT_TOKENS = 8  # a cut that keeps less than this is no use to the model: drop instead
 
 
@@ -59,46 +36,6 @@ def shorten_item(item: ContextItem, room: int, count: Counter, min_tokens: int =
         return None
     return evolve(item, content=text, tokens=count(text),
                   metadata={**item.metadata, "truncated": True, "original_tokens": total})
-
-
-def _cut(text: str, end: int, count: Counter, total: int) -> str:
-    prefix = text[:end].rstrip()
-    return f"{prefix}\n{truncation_marker(max(0, total - count(prefix)), total)}"
-
-
-def _longest_fitting(text: str, ends: list[int], max_tokens: int, count: Counter, total: int) -> str | None:
-    """Binary search over boundary positions (token counts grow with the prefix length)."""
-    low, high, best = 0, len(ends) - 1, None
-    while low <= high:
-        middle = (low + high) // 2
-        candidate = _cut(text, ends[middle], count, total)
-        if count(candidate) <= max_tokens:
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
-    return best
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_END.split(text) if s.strip()]
-
-
-def extractive(text: str, task: str, max_tokens: int, count: Counter) -> str | None:
-    """The lead sentence, then the sentences sharing most words with the task, in text order."""
-    found = split_sentences(text)
-    if not found:
-        return None
-    words = {w.casefold() for w in _WORD.findall(task)}
-    overlap = [len(words & {w.casefold() for w in _WORD.findall(s)}) for s in found]
-    ranked = [0] + sorted(range(1, len(found)), key=lambda i: (-overlap[i], i))
-    chosen: list[int] = []
-    for index in ranked:
-        trial = " ".join(found[i] for i in sorted([*chosen, index]))
-        if count(trial) <= max_tokens:
-            chosen.append(index)
-        elif not chosen:  # even the lead sentence is too long: cut it at a word
-            return shorten(found[0], max_tokens, count)
-    return " ".join(found[i] for i in sorted(chosen)) if chosen else None
 
 
 class Summariser:
