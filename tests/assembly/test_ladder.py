@@ -238,3 +238,18 @@ def test_older_turns_are_compressed_end_to_end_and_every_step_is_traced(runtime:
     assert history[0]["content"].startswith("Earlier turns (8, summarised):")
     assert [h["content"] for h in history[1:]] == [h["content"] for h in full["context"]["history"][-4:]]
     assert result["trace"]["sections"]["history"]["truncated"] is True
+
+
+def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp_path: Path) -> None:
+    from context_assembly.workspace.settings import load_settings
+
+    path = tmp_path / "context-assembly.json"
+    path.write_text('{"budget": {"ladder": ["truncate", "shrink"]}, "tools": {"top_k": 2}}')
+    settings, problems = load_settings(path)
+    assert [p.path for p in problems] == ["/budget/ladder/1"]
+    assert settings.budget.ladder == ["relevance_floor", "compress_turns", "summarize", "truncate"]
+    assert settings.tools.top_k == 2
+    path.write_text('{"budget": {"ladder": ["summarize", "truncate"], "keep_recent_turns": 2}}')
+    settings, problems = load_settings(path)
+    assert problems == [] and settings.budget.ladder == ["summarize", "truncate"]
+    assert settings.budget.keep_recent_turns == 2 and settings.budget.summary_tokens == 120
