@@ -14,7 +14,7 @@ from .ingestion import PROCESSORS, TRIGGERS
 from .ladder import LADDER
 from .operators import OPERATORS
 from .sections import PRIORITIES, SECTIONS
-from .steps import STEP_TYPES
+from .steps import step_types
 from .variables import FIELD_ALIASES, SCOPES
 
 
@@ -49,7 +49,7 @@ def sections() -> str:
 
 
 def steps() -> str:
-    rows = [(f"`{s.name}`", s.group, s.description, ", ".join(f"`{p.name}`" for p in s.params)) for s in STEP_TYPES]
+    rows = [(f"`{s.name}`", s.group, s.description, ", ".join(f"`{p.name}`" for p in s.params)) for s in step_types()]
     return _table(("step", "group", "what it does", "parameters"), rows)
 
 
