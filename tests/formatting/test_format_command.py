@@ -72,3 +72,11 @@ def test_crud_writes_come_out_formatted(tmp_path: Path) -> None:
     memories.update("y", {"description": "d"})
     text = (layout.persistent_memory_dir / "y.yaml").read_text()
     assert format_text(text, "y.yaml", "persistent-memory") == text
+
+
+def test_a_path_that_does_not_exist_is_an_error_and_nothing_is_written(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    engine = write(tmp_path, "context-rule-engines/main.json", '{"rules": [], "id": "main"}')
+    assert main(["format", str(tmp_path), str(tmp_path / "nowhere")]) == 2
+    assert "no such file or directory" in capsys.readouterr().out
+    assert engine.read_text() == '{"rules": [], "id": "main"}'

@@ -28,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from ..formatting import FormatError, format_text, schema_of_path
     from ..workspace.atomic import write_atomic
 
+    missing = [p for p in args.paths if not Path(p).exists()]
+    for path in missing:
+        print(f"context-assembly format: no such file or directory: {path}")
+    if missing:
+        return 2
     status, changed, seen = 0, 0, 0
     for path, explicit in _targets([Path(p) for p in args.paths]):
         schema_name = schema_of_path(path.absolute())
@@ -61,14 +66,12 @@ def _targets(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
     for path in paths:
         if path.is_file():
             yield path, True
-        elif path.is_dir():
+        else:
             for codebolt in sorted(_codebolt_dirs(path)):
                 for file in sorted(codebolt.rglob("*")):
                     relative = file.relative_to(codebolt).parts
                     if file.is_file() and not _DATA_DIRS & set(relative[:-1]):
                         yield file, False
-        else:
-            print(f"{path}: no such file or directory")
 
 
 def _codebolt_dirs(directory: Path) -> Iterator[Path]:
