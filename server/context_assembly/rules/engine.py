@@ -77,6 +77,7 @@ class CompiledEngine:
     rule_at: Callable[[int], CompiledRule] = field(init=False)
     matched_result_at: Callable[[int], RuleResult] = field(init=False)
     memories_at: Callable[[int], tuple[str, ...]] = field(init=False)
+    trace: Any = field(default=None, init=False)  # its trace.TraceProgram, built on first explain
 
     def __attrs_post_init__(self) -> None:
         self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))
