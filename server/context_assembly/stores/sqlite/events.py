@@ -37,7 +37,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS events_by_type ON events(instance, event_type, ts, id)")
     # Per instance: how many events and the newest time, kept by `append`, so `instances` reads one
     # row per instance instead of counting every event. Filled from the events when it is new.
-    new = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_instances'").fetchone() is None
+    new = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_instances'"
+                       ).fetchone() is None
     conn.execute("CREATE TABLE IF NOT EXISTS event_instances (instance TEXT PRIMARY KEY, count INTEGER NOT NULL, "
                  "last_ts REAL NOT NULL) WITHOUT ROWID")
     if new:
