@@ -28,9 +28,9 @@ from ..model.request import AssemblyRequest
 from ..model.rules import Boost, Cap
 from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
-from .engine import CompiledEngine, CompiledRule, rule_result
+from .engine import CompiledEngine, CompiledRule, pin_compiled, rule_result
 from .lookup import Lookup, build_lookup, complete
-from .trace import program
+from .trace import TraceProgram, matched_rules, program
 
 
 def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:
@@ -166,7 +166,13 @@ class RuleSet:
         selection = self._selection(request.rule_engine_ids)
         found = self._match(selection, lookup)
         wire: dict[str, Any] = unstructure(self._settle(request, lookup, selection, found, None))
+        if explain == "none":
+            wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
+            return wire
+        new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
         wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain) for engine, hits in found]
+        if new:  # trace programs live as long as their engines: out of the collector's way, as those are
+            pin_compiled()
         return wire
 
     @staticmethod

@@ -18,10 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.converter import unstructure
-from ..model.evaluation import ConditionResult
 from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
-from .engine import CompiledEngine, CompiledRule, _Emitter, _names, rule_result
+from .engine import CompiledEngine, CompiledRule, _Emitter, _names
 from .lookup import Lookup, complete
 
 EXPLAIN_MODES = ("all", "matched", "none")
@@ -153,17 +152,36 @@ class TraceProgram:
 
 
 def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
-    return unstructure(rule_result(rule, False, [])), unstructure(rule_result(rule, True, []))
+    """The plain path's dicts for the rule (`rule_result`, then the converter, which leaves out
+    None), unmatched and matched, with empty conditions; built by hand, as they are many."""
+    head = {"rule_id": rule.rule_id, "matched": False}
+    tail: Wire = {"conditions": [], "memories": [], "excluded": [], "per_source": rule.per_source}
+    for key, value in (("name", rule.rule.name), ("priority", rule.rule.priority)):
+        if value is not None:
+            head[key] = _plain(value)
+    error = {} if rule.error is None else {"error": rule.error}
+    matched = {**head, "matched": True, **tail, "memories": list(rule.memories),
+               "excluded": list(rule.rule.then.exclude_memories) if not rule.plain else [], **error}
+    return {**head, **tail, **error}, matched
 
 
 def _leaf_template(leaf: Leaf, present: bool) -> Wire:
-    """The plain path's dict for this leaf, with a placeholder outcome (and actual value)."""
+    """The plain path's dict for this leaf (`Leaf.explain`, then the converter), with a placeholder
+    outcome and actual value."""
     source = leaf.source
-    return unstructure(ConditionResult(
-        result=False, field=source.field, operator=source.operator,
-        value=None if source.value is MISSING else source.value,
-        actual=_PLACEHOLDER if present else None, present=present, ignore_case=source.ignore_case,
-    ))
+    made: Wire = {"result": False, "field": source.field, "operator": source.operator}
+    if source.value is not MISSING and source.value is not None:
+        made["value"] = _plain(source.value)
+    if present:
+        made["actual"] = _PLACEHOLDER
+    made["present"] = present
+    if source.ignore_case is not None:
+        made["ignore_case"] = _plain(source.ignore_case)
+    return made
+
+
+def _plain(value: Any) -> Any:
+    return value if value.__class__ in (str, int, float, bool) else unstructure(value)
 
 
 _PLACEHOLDER = "actual"  # any non-None value: it keeps the key's place in the template
@@ -180,9 +198,26 @@ def _frozen(value: Any) -> Any:
     return (type(value).__name__, value if value is None or isinstance(value, str | int | bool) else id(value))
 
 
+def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
+    """The engine's entry with only its matched rules, without conditions (`explain: none`): the
+    matched templates are made for the rules that match, when they first do."""
+    made: dict[int, Wire] | None = engine.trace if isinstance(engine.trace, dict) else None
+    if engine.trace is not None and made is None:
+        return engine.trace.engine(engine, hits, {}, "none")  # type: ignore[no-any-return]
+    if made is None:
+        made = engine.trace = {}
+    rules = []
+    for i in hits:
+        template = made.get(i)
+        if template is None:
+            template = made[i] = _rule_templates(engine.rules[i])[1]
+        rules.append({**template})
+    return {"engine_id": engine.id, "rules": rules, "enabled": engine.enabled}
+
+
 def program(engine: CompiledEngine) -> TraceProgram:
     """The engine's trace program, built on first use and kept with the engine."""
     built = engine.trace
-    if built is None:
+    if not isinstance(built, TraceProgram):
         built = engine.trace = TraceProgram(engine)
     return built
