@@ -203,7 +203,7 @@ def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
     matched templates are made for the rules that match, when they first do."""
     made: dict[int, Wire] | None = engine.trace if isinstance(engine.trace, dict) else None
     if engine.trace is not None and made is None:
-        return engine.trace.engine(engine, hits, {}, "none")  # type: ignore[no-any-return]
+        return engine.trace.engine(engine, hits, {}, "none")
     if made is None:
         made = engine.trace = {}
     rules = []
