@@ -84,9 +84,11 @@ def main() -> None:
     ap.add_argument("--workload", type=Path, required=True)
     ap.add_argument("--stats", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=0, help="only the first N requests (default: all)")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent / "out" / "sidecar-ws")
     args = ap.parse_args()
     requests = [as_request(q) for q in json.loads((args.workload / "requests.json").read_text())]
+    requests = requests[:args.requests] if args.requests else requests
     workspace = workspace_for(args.workload, args.root)
     result = asyncio.run(measure(workspace, requests, args.runs))
     variants = []

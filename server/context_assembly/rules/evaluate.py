@@ -15,6 +15,7 @@ form with the trace compiled (trace.py): what the methods return.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from itertools import chain
@@ -28,7 +29,7 @@ from ..model.request import AssemblyRequest
 from ..model.rules import Boost, Cap
 from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
-from .engine import CompiledEngine, CompiledRule, pin_compiled, rule_result
+from .engine import CompiledEngine, CompiledRule, rule_result
 from .lookup import Lookup, build_lookup, complete
 from .trace import TraceProgram, matched_rules, program
 
@@ -172,7 +173,7 @@ class RuleSet:
         new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
         wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain) for engine, hits in found]
         if new:  # trace programs live as long as their engines: out of the collector's way, as those are
-            pin_compiled()
+            gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
         return wire
 
     @staticmethod
