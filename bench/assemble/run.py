@@ -10,7 +10,7 @@
    resolved memories hold a vector_search step: the targets), with the cache on (a fill pass, then
    a second pass over all requests), and the same request twice in a row (a pure cache hit);
    vector top-10 search, graph views and store generations alone; embedding throughput of the
-   default embedder; two bench-only what-if passes (markdown generation from memory, a larger
+   default embedder; passes with the notes watched (as with a watching client) and a bench-only what-if (a larger
    result cache) that size fixes without touching server/.
 4. Prints one table (also `<out>/summary.md`, raw numbers in `<out>/results.json`), the cache hit
    rate and the no-cache ÷ cache cost ratio, the median time per stage and per memory.
@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -228,6 +228,7 @@ def run_pass(runtime: Any, requests: list[dict[str, Any]], check: Check, label: 
         rows.append({"index": index, "ms": ms, "duration_ms": result.meta.duration_ms, "vector": vector,
                      "items": result.meta.total_items, "stages": dict(result.trace.stages),
                      "cached": sum(c.status == "cached" for c in calls),
+                     "ladder": [step.strategy for step in result.trace.ladder],
                      "ran": sum(c.status in ("ok", "cached") for c in calls if c.kind == "definition"),
                      "memories": {c.reference: c.duration_ms for c in calls if c.status == "ok"},
                      "steps": [(s["type"], s.get("duration_ms", 0.0)) for c in calls if c.status == "ok"
@@ -254,30 +255,41 @@ def warm_passes(runtime: Any, requests: list[dict[str, Any]], check: Check) -> d
     return out
 
 
-def what_if(runtime: Any, requests: list[dict[str, Any]], check: Check) -> dict[str, Any]:
-    """Bench-only experiments on the live objects (nothing under server/ changes), to size two fixes.
+LADDER_BUDGET = 600  # tokens: far below what most requests assemble, so the ladder has work to do
 
-    1. The markdown store's write generation answered from memory instead of re-scanning every note
-       for each pipeline's cache key (`notes.generation` shadowed by a constant on the instance).
-    2. The same, plus a result cache large enough for one pass over all requests
-       (`cache.max_entries` raised from 512).
+
+def ladder_passes(runtime: Any, requests: list[dict[str, Any]], check: Check) -> dict[str, Any]:
+    """The same requests under a tight budget (cache on, after the warm passes): a first pass that
+    computes the extractive summaries, and a second in which they come from the summary cache."""
+    tight = [{**r, "constraints": {"max_tokens": LADDER_BUDGET}} for r in requests]
+    out: dict[str, Any] = {}
+    out["first"], _ = run_pass(runtime, tight, check, "ladder-1")
+    out["second"], _ = run_pass(runtime, tight, check, "ladder-2")
+    return out
+
+
+def what_if(runtime: Any, requests: list[dict[str, Any]], check: Check) -> dict[str, Any]:
+    """The same passes with the markdown store watched (`notes.watch()`, as the sidecar does when its
+    client watches `.codebolt/`): note generations from folder mtimes and watch events instead of a
+    stat per note. Then, bench-only, also a result cache large enough for one pass over all
+    requests (`cache.max_entries` raised from 512).
     """
     cache = runtime.cache
     notes = runtime.memory.notes
-    fixed = notes.generation()
     limit = cache.max_entries
-    notes.generation = lambda: fixed  # instance attribute: shadows the method for this run only
+    notes.watch()
     out: dict[str, Any] = {}
     try:
         cache.clear()
-        out["nocache"], _ = run_pass(runtime, requests, check, "what-if nocache", cache.clear)
-        out["repeat"], _ = run_pass(runtime, requests, check, "what-if repeat", repeat=True)
+        out["nocache"], _ = run_pass(runtime, requests, check, "watched nocache", cache.clear)
+        out["repeat"], _ = run_pass(runtime, requests, check, "watched repeat", repeat=True)
+        out["generation_ms"] = generation_alone(runtime)["markdown"]
         cache.max_entries = 16 * MAX_ENTRIES
         cache.clear()
         run_pass(runtime, requests, check, "what-if fill")
         out["second"], out["second_counters"] = run_pass(runtime, requests, check, "what-if second")
     finally:
-        del notes.generation
+        notes.watch(False)
         cache.max_entries = limit
         cache.clear()
     return out
@@ -513,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"warm: {n_requests} requests x 4 passes ...")
         warm = warm_passes(runtime, requests, check)
         results["warm"] = warm
+        log(f"ladder: {n_requests} requests x 2 passes at max_tokens {LADDER_BUDGET} ...")
+        results["ladder"] = ladder = ladder_passes(runtime, requests, check)
         log("vector search and graph alone, embedding throughput ...")
         results["vector_search"] = vector_alone(runtime, requests, workspace.COLLECTION, hybrid)
         results["graph"] = graph_alone(runtime, requests)
@@ -534,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, subset in missed:
             log(f"profiling the warm no-cache path ({name}, {len(subset)} requests) ...")
             profiles[name] = profile_warm(runtime, subset, name, out)
-        log("what-if experiments (markdown generation from memory, larger cache) ...")
+        log("notes watched, then the what-if of a larger cache ...")
         results["what_if"] = what_if(runtime, requests, check)
     finally:
         runtime.close()
@@ -566,6 +580,10 @@ def main(argv: list[str] | None = None) -> int:
         fmt_row("warm, cache on, pass 2, with vector search", [r["ms"] for r in second if r["vector"]],
                 extra=meta([r for r in second if r["vector"]])),
         fmt_row("warm, same request twice in a row (2nd = hit)", [r["ms"] for r in repeat], extra=meta(repeat)),
+        fmt_row(f"warm, cache on, ladder active (max_tokens {LADDER_BUDGET}), summaries computed",
+                [r["ms"] for r in ladder["first"]], extra=meta(ladder["first"])),
+        fmt_row(f"warm, cache on, ladder active (max_tokens {LADDER_BUDGET}), summaries cached",
+                [r["ms"] for r in ladder["second"]], extra=meta(ladder["second"])),
         fmt_row(f"vector_search top-{TOP_K} alone, mode vector", results["vector_search"]["vector"]),
         *([fmt_row(f"vector_search top-{TOP_K} alone, mode hybrid", results["vector_search"]["hybrid"])]
           if "hybrid" in results["vector_search"] else []),
@@ -578,14 +596,15 @@ def main(argv: list[str] | None = None) -> int:
     ]
     wi = results["what_if"]
     rows += [
-        fmt_row("what-if, notes generation from memory: cache off, without vector steps",
+        fmt_row("notes watched (a watching client): cache off, without vector steps",
                 [r["ms"] for r in wi["nocache"] if not r["vector"]], TARGETS["without"],
                 meta([r for r in wi["nocache"] if not r["vector"]])),
-        fmt_row("what-if, notes generation from memory: cache off, with vector search",
+        fmt_row("notes watched (a watching client): cache off, with vector search",
                 [r["ms"] for r in wi["nocache"] if r["vector"]], TARGETS["with"],
                 meta([r for r in wi["nocache"] if r["vector"]])),
-        fmt_row("what-if, notes generation from memory: same request twice (2nd = hit)",
+        fmt_row("notes watched (a watching client): same request twice (2nd = hit)",
                 [r["ms"] for r in wi["repeat"]], extra=meta(wi["repeat"])),
+        fmt_row("notes watched: memory.generation('markdown') alone", wi["generation_ms"]),
         fmt_row(f"what-if, + cache max_entries {16 * MAX_ENTRIES}: pass 2 over all requests",
                 [r["ms"] for r in wi["second"]], extra=meta(wi["second"])),
     ]
@@ -626,6 +645,10 @@ def main(argv: list[str] | None = None) -> int:
         f"cost ratio no-cache ÷ cache (p50): {p50['nocache'] / p50['repeat']:.1f}× against an immediate repeat, "
         f"{p50['nocache'] / p50['second']:.1f}× against pass 2",
         f"pipeline statuses over every assembly: {dict(sorted(check.statuses.items()))}",
+        f"ladder at max_tokens {LADDER_BUDGET}: {sum(bool(r['ladder']) for r in ladder['second'])} of "
+        f"{len(ladder['second'])} requests needed it; steps by strategy "
+        f"{dict(sorted(Counter(s for r in ladder['second'] for s in r['ladder']).items()))}; p50 ÷ cache-on pass 2 "
+        f"at the requests' own budgets: {percentile([r['ms'] for r in ladder['second']], 0.5) / p50['second']:.2f}×",
         "",
         "median per stage, cache off (ms): " + ", ".join(f"{k} {v[1]:.2f}" for k, v in stage_medians.items()),
         "median per memory when it runs, cache off (ms, runs): " + ", ".join(

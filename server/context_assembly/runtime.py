@@ -59,24 +59,32 @@ class Runtime:
         return self.assembler.lookup(request)
 
     def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
-                 engine_id: str | None = None) -> EvaluationResult:
-        """Rule evaluation with the explanation, as `evaluate`, `evaluateRules` and
-        `contextRuleEngine/evaluate` answer it: the assembly's lookup, and a warning per rule file
-        that failed to load. `engine_id`: that engine alone (enabled or not); None when unknown."""
+                 engine_id: str | None = None, explain: str | None = None) -> Any:
+        """Rule evaluation as `evaluate`, `evaluateRules` and `contextRuleEngine/evaluate` answer it:
+        over the assembly's lookup (derived values included), with a warning per rule file that
+        failed to load. `engine_id`: that engine alone (enabled or not; the caller checked it
+        exists). `explain` (all, matched, none): the JSON form with the compiled trace, as the
+        methods answer; None: the full EvaluationResult, as the CLI renders it."""
         workspace = workspace or self.workspace()
         lookup, derived = self.lookup(request)
         rule_set = workspace.rule_set
         if engine_id is not None:
             rule_set = RuleSet([e for e in rule_set.engines if e.id == engine_id])
             request = attrs.evolve(request, rule_engine_ids=[engine_id])
-        result = rule_set.evaluate(request, lookup, derived=derived)
-        result.warnings += load_warnings(workspace, request.rule_engine_ids)
-        return result
+        failed = load_warnings(workspace, request.rule_engine_ids)
+        if explain is None:
+            result: EvaluationResult = rule_set.evaluate(request, lookup, derived=derived)
+            result.warnings += failed
+            return result
+        wire = rule_set.evaluate_wire(request, lookup, explain, derived)
+        wire["warnings"] = [*wire.get("warnings", []), *failed]
+        return wire
 
     def assemble(self, request: Any, **options: Any) -> AssembledContext:
         return self.assembler.assemble(request, **options)
 
     def close(self) -> None:
         self.executor.close()
+        self.assembler.summaries.close()
         self.graph.close()
         self.memory.close()

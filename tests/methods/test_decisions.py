@@ -13,8 +13,8 @@ import pytest
 from context_assembly.cli.main import main
 from context_assembly.editor.diagnostics import document_diagnostics
 from context_assembly.editor.documents import build_document, overlay
-from context_assembly.methods.table import call
 from context_assembly.methods.session import Session
+from context_assembly.methods.table import call
 from context_assembly.workspace.loader import load_workspace
 
 from ..workspace.builder import write

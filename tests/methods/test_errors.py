@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from context_assembly.errors import InvalidParamsError
-from context_assembly.methods.table import METHODS, call
 from context_assembly.methods.session import Session
+from context_assembly.methods.table import METHODS, call
 
 from ..workspace.builder import memory, write
 

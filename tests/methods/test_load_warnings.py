@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from context_assembly.cli.main import main
-from context_assembly.methods.table import call
 from context_assembly.methods.session import Session
+from context_assembly.methods.table import call
 
 from ..workspace.builder import write
 

@@ -47,7 +47,8 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     workspace = session.workspace()
     if engine_id is not None and all(e.id != engine_id for e in workspace.rule_set.engines):
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
-    return unstructure(session.runtime.evaluate(request, workspace, engine_id))
+    return session.runtime.evaluate(request, workspace, engine_id,
+                                    explain=params.get("explain", "all"))
 
 
 def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
