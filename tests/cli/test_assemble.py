@@ -63,7 +63,8 @@ def test_the_report_names_dropped_items_and_what_the_bars_measure(seeded: Path,
     assert "share of the 300-token budget" in out
     dropped = out.split("Dropped:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     budget = [line for line in dropped if ": budget: over the budget of 300 tokens" in line]
-    assert budget and budget[0].startswith("  architecture-docs (knowledge, ")  # named by memory, not a hash
+    assert budget and all(re.match(r"  [a-z][\w-]*(://\S+)? \(\w+, \d+ tokens?\): ", line) for line in budget)
+    assert not any(re.match(r"  [0-9a-f]{16}\b", line) for line in dropped)  # named by memory, not a hash
     first = dropped.index(budget[0])
     assert any(line.startswith("      “") for line in dropped[first + 1: first + 3])  # a preview of the item
     assert not re.search(r"\bNone\b|(?<!\d)1 (items|tokens|lines)\b", out)
