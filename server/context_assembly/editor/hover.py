@@ -13,6 +13,7 @@ from ..registry.steps import lookup_step
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
+from .settings import setting_hover
 from .docs import (
     memory_markdown,
     operator_markdown,
@@ -40,7 +41,9 @@ def hover(document: EditorDocument, offset: int, workspace: Workspace, encoding:
     cursor = ctx.cursor_at(document, offset)
     word = _token_text(document, cursor)
     markdown = None
-    if cursor.part == "key" and ctx.is_section(cursor):
+    if document.kind == "settings":
+        markdown = setting_hover(cursor.tokens, cursor.part, word)
+    elif cursor.part == "key" and ctx.is_section(cursor):
         section = next((s for s in SECTIONS if s.name == cursor.last), None)
         markdown = section_markdown(section) if section else None
     elif cursor.part == "value":
