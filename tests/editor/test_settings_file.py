@@ -16,8 +16,8 @@ from context_assembly.editor.documents import EditorDocument, build_document, ki
 from context_assembly.editor.hover import hover
 from context_assembly.registry.ladder import LADDER, STRATEGY_NAMES
 from context_assembly.schemas.validate import built_schema
-from context_assembly.workspace.settings import TOKENIZERS
 from context_assembly.workspace.loader import Workspace, load_workspace
+from context_assembly.workspace.settings import TOKENIZERS
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from ..registry.steps import lookup_step
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
-from .settings import setting_hover
 from .docs import (
     memory_markdown,
     operator_markdown,
@@ -25,6 +24,7 @@ from .docs import (
     variable_markdown,
 )
 from .documents import EditorDocument
+from .settings import setting_hover
 
 
 def _value_span(document: EditorDocument, tokens: tuple[str, ...]) -> tuple[int, int] | None:
