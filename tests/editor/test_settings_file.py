@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from context_assembly.editor import navigation as nav
+from context_assembly.editor.actions import code_actions
 from context_assembly.editor.completion import complete
 from context_assembly.editor.diagnostics import document_diagnostics
 from context_assembly.editor.documents import EditorDocument, build_document, kind_of_path, overlay
@@ -141,3 +143,16 @@ def test_hover_on_a_strategy_name_shows_the_registry_entry(root: Path, workspace
     assert strategy.description in found["contents"]["value"]
     assert "`budget.keep_recent_turns`" in found["contents"]["value"]
     assert hover(doc, text.index("nonsense") + 2, workspace) is None
+
+
+def test_the_other_features_answer_on_a_settings_document(root: Path, workspace: Workspace) -> None:
+    text = '{\n  "budget": {\n    "ladder": ["truncate"]\n  }\n}'
+    doc = settings_document(root, text)
+    assert nav.document_symbols(doc) == []
+    assert {"startLine": 1, "endLine": 2} in [{k: r[k] for k in ("startLine", "endLine")}
+                                            for r in nav.folding_ranges(doc)]
+    assert code_actions(doc, document_diagnostics(doc, workspace), root) == []
+    assert nav.memory_id_at(doc, text.index("truncate"), workspace) is None
+    broken = settings_document(root, '{"budget": {"ladder": ["tr')
+    assert set(labels(complete(broken, len(broken.text), workspace))) == set(STRATEGY_NAMES)
+    assert hover(broken, len(broken.text) - 1, workspace) is None  # "tr" names no strategy
