@@ -15,6 +15,7 @@ from context_assembly.editor.actions import code_actions
 from context_assembly.editor.completion import complete
 from context_assembly.editor.diagnostics import document_diagnostics
 from context_assembly.editor.documents import EditorDocument, build_document, kind_of_path, overlay
+from context_assembly.editor.formatting import formatted
 from context_assembly.editor.hover import hover
 from context_assembly.registry.ladder import LADDER, STRATEGY_NAMES
 from context_assembly.schemas.validate import built_schema
@@ -153,6 +154,11 @@ def test_the_other_features_answer_on_a_settings_document(root: Path, workspace:
                                             for r in nav.folding_ranges(doc)]
     assert code_actions(doc, document_diagnostics(doc, workspace), root) == []
     assert nav.memory_id_at(doc, text.index("truncate"), workspace) is None
+    # formatted in the settings schema's key order (the kind names the schema)
+    unordered = settings_document(root, json.dumps({"budget": {"summary_tokens": 5, "ladder": ["truncate"]},
+                                                    "tokenizer": "o200k"}))
+    assert list(json.loads(formatted(unordered) or "")) == ["tokenizer", "budget"]
+    assert list(json.loads(formatted(unordered) or "")["budget"]) == ["ladder", "summary_tokens"]
     broken = settings_document(root, '{"budget": {"ladder": ["tr')
     assert set(labels(complete(broken, len(broken.text), workspace))) == set(STRATEGY_NAMES)
     assert hover(broken, len(broken.text) - 1, workspace) is None  # "tr" names no strategy
