@@ -24,6 +24,7 @@ from .docs import (
     variable_markdown,
 )
 from .documents import EditorDocument
+from .settings import setting_hover
 
 
 def _value_span(document: EditorDocument, tokens: tuple[str, ...]) -> tuple[int, int] | None:
@@ -40,7 +41,9 @@ def hover(document: EditorDocument, offset: int, workspace: Workspace, encoding:
     cursor = ctx.cursor_at(document, offset)
     word = _token_text(document, cursor)
     markdown = None
-    if cursor.part == "key" and ctx.is_section(cursor):
+    if document.kind == "settings":
+        markdown = setting_hover(cursor.tokens, cursor.part, word)
+    elif cursor.part == "key" and ctx.is_section(cursor):
         section = next((s for s in SECTIONS if s.name == cursor.last), None)
         markdown = section_markdown(section) if section else None
     elif cursor.part == "value":

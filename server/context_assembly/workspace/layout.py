@@ -14,6 +14,11 @@ DEFINITION_DIRS: dict[str, str] = {
     "ingestion-pipeline": "ingestion_dir",
     "graph-view": "graph_views_dir",
 }
+# kind of a single definition file -> the WorkspaceLayout property naming it (an editor document,
+# read by load_settings rather than the loader's directory walk)
+DEFINITION_FILES: dict[str, str] = {
+    "settings": "settings_path",
+}
 
 
 @frozen
