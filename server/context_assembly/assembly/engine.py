@@ -76,10 +76,12 @@ class Assembler:
         self.executor = executor
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
-                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None) -> AssembledContext:
+                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
+                 snapshot: bool = True) -> AssembledContext:
+        """`snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent)."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id)
+            return self._assemble(request, observer, cancelled, assembly_id, snapshot)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -88,7 +90,7 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str) -> AssembledContext:
+                  assembly_id: str, snapshot: bool = True) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
         workspace = self.workspace()
         settings = workspace.settings
@@ -131,7 +133,7 @@ class Assembler:
         result = self._budget(run, contribution.sections, contribution.order, max_tokens)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
-        if settings.snapshots:
+        if settings.snapshots and snapshot:
             self._snapshot(run, result)
         run.emit("complete", meta=unstructure(result.meta))
         return result

@@ -34,6 +34,10 @@ class WorkspaceLayout:
         return self.codebolt / "MemoryIngestion"
 
     @property
+    def tests_dir(self) -> Path:
+        return self.codebolt / "tests"
+
+    @property
     def db_path(self) -> Path:
         return self.codebolt / "db" / "project.db"
 

@@ -35,6 +35,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "persistent-memory": ("persistent_memory_dir", ANY_SUFFIXES),
     "ingestion-pipeline": ("ingestion_dir", ANY_SUFFIXES),
     "graph-view": ("graph_views_dir", JSON_SUFFIXES),
+    "rule-test": ("tests_dir", ANY_SUFFIXES),
 }
 
 

@@ -1,0 +1,48 @@
+"""`contextAssembly/replay` and `contextAssembly/diff` (seed 003: replay an assembly and see what
+was included, dropped and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..assembly.replay import read_snapshot, resolve_side
+from ..assembly.replay import replay as replay_snapshot
+from ..errors import InvalidParamsError
+from ..model.context import AssembledContext
+from .call import CallContext, MethodSpec
+from .params import prefixed, shape
+from .session import Session
+
+
+def _assemble(session: Session, where: str) -> Any:
+    def assemble(request: dict[str, Any]) -> AssembledContext:
+        try:
+            return session.runtime.assemble(request, snapshot=False)
+        except InvalidParamsError as exc:  # point at the request inside these params
+            raise InvalidParamsError(exc.message, prefixed(exc.errors, where)) from None
+    return assemble
+
+
+def replay(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{snapshot: assembly_id | path | snapshot document}` -> `{request, before, after, drift, drifted}`."""
+    snapshot = params["snapshot"]
+    document = read_snapshot(session.root, snapshot) if isinstance(snapshot, str) else snapshot
+    return replay_snapshot(document, _assemble(session, "/snapshot/request"))
+
+
+def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{a, b}`, each a snapshot (assembly_id, path or document), an assembled context or a request."""
+    from ..assembly.diff import diff as compare
+
+    before = resolve_side(params["a"], session.root, _assemble(session, "/a"), "/a")
+    after = resolve_side(params["b"], session.root, _assemble(session, "/b"), "/b")
+    return compare(before, after)
+
+
+METHODS = (
+    MethodSpec("contextAssembly/replay", replay, shape(snapshot="any"),
+               summary="Re-run a stored assembly against today's definitions and stores; report the drift."),
+    MethodSpec("contextAssembly/diff", diff, shape(a="any", b="any"),
+               summary="Compare two assemblies (snapshots or requests): items added, removed, moved, re-ranked; "
+                       "tokens per section."),
+)
