@@ -67,18 +67,14 @@ def coverage_text(report: dict[str, Any], minimum: float | None) -> str:
     if minimum is not None:
         verdict = "below" if report["percent"] < minimum else "meets"
         lines.append(f"  {verdict} the minimum of {minimum}%")
-    for key, title in (("rules_never_fired", "Rules never fired"), ("rules_never_failed", "Rules never failed")):
-        if report[key]:
-            lines.append(f"{title} ({len(report[key])}):")
-            lines += [f"  {ref}" for ref in report[key]]
-    for key, title in (("conditions_never_true", "Conditions never true"),
-                       ("conditions_never_false", "Conditions never false")):
-        if report[key]:
-            lines.append(f"{title} ({len(report[key])}):")
-            lines += [f"  {c['rule']} {c['path']}: {c['condition']}" for c in report[key]]
-    if report["memories_never_activated"]:
-        lines.append(f"Memories never activated ({len(report['memories_never_activated'])}):")
-        lines += [f"  {m}" for m in report["memories_never_activated"]]
+    for key, title in (("rules_never_fired", "Rules never fired"), ("rules_never_failed", "Rules never failed"),
+                       ("conditions_never_true", "Conditions never true"),
+                       ("conditions_never_false", "Conditions never false"),
+                       ("memories_never_activated", "Memories never activated")):
+        lines.append(f"{title} ({len(report[key])})" + (":" if report[key] else ""))
+        for entry in report[key]:
+            lines.append(f"  {entry['rule']} {entry['path']}: {entry['condition']}" if isinstance(entry, dict)
+                         else f"  {entry}")
     return "\n".join(lines)
 
 
