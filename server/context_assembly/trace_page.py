@@ -116,7 +116,8 @@ def _item(item: dict[str, Any]) -> str:
     shown = content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "\n… (cut in this view)"
     title = (item.get("metadata") or {}).get("title") or item.get("id")
     score = item.get("score")
-    tags = [f"<span class=tag>{_e(item.get('priority'))}</span>", f"<span class=tag>{_e(item.get('tokens'))} tok</span>"]
+    tags = [f"<span class=tag>{_e(item.get('priority'))}</span>",
+            f"<span class=tag>{_e(item.get('tokens'))} tok</span>"]
     if score is not None:
         tags.append(f"<span class=tag>score {float(score):.2f}</span>")
     source = item.get("memory_id") or item.get("source")
@@ -194,8 +195,9 @@ def _timings(result: dict[str, Any]) -> str:
     trace, meta = result.get("trace") or {}, result.get("meta") or {}
     stages = trace.get("stages") or {}
     total = float(meta.get("duration_ms") or sum(stages.values()) or 1.0)
-    rows = [(_e(name), f"{float(ms):.2f}", f'<div class=bar><span style="width:{min(100.0, 100 * float(ms) / total):.2f}%;'
-             f'background:#5b6b7f"></span></div>') for name, ms in stages.items()]
+    rows = [(_e(name), f"{float(ms):.2f}", f'<div class=bar><span style="width:'
+             f'{min(100.0, 100 * float(ms) / total):.2f}%;background:#5b6b7f"></span></div>')
+            for name, ms in stages.items()]
     out = [f"<section id=timings><h2>Timings</h2><p class=meta>{total:.2f} ms in all</p>",
            _table(("stage", "ms", ""), rows, (1,))]
     calls = trace.get("memory_calls") or []
@@ -270,7 +272,8 @@ def _diff_body(diff: dict[str, Any]) -> str:
         if rows:
             out.append(f"<h3 class={css}>{label} ({len(rows)})</h3>"
                        + _table(("section", "memory", "item", "tokens", "preview"), rows, (3,)))
-    moved = [(_e(i.get("memory")), _e(i.get("id")), _e(i.get("from")), _e(i.get("to"))) for i in diff.get("moved") or []]
+    moved = [(_e(i.get("memory")), _e(i.get("id")), _e(i.get("from")), _e(i.get("to")))
+             for i in diff.get("moved") or []]
     if moved:
         out.append(f"<h3 class=moved>moved between sections ({len(moved)})</h3>"
                    + _table(("memory", "item", "from", "to"), moved))
@@ -291,10 +294,12 @@ def _diff_body(diff: dict[str, Any]) -> str:
           _e(t.get("after")), f"{int(t.get('delta') or 0):+d}") for n, t in sections.items()), (1, 2, 3)))
     rules, memories = diff.get("rules") or {}, diff.get("memories") or {}
     facts = [("rules now firing", rules.get("fired")), ("rules no longer firing", rules.get("no_longer_fired")),
-             ("memories now activated", memories.get("added")), ("memories no longer activated", memories.get("removed"))]
+             ("memories now activated", memories.get("added")),
+             ("memories no longer activated", memories.get("removed"))]
     out += [f"<p><b>{_e(label)}</b>: {_e(', '.join(values))}</p>" for label, values in facts if values]
     for change in memories.get("status_changed") or []:
-        out.append(f"<p><b>{_e(change.get('reference'))}</b>: {_e(change.get('before'))} → {_e(change.get('after'))}</p>")
+        out.append(f"<p><b>{_e(change.get('reference'))}</b>: {_e(change.get('before'))} → "
+                   f"{_e(change.get('after'))}</p>")
     return "".join(out) + "</section>"
 
 
