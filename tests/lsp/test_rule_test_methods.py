@@ -80,3 +80,16 @@ async def test_replay_and_diff_errors(client: LanguageClient) -> None:
     assert error.code == -32602 and paths(error) == ["/b"]
     # the server keeps serving
     assert (await call(client, "contextRuleEngine/test", {"pattern": "quickstart"}))["summary"]["ok"] is True
+
+
+async def test_trace_page(client: LanguageClient) -> None:
+    page = await call(client, "contextAssembly/tracePage", {"request": REQUEST})
+    assert page["html"].startswith("<!DOCTYPE html>") and 'id="section-knowledge"' in page["html"]
+    assert page["assembly_id"] and f"<code>{page['assembly_id']}</code>" in page["html"]
+    assembled = await call(client, "contextAssembly/assemble", REQUEST)
+    again = await call(client, "contextAssembly/tracePage", {"result": assembled})
+    assert again["assembly_id"] == assembled["meta"]["assembly_id"]
+    error = await error_of(client, "contextAssembly/tracePage", {"request": REQUEST, "result": assembled})
+    assert error.code == -32602 and "exactly one" in error.message
+    error = await error_of(client, "contextAssembly/tracePage", {"request": {"input": {"text": "x"}}})
+    assert error.code == -32602 and paths(error) == ["/request"]  # scope_variables is required

@@ -39,10 +39,30 @@ def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
     return compare(before, after)
 
 
+def trace_page(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{request}` (assembled now), `{result}` (an assembled context) or `{snapshot}` -> `{assembly_id, html}`:
+    the trace page an editor shows in a web view."""
+    from ..model.converter import unstructure
+    from ..trace_page import assembly_page
+
+    given = [key for key in ("request", "result", "snapshot") if params.get(key) is not None]
+    if len(given) != 1:
+        message = "give exactly one of request, result or snapshot"
+        raise InvalidParamsError(message, [{"path": "", "message": message}])
+    if given[0] == "request":
+        result = unstructure(_assemble(session, "/request")(params["request"]))
+    else:
+        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0]), "/" + given[0])
+    meta = result.get("meta") if isinstance(result.get("meta"), dict) else {}
+    return {"assembly_id": meta.get("assembly_id"), "html": assembly_page(result)}
+
+
 METHODS = (
     MethodSpec("contextAssembly/replay", replay, shape(snapshot="any"),
                summary="Re-run a stored assembly against today's definitions and stores; report the drift."),
     MethodSpec("contextAssembly/diff", diff, shape(a="any", b="any"),
                summary="Compare two assemblies (snapshots or requests): items added, removed, moved, re-ranked; "
                        "tokens per section."),
+    MethodSpec("contextAssembly/tracePage", trace_page, shape(request="object?", result="object?", snapshot="any?"),
+               summary="The trace page (one self-contained HTML document) of an assembly, for an editor's web view."),
 )

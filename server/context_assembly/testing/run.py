@@ -10,7 +10,7 @@ from typing import Any
 from attrs import define, field
 
 from ..assembly.request import parse_request
-from ..errors import ContextAssemblyError, InvalidParamsError
+from ..errors import ContextAssemblyError, InvalidParamsError, NotFoundError
 from ..model.context import AssembledContext
 from ..model.problems import Problem
 from ..model.request import AssemblyRequest
@@ -180,3 +180,28 @@ def as_json(run: TestRun) -> dict[str, Any]:
     if run.coverage is not None:
         out["coverage"] = run.coverage.report()
     return out
+
+
+def evaluate_rule(workspace: Workspace, engine_id: str, rule_id: str) -> dict[str, Any]:
+    """One rule against the request of every test case (rules-only): where it fires, where it
+    does not, and why, condition by condition. `{rule, cases: [{file, name, matched, conditions}]}`."""
+    from ..model.converter import unstructure
+
+    engine = next((e for e in workspace.rule_set.engines if e.id == engine_id), None)
+    rule = next((r for r in engine.rules if r.rule_id == rule_id), None) if engine is not None else None
+    if rule is None:
+        raise NotFoundError(f"no rule '{rule_id}' in engine '{engine_id}'")
+    cases = []
+    for test_file in load_test_files(workspace):
+        for case in test_file.cases:
+            if case.request is None:
+                continue
+            try:
+                request = parse_request(case.request)
+            except InvalidParamsError:
+                continue
+            matched, conditions = rule.conditions.explain(build_lookup(request))
+            cases.append({"file": case.file, "name": case.name, "matched": matched,
+                          "conditions": unstructure(conditions)})
+    return {"rule": f"{engine_id}/{rule_id}", "per_source": rule.per_source, "error": rule.error,
+            "fired": sum(1 for c in cases if c["matched"]), "cases": cases}
