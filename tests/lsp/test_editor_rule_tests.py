@@ -14,7 +14,15 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ..editor.lsp_support import capabilities, change_doc, diagnostics_for, make_editor_client, open_doc, position_of, start
+from ..editor.lsp_support import (
+    capabilities,
+    change_doc,
+    diagnostics_for,
+    make_editor_client,
+    open_doc,
+    position_of,
+    start,
+)
 from ..editor.lsp_support import workspace_copy as copy
 from .support import SERVER
 
