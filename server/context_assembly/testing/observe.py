@@ -41,7 +41,8 @@ def from_rules(request: AssemblyRequest, evaluation: EvaluationResult, workspace
     fired = [(e.engine_id, r.rule_id) for e in evaluation.engine_results for r in e.rules if r.matched]
     warnings = list(evaluation.warnings)
     warnings += [f"memory reference '{r.reference}' does not resolve: {r.error}" for r in references if r.error]
-    return Observation([r.reference for r in references if not r.error], fired, warnings)
+    # what the rules (and the request) include, also references that will not resolve (their warning says so)
+    return Observation([r.reference for r in references], fired, warnings)
 
 
 def _belongs(item: Any, reference: str) -> bool:
