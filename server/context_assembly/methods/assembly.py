@@ -9,6 +9,7 @@ from ..assembly.request import parse_request
 from ..assembly.resolve import Reference, mentions
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..model.converter import unstructure
+from ..model.definitions import Contribution
 from ..model.request import AssemblyRequest
 from ..stores.uri import parse_uri
 from ..workspace.loader import Workspace
@@ -58,7 +59,7 @@ def assemble(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     assembly_id = _assembly_id(params)
     request = {k: v for k, v in params.items() if k != ASSEMBLY_ID}
     result = session.runtime.assemble(request, observer=_Progress(ctx), cancelled=ctx.cancelled,
-                                      assembly_id=assembly_id)
+                                      assembly_id=assembly_id, llm=ctx.llm)
     return unstructure(result)
 
 
@@ -102,23 +103,30 @@ def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 def memory_types(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     items = []
     for memory_id, memory in sorted(session.workspace().memories.items()):
-        raw = memory.get("contribution")
-        contribution: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        contribution = memory.contribution or Contribution()
         items.append({
             "id": memory_id,
-            "label": memory.get("label") or memory_id,
-            "description": memory.get("description"),
-            "section": contribution.get("section") or "knowledge",
-            "priority": contribution.get("priority") or "medium",
-            "status": memory.get("status") or "active",
-            "inputs_scope": _listed(memory.get("inputs_scope")),
-            "additional_variables": _listed(memory.get("additional_variables")),
+            "label": memory.label or memory_id,
+            "description": memory.description,
+            "section": contribution.section or "knowledge",
+            "priority": contribution.priority or "medium",
+            "status": memory.status or "active",
+            "inputs_scope": list(memory.scopes),
+            "additional_variables": unstructure(memory.declared_variables),
         })
     return {"items": items}
 
 
-def _listed(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
+def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """Seed 002: working memory is discarded once the turn is complete. Clears the thread's scratchpad."""
+    thread_id = params["thread_id"]
+    try:  # one segment of a working:// URI, exactly as given
+        problem = None if parse_uri(f"working://{thread_id}").parts == (thread_id,) else "must be one plain segment"
+    except ContextAssemblyError as exc:
+        problem = exc.message
+    if problem is not None:
+        raise InvalidParamsError(f"invalid thread_id: {problem}", [{"path": "/thread_id", "message": problem}])
+    return {"thread_id": thread_id, "cleared": session.runtime.memory.clear_working(thread_id)}
 
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -140,4 +148,6 @@ METHODS = (
                summary="Evaluate the enabled (or named) rule engines with the per-condition explanation."),
     MethodSpec(PREFIX + "requiredVariables", required, shape(memory_ids="strings"),
                summary="The scopes and variables the named memories need."),
+    MethodSpec(PREFIX + "endTurn", end_turn, shape(thread_id="string"),
+               summary="The turn is complete: clear the thread's working memory (seed 002)."),
 )
