@@ -61,19 +61,22 @@ def check(expect: dict[str, Any], seen: Observation, pointer: str) -> list[Failu
         where = f"{pointer}/expect/{key}" + ("" if index is None else f"/{index}")
         failures.append(Failure(key, message, expected, actual, where, **extra))
 
+    included = set(seen.included)
     for i, memory in enumerate(expect.get("memories_included", [])):
-        if memory not in seen.included:
+        if memory not in included:
             fail("memories_included", f"memory '{memory}' was not included", memory, seen.included, i,
                  memories=[memory])
     for i, memory in enumerate(expect.get("memories_excluded", [])):
-        if memory in seen.included:
+        if memory in included:
             fail("memories_excluded", f"memory '{memory}' was included", memory, seen.included, i, memories=[memory])
     fired_names = [f"{e}/{r}" for e, r in seen.fired]
+    # `engine/rule` or a bare `rule` (any engine): both looked up in sets, cases can list hundreds
+    fired = set(fired_names) | {r for _, r in seen.fired}
     for i, rule in enumerate(expect.get("rules_fired", [])):
-        if not any(rule_matches(rule, f) for f in seen.fired):
+        if rule not in fired:
             fail("rules_fired", f"rule '{rule}' did not fire", rule, fired_names, i, rules=[rule])
     for i, rule in enumerate(expect.get("rules_not_fired", [])):
-        if any(rule_matches(rule, f) for f in seen.fired):
+        if rule in fired:
             fail("rules_not_fired", f"rule '{rule}' fired", rule, fired_names, i, rules=[rule])
     _check_assembly(expect, seen, fail)
     _check_warnings(expect, seen, fail)

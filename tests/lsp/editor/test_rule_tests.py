@@ -5,29 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from ..editor.lsp_support import (
-    capabilities,
-    change_doc,
-    diagnostics_for,
-    make_editor_client,
-    open_doc,
-    position_of,
-    start,
-)
-from ..editor.lsp_support import workspace_copy as copy
-from .support import SERVER
+from ..editor_support import change_doc, diagnostics_for, open_doc, position_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
 
 FAILING = json.dumps({"request": {"scope_variables": {}, "additional_variables": {"phase": "review"}},
                       "cases": [
@@ -35,18 +22,6 @@ FAILING = json.dumps({"request": {"scope_variables": {}, "additional_variables":
                           {"name": "wrong", "expect": {"rules_fired": ["planning/arch-in-planning"]}},
                           {"name": "budget", "expect": {"max_token_estimate": 1}},
                       ]}, indent=2)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy(tmp_path_factory.mktemp("editor-tests") / "ws")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
-    await start(lsp_client, root, capabilities(pull=False, snippets=True))
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
