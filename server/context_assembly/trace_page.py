@@ -22,7 +22,7 @@ COLOURS = {"state": "#2f6fdf", "warnings": "#d9822b", "constraints": "#8e44ad", 
            "history": "#c0392b", "suggestions": "#16a0b5", "working_memory": "#7f8c1d"}
 OTHER_COLOUR = "#777777"
 KNOWN_TRACE_KEYS = ("memory_calls", "rules_applied", "variables_used", "missing_variables", "sections", "decisions",
-                    "section_order", "stages")
+                    "section_order", "stages", "ladder")
 PREVIEW_CHARS = 4000
 
 STYLE = """
@@ -176,10 +176,29 @@ def _generic_rows(entries: list[dict[str, Any]], first: tuple[str, ...]) -> str:
     return _table(keys, rows)
 
 
+def _ladder(trace: dict[str, Any]) -> str:
+    """The budget ladder's steps (`trace.ladder`), one table per strategy in the order they ran."""
+    steps = [s for s in trace.get("ladder") or [] if isinstance(s, dict)]
+    if not steps:
+        return ""
+    strategies: dict[str, list[dict[str, Any]]] = {}
+    for step in steps:
+        strategies.setdefault(str(step.get("strategy")), []).append(step)
+    out = [f"<h3>Budget ladder ({len(steps)} step(s))</h3>"]
+    for strategy, entries in strategies.items():
+        rows = [{k: v for k, v in e.items() if k != "strategy"} for e in entries]
+        out.append(f'<h4 class=ladder-step data-strategy="{_e(strategy)}">{_e(strategy)} ({len(entries)})</h4>'
+                   + _generic_rows(rows, ("action", "item_id", "memory_id", "section", "tokens_before",
+                                          "tokens_after", "reason")))
+    return "".join(out)
+
+
 def _dropped(trace: dict[str, Any]) -> str:
     decisions = trace.get("decisions") or []
+    ladder = _ladder(trace)
     if not decisions:
-        return "<section id=dropped><h2>Dropped, and why</h2><p class=muted>nothing was dropped</p></section>"
+        return ("<section id=dropped><h2>Dropped, and why</h2><p class=muted>nothing was dropped</p>"
+                + ladder + "</section>")
     kinds: dict[str, list[dict[str, Any]]] = {}
     for decision in decisions:
         kinds.setdefault(str(decision.get("kind")), []).append(decision)
@@ -188,7 +207,7 @@ def _dropped(trace: dict[str, Any]) -> str:
         rows = [{k: v for k, v in e.items() if k != "kind"} for e in entries]
         out.append(f'<h3 class=decision-kind data-kind="{_e(kind)}">{_e(kind)} ({len(entries)})</h3>'
                    + _generic_rows(rows, ("item_id", "memory_id", "section", "tokens", "reason", "by")))
-    return "".join(out) + "</section>"
+    return "".join(out) + ladder + "</section>"
 
 
 def _timings(result: dict[str, Any]) -> str:

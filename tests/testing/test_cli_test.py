@@ -135,20 +135,27 @@ def test_assembly_expectations(example_copy: Path, capsys: pytest.CaptureFixture
     request = json.loads((example_copy / "request.json").read_text())
     write(example_copy, "assembly.json", {"request": request, "cases": [
         {"name": "tight budget", "request": {"constraints": {"max_tokens": 150}},
-         "expect": {"max_token_estimate": 150, "warnings": ["budget"], "sections_absent": ["history"]}},
+         "expect": {"max_token_estimate": 150, "sections_absent": ["history"]}},
+        {"name": "unknown memory", "assemble": True, "request": {"explicit_memory": ["no-such-memory"]},
+         "expect": {"warnings": ["no-such-memory"]}},
         {"name": "wrong expectations", "request": {"constraints": {"max_tokens": 150}},
          "expect": {"max_token_estimate": 10, "sections_present": ["history"],
                     "items_present": [{"text": "no such text anywhere"}],
-                    "items_absent": [{"section": "state"}], "no_warnings": True}},
+                    "items_absent": [{"section": "state"}]}},
+        {"name": "no warnings expected", "request": {"explicit_memory": ["no-such-memory"]},
+         "expect": {"no_warnings": True}},
         {"name": "skipped", "skip": True, "expect": {"max_token_estimate": 1}},
     ]})
     code, out, _ = run(capsys, str(example_copy), "-k", "assembly.json", "--format", "json")
     assert code == 1
     results = {r["name"]: r for r in json.loads(out)["results"]}
     assert results["tight budget"]["status"] == "passed" and results["tight budget"]["mode"] == "assemble"
+    assert results["unknown memory"]["status"] == "passed"
     assert results["skipped"]["status"] == "skipped"
     failures = {f["expectation"]: f for f in results["wrong expectations"]["failures"]}
-    assert set(failures) == {"max_token_estimate", "sections_present", "items_present", "items_absent", "no_warnings"}
+    assert set(failures) == {"max_token_estimate", "sections_present", "items_present", "items_absent"}
+    [no_warnings] = results["no warnings expected"]["failures"]
+    assert no_warnings["expectation"] == "no_warnings" and "no-such-memory" in no_warnings["actual"][0]
     assert failures["max_token_estimate"]["expected"] == 10 and failures["max_token_estimate"]["actual"] <= 150
 
 

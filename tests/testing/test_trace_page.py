@@ -43,7 +43,11 @@ def test_the_page_is_self_contained_and_escaped(seeded: Path, tmp_path: Path,
         assert f"<section id={section}>" in html
     assert f"{result['meta']['token_estimate']} of 600 tokens used" in html
     assert 'data-rule="planning/arch-in-planning"' in html and "addVar.phase eq" in html
-    assert 'data-kind="budget"' in html  # what the budget dropped, and why
+    for kind in {d["kind"] for d in result["trace"]["decisions"]}:
+        assert f'data-kind="{kind}"' in html  # what was dropped, and why
+    for strategy in {s["strategy"] for s in result["trace"]["ladder"]}:
+        assert f'data-strategy="{strategy}"' in html  # each step of the budget ladder
+    assert result["trace"]["ladder"]
     for stage in result["trace"]["stages"]:
         assert f"<td>{stage}</td>" in html
 
@@ -55,13 +59,15 @@ def test_unknown_trace_entries_are_still_shown() -> None:
                                "metadata": {}}]},
         "trace": {"decisions": [{"kind": "summarise_step", "reason": "summarised the older turns",
                                  "item_id": "t1", "ratio": 0.4}],
-                  "ladder": [{"step": "compress_turns", "freed_tokens": 120}],
+                  "ladder": [{"strategy": "compress_turns", "freed_tokens": 120}],
+                  "rerank": [{"step": "x", "moved": 2}],
                   "stages": {"validate": 0.1, "new_stage": 2.5}},
         "meta": {"assembly_id": "a1", "token_estimate": 1, "total_items": 1, "duration_ms": 3.0},
     }
     html = assembly_page(result)
     assert 'data-kind="summarise_step"' in html and "<th>ratio</th>" in html and "0.4" in html
-    assert 'data-trace-key="ladder"' in html and "compress_turns" in html and "<th>freed_tokens</th>" in html
+    assert 'data-strategy="compress_turns"' in html and "<th>freed_tokens</th>" in html
+    assert 'data-trace-key="rerank"' in html and "<th>moved</th>" in html
     assert "<td>new_stage</td>" in html
 
 
