@@ -140,5 +140,5 @@ async def test_completion_and_hover_in_test_files(client: LanguageClient, root: 
         return found.contents.value
 
     assert "adds `architecture-docs`" in await hover('"planning/arch-in-planning"', 3)
-    assert "Architecture" in await hover('"architecture-docs", "project', 3)
+    assert "Architecture" in await hover('"architecture-docs",\n          "project', 3)
     assert "Rules that must match" in await hover('"rules_fired"', 3)
