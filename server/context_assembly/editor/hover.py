@@ -25,6 +25,7 @@ from .docs import (
     variable_markdown,
 )
 from .documents import EditorDocument
+from .settings import setting_hover
 
 
 def _value_span(document: EditorDocument, tokens: tuple[str, ...]) -> tuple[int, int] | None:
@@ -56,8 +57,12 @@ def hover(document: EditorDocument, offset: int, workspace: Workspace, encoding:
         -> dict[str, Any] | None:
     cursor = ctx.cursor_at(document, offset)
     word = _token_text(document, cursor)
-    markdown = _test_hover(document, cursor, word, workspace) if document.kind == "rule-test" else None
-    if markdown is not None:
+    markdown = None
+    if document.kind == "settings":
+        markdown = setting_hover(cursor.tokens, cursor.part, word)
+    elif document.kind == "rule-test":
+        markdown = _test_hover(document, cursor, word, workspace)
+    if markdown is not None or document.kind == "settings":
         pass
     elif cursor.part == "key" and ctx.is_section(cursor):
         section = next((s for s in SECTIONS if s.name == cursor.last), None)

@@ -15,6 +15,11 @@ DEFINITION_DIRS: dict[str, str] = {
     "graph-view": "graph_views_dir",
     "rule-test": "tests_dir",
 }
+# kind of a single definition file -> the WorkspaceLayout property naming it (an editor document,
+# read by load_settings rather than the loader's directory walk)
+DEFINITION_FILES: dict[str, str] = {
+    "settings": "settings_path",
+}
 
 
 @frozen

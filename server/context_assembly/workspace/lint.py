@@ -22,6 +22,7 @@ SCHEMA_OF = {
     "ingestion-pipeline": "ingestion-pipeline",
     "graph-view": "graph-view",
     "rule-test": "rule-test",
+    "settings": "settings",
 }
 
 
