@@ -30,6 +30,7 @@ from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
 from . import settings as settings_file
+from . import tests
 from .docs import (
     memory_markdown,
     operator_markdown,
@@ -193,6 +194,18 @@ class Completer:
             return [self.item(cursor, f"{s}://", MODULE, "store", retrigger=True) for s in DESTINATION_SCHEMES]
         return None
 
+    def test_values(self, cursor: ctx.Cursor) -> list[dict[str, Any]] | None:
+        """Rule references, memory ids and sections in a rule-test file (None: not such a place)."""
+        where = tests.place(cursor.tokens)
+        if where == "rule":
+            return [self.item(cursor, ref, REFERENCE, name or "rule", tests.rule_markdown(ref, self.workspace),
+                            sort=f"{i:05d}") for i, (ref, name) in enumerate(tests.rule_choices(self.workspace))]
+        if where == "memory":
+            return self.references(cursor)
+        if where == "section":
+            return self.sections(cursor)
+        return None
+
     # -- keys -----------------------------------------------------------------------------------
 
     def key_choices(self, container: tuple[str, ...]) -> list[tuple[str, str | None]]:
@@ -227,6 +240,8 @@ class Completer:
                     return schema_keys(kind, "rule_004")
         elif kind == "ingestion-pipeline":
             return self.pipeline_keys(container)
+        elif kind == "rule-test":
+            return tests.key_choices(container)
         elif kind == "persistent-memory":
             if n == 0:
                 return schema_keys(kind, skip=SHORTHAND_KEYS)
@@ -312,6 +327,10 @@ class Completer:
             return self.keys(cursor)
         if self.document.kind == "settings":
             return self.setting_values(cursor)
+        if self.document.kind == "rule-test" and cursor.part == "value":
+            found = self.test_values(cursor)
+            if found is not None:
+                return found
         if ctx.is_field(cursor):
             return self.fields(cursor)
         if ctx.is_operator(cursor):

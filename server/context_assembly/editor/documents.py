@@ -18,7 +18,7 @@ from ..workspace.uris import uri_to_path
 # `$schema` fragments -> kind, for definition files outside their usual directory
 SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persistent-memory"),
                 ("context-rules", "context-rules"), ("ingestion-pipeline", "ingestion-pipeline"),
-                ("graph-view", "graph-view"))
+                ("graph-view", "graph-view"), ("rule-test", "rule-test"))
 Position = dict[str, int]
 Range = dict[str, Position]
 
