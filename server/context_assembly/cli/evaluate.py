@@ -65,7 +65,8 @@ def _show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _condition_lines(result: ConditionResult, depth: int, paint: Painter) -> list[str]:
+def _condition_lines(result: ConditionResult, depth: int, paint: Painter | None = None) -> list[str]:
+    paint = paint or Painter(False)
     pad = "    " * depth
     mark = paint("[x]", "ok") if result.result else paint("[ ]", "no")
     if result.group:

@@ -31,7 +31,8 @@ def _where(problem: Problem, root: Path) -> str:
     return shown(root / problem.file) if problem.file else shown(root)
 
 
-def text_line(problem: Problem, root: Path, paint: Painter | None = None) -> str:
+def text_line(problem: Problem, root: Path | str = ".", paint: Painter | None = None) -> str:
+    root = Path(root)
     paint = paint or Painter(False)
     where = f"{_where(problem, root)}:{problem.line or 1}:{problem.column or 1}"
     severity = paint(problem.severity.value, _STYLE[problem.severity])
