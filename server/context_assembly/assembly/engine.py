@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -95,7 +96,7 @@ class Assembler:
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)
         lookup = build_lookup(request, self._derived(request))
-        for problem in _validate(request, workspace):
+        for problem in [*_validate(request, workspace), *skipped_rule_files(workspace)]:
             run.warn(problem, kind="validation")
         run.stage("validate")
 
@@ -243,6 +244,23 @@ def _uri_problem(text: str) -> str | None:
     except ContextAssemblyError as exc:
         return exc.message
     return None
+
+
+def skipped_rule_files(workspace: Workspace) -> list[str]:
+    """Rule files on disk that could not be used at all (too large, too deep, not a rule engine)."""
+    found = _SKIPPED.get(workspace)
+    if found is None:
+        found = _SKIPPED[workspace] = [
+            f"rule file '{source.relpath}' was skipped: {problem.message}"
+            + (f" (line {problem.line}, column {problem.column})" if problem.line else "")
+            for source in workspace.files.values()
+            if (source.kind == "rule-engine" and source.compiled is None)
+            or (source.kind == "context-rules" and not source.rules)
+            for problem in source.problems[:1] if problem.is_error]
+    return found
+
+
+_SKIPPED: weakref.WeakKeyDictionary[Workspace, list[str]] = weakref.WeakKeyDictionary()
 
 
 def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:

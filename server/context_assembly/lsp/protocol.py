@@ -77,6 +77,18 @@ def top_level_id(body: bytes) -> Any:
     return value if _is_id(value) else None
 
 
+def parse_problem(body: bytes, exc: orjson.JSONDecodeError) -> str:
+    """orjson's message, with the exact place of bytes that are not UTF-8 (orjson says "line 1
+    column 1" for those; an escaped lone surrogate it places right itself)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = body.count(b"\n", 0, bad.start) + 1
+        column = bad.start - (body.rfind(b"\n", 0, bad.start) + 1) + 1
+        return f"the message is not valid UTF-8 ({bad.reason}): line {line} column {column} (byte {bad.start})"
+    return str(exc)
+
+
 def envelope_problem(data: Any) -> str | None:
     """Why `data` is not a JSON-RPC 2.0 request, notification or response (None when it is one)."""
     if not isinstance(data, dict):
@@ -112,7 +124,7 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
         try:
             data = orjson.loads(body)  # strict UTF-8, no lone surrogates
         except orjson.JSONDecodeError as exc:
-            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {exc}")
+            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
             return False
         if isinstance(data, list):
             self._refuse_batch(data)
@@ -120,7 +132,9 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
         problem = envelope_problem(data)
         if problem is not None:
             msg_id = data.get("id") if isinstance(data, dict) and _is_id(data.get("id")) else None
-            if msg_id is not None or not isinstance(data, dict) or "method" not in data:
+            # A request whose id is not a valid id (an object, a float) is still a request: JSON-RPC
+            # answers it with id null; only a message without any id is a notification.
+            if msg_id is not None or not isinstance(data, dict) or "method" not in data or "id" in data:
                 self.send_error(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
             else:
                 logger.warning("ignored a malformed notification: %s", problem)
@@ -147,6 +161,11 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
             if is_request:
                 self.send_error(data["id"], -32603, "Internal error")
         return True
+
+    def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
+        """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
+        message = f"Invalid request: the message is {size} bytes; at most {limit} (limits.request_bytes)"
+        self.send_error(top_level_id(head), INVALID_REQUEST, message, {"size": size, "limit": limit})
 
     def _refuse_batch(self, batch: list[Any]) -> None:
         """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""

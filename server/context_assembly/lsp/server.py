@@ -26,6 +26,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
+from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import Session
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
@@ -78,6 +79,10 @@ class ContextAssemblyServer(LanguageServer):
         for problem in self.session.set_settings(settings):
             logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
         return self.session
+
+    def request_limit(self) -> int:
+        """limits.request_bytes of the workspace served (the default before `initialize`)."""
+        return (self.session.current_limits() if self.session is not None else DEFAULT_LIMITS).request_bytes
 
     def open_document_text(self, uri: str) -> str | None:
         documents = self.protocol.workspace.text_documents if self.protocol._workspace is not None else {}

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
-from .framing import FileDescriptorSource, FrameReader, StreamSource
+from ..limits import DEFAULT as DEFAULT_LIMITS
+from .framing import OVERSIZED_HEAD, FileDescriptorSource, FrameReader, StreamSource
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -81,13 +82,14 @@ async def _pump(server: ContextAssemblyServer, reader: FrameReader) -> None:
         await asyncio.sleep(0)  # let answers and cancellations through between messages
 
 
-def _reader(source: Any) -> FrameReader:
-    return FrameReader(source, on_problem=lambda message: logger.warning("input: %s", message))
+def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
+    return FrameReader(source, max_body=server.request_limit, on_oversized=server.protocol.refuse_oversized,
+                       on_problem=lambda message: logger.warning("input: %s", message))
 
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     server.protocol.set_writer(PipeWriter(stdout), include_headers=True)
-    await _until_stopped(server, _pump(server, _reader(FileDescriptorSource(stdin.fileno()))))
+    await _until_stopped(server, _pump(server, _reader(server, FileDescriptorSource(stdin.fileno()))))
 
 
 async def serve_tcp(server: ContextAssemblyServer, host: str, port: int, announce: Announce) -> None:
@@ -102,7 +104,7 @@ async def serve_tcp(server: ContextAssemblyServer, host: str, port: int, announc
         busy = True
         server.protocol.set_writer(writer, include_headers=True)
         try:
-            await _until_stopped(server, _pump(server, _reader(StreamSource(reader))))
+            await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader))))
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
@@ -132,8 +134,11 @@ async def serve_ws(server: ContextAssemblyServer, host: str, port: int, announce
 
         async def receive() -> None:
             async for message in websocket:
-                server.protocol.receive(message.encode("utf-8", "surrogatepass") if isinstance(message, str)
-                                        else message)
+                body = message.encode("utf-8", "surrogatepass") if isinstance(message, str) else message
+                if len(body) > (limit := server.request_limit()):
+                    server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
+                    continue
+                server.protocol.receive(body)
 
         try:
             await _until_stopped(server, receive())
@@ -146,7 +151,9 @@ async def serve_ws(server: ContextAssemblyServer, host: str, port: int, announce
                 await websocket.close()
             finished.set()
 
-    async with serve(connection, host, port) as listener:
+    # websockets' own bound (1 MiB by default) would close the connection: frames up to the default
+    # limit arrive, and the workspace's limits.request_bytes answers those past it.
+    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes) as listener:
         address = next(iter(listener.sockets)).getsockname()
         announce(f"ws://{_netloc(address)}")
         await finished.wait()

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ..limits import Limits
 from ..model.problems import Problem
 from ..pipelines.validate import validate_definition
 from ..runtime import Runtime
@@ -80,6 +81,8 @@ class Session:
             self.layout, validate=_memory_problems)
         self.ingestion_pipelines: DefinitionRepository = ingestion_repository(
             self.layout, validate=_ingestion_problems)
+        for repository in (self.rule_engines, self.persistent_memory, self.ingestion_pipelines):
+            repository.limits = self.limits
         self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
         if settings:
             self.set_settings(settings)
@@ -123,6 +126,15 @@ class Session:
 
     def settings(self) -> Settings:
         return self.workspace().settings
+
+    def limits(self) -> Limits:
+        return self.settings().limits
+
+    def current_limits(self) -> Limits:
+        """The limits without looking at the disk (the transport asks per message)."""
+        last = self.runtime.last_workspace()
+        base = last.settings.limits if last is not None else Limits()
+        return base.merged(self._overrides.get("limits"))
 
     def reload(self) -> Workspace:
         """Re-read what changed under `.codebolt/` now (the loader re-reads changed files only)."""

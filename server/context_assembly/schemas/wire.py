@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..limits import LIMITS
 from .fragments import (
     SCHEMA_KEY,
     Schema,
@@ -149,6 +150,9 @@ def settings(_src: Sources) -> Schema:
                             "files under .codebolt/.", "embedded", title="Store backend"),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
+        "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
+                      "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
+                                              for spec in LIMITS if spec.settable}),
     })
     return document(
         "settings", "Context assembly settings",

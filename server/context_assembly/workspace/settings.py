@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 from attrs import define, field
 
+from ..limits import Limits
 from ..model.problems import Problem
 
 TOKENIZERS = ("estimate", "cl100k", "o200k")
@@ -27,6 +28,7 @@ class Settings:
     snapshots: bool = False
     stores: StoreSettings = field(factory=StoreSettings)
     diagnostics_debounce_ms: int = 300
+    limits: Limits = field(factory=Limits)
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
@@ -36,6 +38,7 @@ class Settings:
                 base[key] = {**base[key], **value} if isinstance(base[key], dict) and isinstance(value, dict) \
                     else value
         base["stores"] = StoreSettings(**base["stores"])
+        base["limits"] = Limits().merged(base["limits"])
         return Settings(**base)
 
 

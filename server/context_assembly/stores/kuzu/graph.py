@@ -36,6 +36,7 @@ import kuzu
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
+from ...limits import GRAPH_DEPTH, GRAPH_LIMIT, GRAPH_VIEW_ROWS
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
@@ -53,9 +54,9 @@ REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NO
 GENERATION_FILE = "generation"
 MAX_ID_CHARS = 1024
 MAX_NAME_CHARS = 4096
-MAX_DEPTH = 5
-MAX_LIMIT = 1000
-MAX_VIEW_ROWS = 10_000
+MAX_DEPTH = GRAPH_DEPTH
+MAX_LIMIT = GRAPH_LIMIT
+MAX_VIEW_ROWS = GRAPH_VIEW_ROWS
 # Edges read per expansion level: bounds the work a hub node can cause.
 MAX_LEVEL_EDGES = 10_000
 DIRECTIONS = ("both", "out", "in")

@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
+from ...limits import LOG_LIMIT
 from ..confine import check_key, refuse
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
 
 STORE = "log"
-MAX_LIMIT = 10_000
+MAX_LIMIT = LOG_LIMIT
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
