@@ -9,6 +9,7 @@ session's — sees the merged settings without the loader knowing about clients.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..model.problems import Problem
 from ..pipelines.validate import validate_definition
 from ..runtime import Runtime
 from ..schemas import validation_errors
+from ..workspace.atomic import sweep_temp_files
 from ..workspace.loader import Workspace
 from ..workspace.repository import (
     DefinitionRepository,
@@ -31,6 +33,8 @@ from ..workspace.repository import (
 )
 from ..workspace.settings import Settings
 from .call import Llm
+
+logger = logging.getLogger(__name__)
 
 TextSource = Callable[[str], "str | None"]  # document URI -> its text, when the editor has it open
 
@@ -66,6 +70,9 @@ class Session:
                  text_source: TextSource | None = None) -> None:
         self.runtime = Runtime(root)
         self.layout = self.runtime.layout
+        removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
+        if removed:
+            logger.info("removed %d temporary files of interrupted writes", len(removed))
         self.llm = llm
         self.text_source = text_source
         # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
