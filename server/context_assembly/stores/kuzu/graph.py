@@ -131,12 +131,18 @@ class KuzuGraph:
 
     # -- views and expansion ------------------------------------------------------------------
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters."""
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters.
+
+        `timeout_ms` (a pipeline's remaining time) interrupts the query inside the database, so the
+        work a deadline abandons stops too instead of running on in a worker thread."""
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
+        default_ms = int(self._sessions.settings.query_timeout_s * 1000)
 
         def work(conn: kuzu.Connection) -> list[dict[str, Any]]:
+            if timeout_ms is not None:
+                conn.set_query_timeout(max(1, min(timeout_ms, default_ms)))
             # Second guard after the keyword check: the database itself refuses writes here.
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
@@ -144,6 +150,8 @@ class KuzuGraph:
             finally:
                 with contextlib.suppress(RuntimeError):
                     conn.execute("ROLLBACK")
+                if timeout_ms is not None:
+                    conn.set_query_timeout(default_ms)
 
         return [{name: to_json(value) for name, value in row.items()} for row in self._read(work)]
 
