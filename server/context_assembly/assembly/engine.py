@@ -77,10 +77,12 @@ class Assembler:
         self.executor = executor
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
-                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None) -> AssembledContext:
+                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
+                 workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
+        """`workspace`: the caller's view of the workspace (a session's settings), else the assembler's."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id)
+            return self._assemble(request, observer, cancelled, assembly_id, workspace or self.workspace)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -89,9 +91,9 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str) -> AssembledContext:
+                  assembly_id: str, workspace_of: Callable[[], Workspace]) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
-        workspace = self.workspace()
+        workspace = workspace_of()
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+NOT_INITIALIZED = -32002
 _CONTAINER = re.compile(rb"[\[{]")
 _ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
 PLAIN_OUTGOING = frozenset({"llm/complete"})  # server-to-client requests whose results stay plain JSON
@@ -140,6 +141,12 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
                 logger.warning("ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
+        if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \
+                and self._server.locked:  # type: ignore[attr-defined]
+            if is_request:  # nothing but initialize (with a valid token) before a good initialize
+                self.send_error(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
+                                "(initializationOptions.token)")
+            return True
         if self._shutdown and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
             return True

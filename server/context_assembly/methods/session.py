@@ -67,8 +67,9 @@ class Session:
     """Everything the methods need for one workspace. Thread-safe: handlers run on worker threads."""
 
     def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
-                 text_source: TextSource | None = None) -> None:
-        self.runtime = Runtime(root)
+                 text_source: TextSource | None = None, runtimes: SharedRuntimes | None = None) -> None:
+        self._runtimes = runtimes  # several sessions (connections) share one runtime and its caches
+        self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root)
         self.layout = self.runtime.layout
         removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
         if removed:
@@ -90,7 +91,8 @@ class Session:
             self.layout, validate=_ingestion_problems)
         for repository in (self.rule_engines, self.persistent_memory, self.ingestion_pipelines):
             repository.limits = self.limits
-        self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
+        if runtimes is None:  # alone on its runtime: plain runtime.assemble sees the merged settings too
+            self.runtime.assembler.workspace = self.workspace
         if settings:
             self.set_settings(settings)
 
@@ -103,6 +105,10 @@ class Session:
     def set_settings(self, overrides: Any) -> list[Problem]:
         """Replace the client's overrides; keys the settings schema refuses are dropped and reported."""
         good, problems = settings_problems(overrides)
+        if "access" in good:  # a client must not grant itself rights
+            del good["access"]
+            problems.append(Problem("access can only be set in .codebolt/context-assembly.json", "settings",
+                                    path="/access"))
         try:
             Settings().merged(good)
         except (TypeError, ValueError) as exc:
@@ -179,5 +185,41 @@ class Session:
             return None
 
     def close(self) -> None:
-        self.runtime.close()
+        if self._runtimes is not None:
+            self._runtimes.release(self.runtime)
+        else:
+            self.runtime.close()
+
+
+class SharedRuntimes:
+    """One Runtime per workspace root for every session of a process (the TCP and WebSocket
+    connections): stores, compiled engines and the result cache are shared; the runtime closes
+    when its last session does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runtimes: dict[Path, tuple[Runtime, int]] = {}
+
+    def acquire(self, root: Path | str) -> Runtime:
+        key = Path(root).resolve()
+        with self._lock:
+            runtime, count = self._runtimes.get(key) or (Runtime(key), 0)
+            self._runtimes[key] = (runtime, count + 1)
+            return runtime
+
+    def release(self, runtime: Runtime) -> None:
+        with self._lock:
+            key = runtime.root
+            held = self._runtimes.get(key)
+            if held is None or held[0] is not runtime:
+                return
+            if held[1] > 1:
+                self._runtimes[key] = (runtime, held[1] - 1)
+                return
+            del self._runtimes[key]
+        runtime.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runtimes)
 

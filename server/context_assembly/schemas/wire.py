@@ -153,6 +153,14 @@ def settings(_src: Sources) -> Schema:
         "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
                       "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
                                               for spec in LIMITS if spec.settable}),
+        "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
+                   "methods it may call and the memory URIs it may read and write (glob patterns). Read "
+                   "from this file only, never from a client's configuration.",
+                   "additionalProperties": {"type": "object", "additionalProperties": False, "properties": {
+                       key: {"type": "array", "items": {"type": "string"}, "description": text}
+                       for key, text in (("methods", "Method names it may call (globs, e.g. memory/*)."),
+                                         ("read", "URIs memory/read and memory/list may name (globs)."),
+                                         ("write", "URIs memory/write and memory/delete may name (globs)."))}}},
     })
     return document(
         "settings", "Context assembly settings",

@@ -29,6 +29,7 @@ class Settings:
     stores: StoreSettings = field(factory=StoreSettings)
     diagnostics_debounce_ms: int = 300
     limits: Limits = field(factory=Limits)
+    access: dict[str, Any] = field(factory=dict)  # token name -> {methods, read, write} (file only)
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
