@@ -42,6 +42,9 @@ LIMITS: tuple[LimitSpec, ...] = (
     LimitSpec("write_value_bytes", 16 * MIB, 1024,
               "Size of the JSON of one value in memory/write (-32602); KV and JSON stores never take more "
               "than the default."),
+    LimitSpec("eager_documents", 50, 1,
+              "Open documents a push-diagnostics editor keeps re-checked when another file changes (the most "
+              "recently opened or edited); the others are checked when next touched, or pulled."),
     LimitSpec("graph_view_rows", 10_000, 1,
               "Rows one graph view returns; a LIMIT or SKIP parameter of a view must lie in 0..this (-32602).",
               settable=False),
@@ -62,6 +65,7 @@ class Limits:
     definition_file_bytes: int = BY_NAME["definition_file_bytes"].default
     rules_per_engine: int = BY_NAME["rules_per_engine"].default
     write_value_bytes: int = BY_NAME["write_value_bytes"].default
+    eager_documents: int = BY_NAME["eager_documents"].default
 
     def merged(self, overrides: Any) -> Limits:
         """These limits with the settable, well-typed values of `overrides` applied."""
