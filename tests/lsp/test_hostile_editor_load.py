@@ -50,7 +50,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = workspace_copy(tmp_path_factory.mktemp("editor-load") / "ws")
     engines = root / ".codebolt" / "context-rule-engines"
     for index in range(FILES):  # the last five name another memory
-        (engines / f"load-{index}.json").write_text(rule_file(index, MEMORY if index < FILES - 5 else "user-preferences"))
+        memory = MEMORY if index < FILES - 5 else "user-preferences"
+        (engines / f"load-{index}.json").write_text(rule_file(index, memory))
     return root
 
 
