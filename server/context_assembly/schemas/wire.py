@@ -156,7 +156,10 @@ def settings(_src: Sources) -> Schema:
         "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
                    "methods it may call and the memory URIs it may read and write (glob patterns). Read "
                    "from this file only, never from a client's configuration.",
-                   "additionalProperties": {"type": "object", "additionalProperties": False, "properties": {
+                   "additionalProperties": {"type": "object", "title": "Grant",
+                                            "description": "What one token name may do; a list left out "
+                                                           "allows everything of its kind.",
+                                            "additionalProperties": False, "properties": {
                        key: {"type": "array", "items": {"type": "string"}, "description": text}
                        for key, text in (("methods", "Method names it may call (globs, e.g. memory/*)."),
                                          ("read", "URIs memory/read and memory/list may name (globs)."),
