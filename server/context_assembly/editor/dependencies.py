@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..pipelines.shorthand import normalise_memory
+from ..registry.values import as_list
 from ..workspace.loader import SourceFile
 
 Contribution = tuple[str, str]  # (what, name): ("id", "planning"), ("variable", "phase"), ...
@@ -31,7 +32,7 @@ def contributions(source: SourceFile | None) -> frozenset[Contribution]:
     if isinstance(value, dict) and isinstance(value.get("id"), str):
         found.add((f"{source.kind}-id", value["id"]))
     if source.kind == "persistent-memory" and isinstance(value, dict):
-        for var in value.get("additional_variables") or []:
+        for var in as_list(value.get("additional_variables")):
             if isinstance(var, dict) and isinstance(var.get("name"), str):
                 found.add(("variable", var["name"]))
     if source.kind == "context-rules":

@@ -11,6 +11,7 @@ from ..registry.ingestion import ProcessorSpec, Trigger
 from ..registry.operators import Operator
 from ..registry.sections import Priority, Section
 from ..registry.steps import StepSpec
+from ..registry.values import as_list
 from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, SCOPES, canonical_field
 from ..workspace.loader import Workspace
 
@@ -27,12 +28,12 @@ def _requirers(key: str, workspace: Workspace) -> list[str]:
     out = []
     for memory_id, memory in sorted(workspace.memories.items()):
         if key.startswith(ADDVAR_PREFIX):
-            for var in memory.get("additional_variables") or []:
+            for var in as_list(memory.get("additional_variables")):
                 if isinstance(var, dict) and var.get("name") == key[len(ADDVAR_PREFIX):]:
                     out.append(f"`{memory_id}`" + (" (required)" if var.get("required") else ""))
         elif key.startswith("scope."):
             scope = key.split(".")[1]
-            if scope in (memory.get("inputs_scope") or []):
+            if scope in as_list(memory.get("inputs_scope")):
                 out.append(f"`{memory_id}` (required scope)")
     return out
 

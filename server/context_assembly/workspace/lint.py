@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..documents.pointers import resolve_pointer
 from ..model.problems import Problem, Severity
+from ..registry.values import as_list
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
@@ -37,7 +38,7 @@ def _context_key(ctx: LintContext) -> tuple[frozenset[str], frozenset[str], str]
 def declared_variables(workspace: Workspace) -> set[str]:
     declared = set()
     for memory in workspace.memories.values():
-        for var in memory.get("additional_variables") or []:
+        for var in as_list(memory.get("additional_variables")):
             if isinstance(var, dict) and isinstance(var.get("name"), str):
                 declared.add("addVar." + var["name"])
     return declared

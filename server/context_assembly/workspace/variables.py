@@ -6,6 +6,7 @@ import weakref
 from typing import Any
 
 from ..model.variables import PossibleVariable, RequiredVariables, VariableUse
+from ..registry.values import as_list
 from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, MEMORY_SOURCE, SCOPE_PREFIX, SCOPES
 from ..rules.compile import Leaf, walk
 from .loader import Workspace
@@ -36,11 +37,11 @@ def _scope_keys(scope: str) -> list[str]:
 
 def _memory_variables(memory_id: str, memory: dict[str, Any]) -> list[tuple[PossibleVariable, VariableUse]]:
     out = []
-    for scope in memory.get("inputs_scope") or []:
+    for scope in as_list(memory.get("inputs_scope")):
         for key in _scope_keys(scope) if isinstance(scope, str) else []:
             if (entry := _variable(key)) is not None:
                 out.append((entry, VariableUse("memory", memory_id=memory_id, required=True)))
-    for var in memory.get("additional_variables") or []:
+    for var in as_list(memory.get("additional_variables")):
         if not isinstance(var, dict) or not isinstance(var.get("name"), str):
             continue
         entry = _variable(ADDVAR_PREFIX + var["name"])
@@ -95,7 +96,7 @@ def required_variables(workspace: Workspace, memory_ids: list[str]) -> RequiredV
         if memory is None:
             result.unknown_memory_ids.append(memory_id)
             continue
-        for scope in memory.get("inputs_scope") or []:
+        for scope in as_list(memory.get("inputs_scope")):
             if isinstance(scope, str) and scope not in result.scopes:
                 result.scopes.append(scope)
         for entry, use in _memory_variables(memory_id, memory):
