@@ -30,6 +30,9 @@ from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import Session
 from ..methods.access import ForbiddenError, check_call, grant_for, log_refusal, token_name
 from ..methods.session import SharedRuntimes
+from ..workspace import uris
+from . import pygls_compat as compat
+from .editor_state import EditorState
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
 
@@ -68,6 +71,7 @@ class ContextAssemblyServer(LanguageServer):
         self.on_workspace_changed: list[Callable[[Session], None]] = []  # after .codebolt/ changed on disk
         self.progress_cancels: dict[Any, Callable[[], None]] = {}  # work-done token -> cancel its request
         self.watching = False  # the client accepted our `.codebolt/` file watcher (see `watch`)
+        self.editor: EditorState | None = None  # the editor features' state (features/state.py)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -137,9 +141,10 @@ class ContextAssemblyServer(LanguageServer):
         return (self.session.current_limits() if self.session is not None else DEFAULT_LIMITS).request_bytes
 
     def open_document_text(self, uri: str) -> str | None:
-        documents = self.protocol.workspace.text_documents if self.protocol._workspace is not None else {}
-        document = documents.get(uri)
-        return document.source if document is not None else None
+        """The text of an open definition document, from the editor's store (the event loop puts
+        each version there as it arrives): methods run on workers, which never read pygls' workspace."""
+        document = self.editor.store.get(uri) if self.editor is not None else None
+        return document.text if document is not None else None
 
     # -- the event loop ---------------------------------------------------------------------------
 
@@ -256,8 +261,8 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
         # pygls cancels whatever is still running once this returns: let requests already in flight
         # finish and answer first (for a while).
         me = asyncio.current_task()
-        pending: list[asyncio.Future[Any]] = [
-            f for f in list(ls.protocol._request_futures.values())  # type: ignore[misc]
+        pending: list[Any] = [
+            f for f in list(compat.pending_requests(ls.protocol).values())
             if isinstance(f, asyncio.Future) and f is not me and not f.done()]
         if pending:
             await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
@@ -265,9 +270,11 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
 
 def build_server(workspace: Path | None = None, *, runtimes: SharedRuntimes | None = None,
                  tokens: dict[str, str] | None = None) -> ContextAssemblyServer:
-    """The server with every feature module registered (one per connection over TCP and WebSocket)."""
+    """The server with every feature module registered (one per connection over TCP and WebSocket);
+    the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch
 
+    uris.use_converter(to_fs_path)
     server = ContextAssemblyServer(workspace, runtimes=runtimes, tokens=tokens)
     _register_lifecycle(server)
     for feature in (calls, config, watch, features):

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from attrs import define, field
 
 from ..limits import DEFAULT as DEFAULT_LIMITS
+from . import pygls_compat as compat
 from .framing import OVERSIZED_HEAD, FileDescriptorSource, FrameReader, StreamSource, encode_json, frame
 from .server import ContextAssemblyServer
 
@@ -219,7 +220,7 @@ def run(server: ContextAssemblyServer, announce: Announce | None = None) -> int:
         server.close()
     if server.exit_code is not None:
         return server.exit_code
-    return 0 if server.protocol._shutdown else 1
+    return 0 if compat.shutting_down(server.protocol) else 1
 
 
 def run_network(network: Network, transport: str, host: str = "127.0.0.1", port: int = 0,

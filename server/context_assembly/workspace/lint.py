@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..documents.pointers import resolve_pointer
 from ..model.problems import Problem, Severity
-from ..registry.values import as_list
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
@@ -38,9 +37,9 @@ def _context_key(ctx: LintContext) -> tuple[frozenset[str], frozenset[str], str]
 def declared_variables(workspace: Workspace) -> set[str]:
     declared = set()
     for memory in workspace.memories.values():
-        for var in as_list(memory.get("additional_variables")):
-            if isinstance(var, dict) and isinstance(var.get("name"), str):
-                declared.add("addVar." + var["name"])
+        for var in memory.declared_variables:
+            if var.name is not None:
+                declared.add("addVar." + var.name)
     return declared
 
 

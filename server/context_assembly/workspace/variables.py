@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
+from ..model.definitions import MemoryDefinition
 from ..model.variables import PossibleVariable, RequiredVariables, VariableUse
-from ..registry.values import as_list
 from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, MEMORY_SOURCE, SCOPE_PREFIX, SCOPES
 from ..rules.compile import Leaf, walk
 from .loader import Workspace
@@ -35,21 +34,20 @@ def _scope_keys(scope: str) -> list[str]:
     return [f"{SCOPE_PREFIX}{scope}.{f}" for f in _SCOPES[scope].fields] if scope in _SCOPES else []
 
 
-def _memory_variables(memory_id: str, memory: dict[str, Any]) -> list[tuple[PossibleVariable, VariableUse]]:
+def _memory_variables(memory_id: str, memory: MemoryDefinition) -> list[tuple[PossibleVariable, VariableUse]]:
     out = []
-    for scope in as_list(memory.get("inputs_scope")):
-        for key in _scope_keys(scope) if isinstance(scope, str) else []:
-            if (entry := _variable(key)) is not None:
-                out.append((entry, VariableUse("memory", memory_id=memory_id, required=True)))
-    for var in as_list(memory.get("additional_variables")):
-        if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+    for scope in memory.scopes:
+        for key in _scope_keys(scope):
+            if (found := _variable(key)) is not None:
+                out.append((found, VariableUse("memory", memory_id=memory_id, required=True)))
+    for var in memory.declared_variables:
+        if var.name is None:
             continue
-        entry = _variable(ADDVAR_PREFIX + var["name"])
+        entry = _variable(ADDVAR_PREFIX + var.name)
         if entry is None:
             continue
-        entry.type = var.get("type") if isinstance(var.get("type"), str) else None
-        entry.description = var.get("description") if isinstance(var.get("description"), str) else None
-        out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.get("required")))))
+        entry.type, entry.description = var.type, var.description
+        out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.required))))
     return out
 
 
@@ -96,8 +94,8 @@ def required_variables(workspace: Workspace, memory_ids: list[str]) -> RequiredV
         if memory is None:
             result.unknown_memory_ids.append(memory_id)
             continue
-        for scope in as_list(memory.get("inputs_scope")):
-            if isinstance(scope, str) and scope not in result.scopes:
+        for scope in memory.scopes:
+            if scope not in result.scopes:
                 result.scopes.append(scope)
         for entry, use in _memory_variables(memory_id, memory):
             _merge(table, entry, use)
