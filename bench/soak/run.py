@@ -101,7 +101,9 @@ async def soak(args: argparse.Namespace) -> list[tuple[float, float, int]]:
         sys.executable, "-m", "context_assembly", "serve", "--tcp", "127.0.0.1:0", "--workspace", str(root),
         stdin=subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
     assert process.stderr is not None
-    line = (await process.stderr.readline()).decode()
+    while "listening on" not in (line := (await process.stderr.readline()).decode()):
+        if not line:
+            raise SystemExit("the server exited before listening")
     port = int(line.rsplit(":", 1)[1])
     started = time.monotonic()
     until = started + args.minutes * 60
