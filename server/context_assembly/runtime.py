@@ -57,5 +57,6 @@ class Runtime:
 
     def close(self) -> None:
         self.executor.close()
+        self.assembler.summaries.close()
         self.graph.close()
         self.memory.close()
