@@ -21,6 +21,7 @@ from ...editor.documents import document_from_source
 from ...methods import Session
 from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
+from . import semantics
 from .state import (
     Snapshot,
     client_capabilities,
@@ -157,6 +158,8 @@ def _flush(ls: ContextAssemblyServer) -> None:
     state = editor_state(ls)
     state.flush = None
     pending, state.pending = state.pending, set()
+    if pending:
+        semantics.refresh(ls)  # their inlay hints and tokens depend on it too
     if pull_supported(ls):
         if pending and refresh_supported(ls):
             ls.protocol.send_request(types.WORKSPACE_DIAGNOSTIC_REFRESH, None)
