@@ -117,6 +117,8 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
             _publish(ls, uri)
         else:
             state.timers[uri] = asyncio.get_running_loop().call_later(delay, _publish, ls, uri)
+    if document.kind == "persistent-memory":
+        semantics.refresh(ls)  # other documents' hints and tokens show a memory's placement
     if others:
         refresh_others(ls, uri)
     else:
