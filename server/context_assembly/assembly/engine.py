@@ -83,12 +83,15 @@ class Assembler:
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
                  cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
-                 llm: Llm | None = None, workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
-        """`llm`: the client's model (llm/complete), used for summaries when the budget is tight;
+                 llm: Llm | None = None, snapshot: bool = True,
+                 workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
+        """`llm`: the client's model (llm/complete), used for summaries when the budget is tight.
+        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent).
         `workspace`: the caller's view of the workspace (a session's settings), else the assembler's."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id, llm, workspace or self.workspace)
+            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot,
+                                  workspace or self.workspace)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -97,9 +100,10 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str, llm: Llm | None, workspace_of: Callable[[], Workspace]) -> AssembledContext:
+                  assembly_id: str, llm: Llm | None, snapshot: bool = True,
+                  workspace_of: Callable[[], Workspace] | None = None) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
-        workspace = workspace_of()
+        workspace = (workspace_of or self.workspace)()
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)
@@ -143,7 +147,7 @@ class Assembler:
         result = self._budget(run, contribution.sections, contribution.order, max_tokens, summariser)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
-        if settings.snapshots:
+        if settings.snapshots and snapshot:
             self._snapshot(run, result)
         run.emit("complete", meta=unstructure(result.meta))
         return result
