@@ -16,7 +16,7 @@ from .assembly.execute import Executor
 from .model.context import AssembledContext
 from .stores.bundle import StoreBundleView
 from .stores.kuzu.graph import KuzuGraph
-from .stores.memory import MemoryService
+from .stores.memory import MemoryRouter
 from .stores.sqlite.database import Database
 from .stores.sqlite.vector import SqliteVectorStore
 from .workspace.loader import Workspace, WorkspaceLoader
@@ -31,7 +31,7 @@ class Runtime:
         self.database = Database(self.layout.db_path)
         self.vectors = SqliteVectorStore(self.database, self.layout.vectordb_dir)
         self.graph = KuzuGraph(self.layout)
-        self.memory = MemoryService(self.layout, vectors=self.vectors, graph=self.graph, database=self.database)
+        self.memory = MemoryRouter(self.layout, vectors=self.vectors, graph=self.graph, database=self.database)
         self.stores = StoreBundleView(self.memory)
         self.cache = ResultCache()
         self.executor = Executor(self.memory, self.stores, self.cache)

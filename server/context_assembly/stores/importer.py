@@ -22,7 +22,7 @@ import orjson
 from ..errors import InvalidParamsError
 from .confine import resolve_inside
 from .kuzu.graph import load_graph_json
-from .memory import MemoryService
+from .memory import MemoryRouter
 
 
 def _problems(document: Any) -> list[dict[str, str]]:
@@ -43,7 +43,7 @@ def _problems(document: Any) -> list[dict[str, str]]:
     return problems
 
 
-def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str, int]:
+def import_memory(memory: MemoryRouter, document: Any, base: Path) -> dict[str, int]:
     """Apply an import; `base` resolves a graph file path (relative to `.codebolt/`)."""
     problems = _problems(document)
     if problems:
@@ -67,7 +67,7 @@ def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str,
     return counts
 
 
-def import_file(memory: MemoryService, path: Path | str, base: Path) -> dict[str, int]:
+def import_file(memory: MemoryRouter, path: Path | str, base: Path) -> dict[str, int]:
     """`import_memory` of a JSON file (`-` reads standard input)."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()

@@ -1,6 +1,6 @@
 """The URI layer (SPEC §5.1, §8 `memory/*`): read, write, delete and list any store by its URI.
 
-One `MemoryService` per workspace. The SQLite database is opened on first use (nothing to start);
+One `MemoryRouter` per workspace. The SQLite database is opened on first use (nothing to start);
 the vector store and the knowledge graph are separate components handed in by the caller. The
 result shapes are exactly those of `memory/read|write|delete|list`.
 """
@@ -40,7 +40,7 @@ Result = dict[str, Any]
 Items = list[Result]
 
 
-class MemoryService:
+class MemoryRouter:
     def __init__(self, layout: WorkspaceLayout | Path | str, *, vectors: Any = None, graph: Any = None,
                  database: Database | None = None) -> None:
         self.layout = layout if isinstance(layout, WorkspaceLayout) else WorkspaceLayout(Path(layout))
