@@ -203,6 +203,10 @@ class NoteStore(Protocol):
 
     def list(self, prefix: str = "") -> list[NoteInfo]: ...
 
+    def stamp(self, names: builtins.list[str]) -> tuple[tuple[str, int, int], ...]:
+        """A cheap fingerprint of just these notes (a cache key for a pipeline that names its notes)."""
+        ...
+
     def generation(self) -> int: ...
 
 

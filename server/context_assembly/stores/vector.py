@@ -59,6 +59,10 @@ Records = list[dict[str, Any]]
 
 
 class VectorStore(Protocol):
+    def settings(self, collection: str, model: str | None = None) -> CollectionSettings:
+        """The collection's settings, created on first use (with `model` when given)."""
+        ...
+
     def upsert(self, collection: str, doc_uri: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
         """Chunk, embed and store one document, replacing its previous chunks atomically.
 
