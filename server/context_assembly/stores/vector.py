@@ -25,7 +25,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import orjson
 from attrs import asdict, field, frozen
@@ -58,6 +58,7 @@ Hits = list[VectorHit]
 Records = list[dict[str, Any]]
 
 
+@runtime_checkable
 class VectorStore(Protocol):
     def settings(self, collection: str, model: str | None = None) -> CollectionSettings:
         """The collection's settings, created on first use (with `model` when given)."""

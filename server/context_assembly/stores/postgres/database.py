@@ -1,0 +1,115 @@
+"""One PostgreSQL database shared by many sidecars: a connection pool, migrations, write generations.
+
+Connections come from a `psycopg_pool.ConnectionPool` opened on the first call (a workspace opens
+at once even when the server is away). Every failure to reach the database becomes a
+StorageError (-32006) for that call only; the pool checks a connection before lending it and
+opens new ones when the server is back, so the sidecar recovers by itself.
+
+Every row carries the project key (`stores.project`), so one database holds many projects. The
+`ca_generations` table counts writes per (project, store); a write bumps it in its own
+transaction (and sends `NOTIFY context_assembly, '<project>:<store>'` at commit for listeners).
+A cache asks `generation()` before it uses a result: one indexed read, so a write committed by any
+sidecar on any machine is seen by the next assembly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+from ...errors import ContextAssemblyError, StorageError
+from .migrations import migrate
+
+CHANNEL = "context_assembly"
+SWARM_PROJECT = "*swarm*"  # the project key of the swarm-level namespace, shared by every project
+CONNECT_TIMEOUT_S = 3
+POOL_TIMEOUT_S = 5.0
+
+
+class PgDatabase:
+    def __init__(self, dsn: str | None, project: str, *, max_size: int = 8, missing_dsn: str = "no DSN") -> None:
+        self.dsn = dsn
+        self.project = project
+        self._missing_dsn = missing_dsn
+        self._pool = psycopg_pool.ConnectionPool(
+            dsn or "", open=False, min_size=1, max_size=max_size, timeout=POOL_TIMEOUT_S,
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "context-assembly"},
+            check=psycopg_pool.ConnectionPool.check_connection, name="context-assembly")
+        self._opened = False
+        self._migrated = False
+        self._lock = threading.Lock()
+
+    def _ready(self) -> psycopg_pool.ConnectionPool:
+        if not self.dsn:
+            raise StorageError(self._missing_dsn, {"backend": "postgres"})
+        with self._lock:
+            if not self._opened:
+                self._pool.open(wait=False)
+                self._opened = True
+        if not self._migrated:
+            with self._lock, self._pool.connection() as conn:
+                if not self._migrated:
+                    migrate(conn)
+                    self._migrated = True
+        return self._pool
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction: committed on success, rolled back on error."""
+        try:
+            with self._ready().connection() as conn:
+                yield conn
+        except ContextAssemblyError:
+            raise
+        except psycopg_pool.PoolTimeout as exc:
+            raise StorageError(f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): no connection "
+                               f"within {POOL_TIMEOUT_S:g} s", {"backend": "postgres"}) from exc
+        except psycopg.errors.RaiseException as exc:  # a trigger refusing a change (append-only log)
+            raise StorageError(f"the database refused the change: {exc.diag.message_primary}",
+                               {"backend": "postgres"}) from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
+
+    def read(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def bump(self, conn: psycopg.Connection[Any], store: str, project: str | None = None) -> None:
+        """Count a write to `store` (inside the write's transaction) and tell every listener at commit."""
+        project = self.project if project is None else project
+        conn.execute("INSERT INTO ca_generations(project, store, value) VALUES (%s, %s, 1) "
+                     "ON CONFLICT (project, store) DO UPDATE SET value = ca_generations.value + 1",
+                     (project, store))
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{project}:{store}"))
+
+    def generation(self, store: str) -> int:
+        """The write count of `store` in this project plus the swarm namespace, read from the database."""
+        rows = self.read("SELECT coalesce(sum(value), 0) FROM ca_generations WHERE project IN (%s, %s) "
+                         "AND store = %s", (self.project, SWARM_PROJECT, store))
+        return int(rows[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._opened:
+                self._pool.close()
+                self._opened = False
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _where(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "invalid DSN"
+    host = info.get("host") or "local socket"
+    return f"host {host}" + (f", port {info['port']}" if info.get("port") else "") + \
+        (f", database {info['dbname']}" if info.get("dbname") else "")
