@@ -15,6 +15,7 @@ sidecar on any machine is seen by the next assembly.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,7 +29,8 @@ from .migrations import migrate
 CHANNEL = "context_assembly"
 SWARM_PROJECT = "*swarm*"  # the project key of the swarm-level namespace, shared by every project
 CONNECT_TIMEOUT_S = 3
-POOL_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 3.0
+RETRY_AFTER_S = 2.0  # after a failure to connect, calls fail at once for this long (no pile-up of waits)
 
 
 class PgDatabase:
@@ -42,11 +44,15 @@ class PgDatabase:
             check=psycopg_pool.ConnectionPool.check_connection, name="context-assembly")
         self._opened = False
         self._migrated = False
+        self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
         self._lock = threading.Lock()
 
     def _ready(self) -> psycopg_pool.ConnectionPool:
         if not self.dsn:
             raise StorageError(self._missing_dsn, {"backend": "postgres"})
+        down = self._down
+        if down is not None and time.monotonic() < down[0]:
+            raise StorageError(down[1], {"backend": "postgres", "retry_after_s": RETRY_AFTER_S})
         with self._lock:
             if not self._opened:
                 self._pool.open(wait=False)
@@ -64,11 +70,15 @@ class PgDatabase:
         try:
             with self._ready().connection() as conn:
                 yield conn
+            self._down = None
         except ContextAssemblyError:
             raise
-        except psycopg_pool.PoolTimeout as exc:
-            raise StorageError(f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): no connection "
-                               f"within {POOL_TIMEOUT_S:g} s", {"backend": "postgres"}) from exc
+        except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+            message = (f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): "
+                       + (f"no connection within {POOL_TIMEOUT_S:g} s" if isinstance(exc, psycopg_pool.PoolTimeout)
+                          else _first_line(exc)) + "; the sidecar reconnects when it is back")
+            self._down = (time.monotonic() + RETRY_AFTER_S, message)
+            raise StorageError(message, {"backend": "postgres"}) from exc
         except psycopg.errors.RaiseException as exc:  # a trigger refusing a change (append-only log)
             raise StorageError(f"the database refused the change: {exc.diag.message_primary}",
                                {"backend": "postgres"}) from exc
