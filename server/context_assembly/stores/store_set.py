@@ -8,6 +8,7 @@ its own write generation, so a cache asks the store it read, never a backend's d
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from attrs import define, field
 
@@ -35,6 +36,13 @@ class StoreSet:
     graph: GraphStore | None
     backend: str = "embedded"
     closers: list[Callable[[], None]] = field(factory=list)
+    migrator: Callable[[], dict[str, Any]] | None = None  # a server backend's schema migrations
+
+    def migrate(self) -> dict[str, Any]:
+        """Bring the backend's schema up to date (embedded stores create their tables on first use)."""
+        if self.migrator is None:
+            return {"backend": self.backend, "applied": [], "note": "embedded stores create their tables on use"}
+        return self.migrator()
 
     def store(self, scheme: str) -> object:
         found = getattr(self, SCHEME_STORES[scheme])

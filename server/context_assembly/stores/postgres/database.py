@@ -7,9 +7,10 @@ opens new ones when the server is back, so the sidecar recovers by itself.
 
 Every row carries the project key (`stores.project`), so one database holds many projects. The
 `ca_generations` table counts writes per (project, store); a write bumps it in its own
-transaction (and sends `NOTIFY context_assembly, '<project>:<store>'` at commit for listeners).
-A cache asks `generation()` before it uses a result: one indexed read, so a write committed by any
-sidecar on any machine is seen by the next assembly.
+transaction. A cache asks `generation()` before it uses a result: one indexed read, so a write
+committed by any sidecar on any machine is seen by the very next assembly. (A LISTEN/NOTIFY push
+was weighed and left out: a notification reaches the other sidecars asynchronously after the
+commit, so a cache trusting it could serve a stale result inside that window.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import psycopg_pool
 from ...errors import ContextAssemblyError, StorageError
 from .migrations import migrate
 
-CHANNEL = "context_assembly"
 SWARM_PROJECT = "*swarm*"  # the project key of the swarm-level namespace, shared by every project
 CONNECT_TIMEOUT_S = 3
 POOL_TIMEOUT_S = 3.0
@@ -44,6 +44,7 @@ class PgDatabase:
             check=psycopg_pool.ConnectionPool.check_connection, name="context-assembly")
         self._opened = False
         self._migrated = False
+        self.applied: list[int] = []  # the migrations this process applied on its first connect
         self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
         self._lock = threading.Lock()
 
@@ -60,7 +61,7 @@ class PgDatabase:
         if not self._migrated:
             with self._lock, self._pool.connection() as conn:
                 if not self._migrated:
-                    migrate(conn)
+                    self.applied = migrate(conn)
                     self._migrated = True
         return self._pool
 
@@ -90,12 +91,18 @@ class PgDatabase:
             return conn.execute(sql, params).fetchall()
 
     def bump(self, conn: psycopg.Connection[Any], store: str, project: str | None = None) -> None:
-        """Count a write to `store` (inside the write's transaction) and tell every listener at commit."""
+        """Count a write to `store` (inside the write's transaction, so it counts only if it commits)."""
         project = self.project if project is None else project
         conn.execute("INSERT INTO ca_generations(project, store, value) VALUES (%s, %s, 1) "
                      "ON CONFLICT (project, store) DO UPDATE SET value = ca_generations.value + 1",
                      (project, store))
-        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{project}:{store}"))
+
+    def migrate(self) -> dict[str, Any]:
+        """Connect (which applies missing migrations) and say what was applied and where the schema is."""
+        with self.connection() as conn:
+            row = conn.execute("SELECT max(version) FROM ca_schema_version").fetchone()
+        return {"backend": "postgres", "project": self.project, "applied": list(self.applied),
+                "schema_version": int(row[0]) if row and row[0] is not None else 0}
 
     def generation(self, store: str) -> int:
         """The write count of `store` in this project plus the swarm namespace, read from the database."""

@@ -45,4 +45,4 @@ def open_postgres_stores(layout: WorkspaceLayout, settings: StoreSettings) -> St
                     episodic=PgEpisodicStore(db), working=PgWorkingMemory(db), blobs=PgBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
                     vectors=PgVectorStore(db, layout.vectordb_dir), graph=graph,
-                    backend="postgres", closers=[graph.close, db.close])
+                    backend="postgres", closers=[graph.close, db.close], migrator=db.migrate)
