@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from context_assembly.errors import StorageError
+from context_assembly.errors import InvalidParamsError, StorageError
 from context_assembly.stores.factory import open_stores
 from context_assembly.stores.memory import MemoryRouter
 from context_assembly.stores.postgres.database import PgDatabase
@@ -155,3 +155,21 @@ def test_an_unreachable_database_does_not_stop_a_router(tmp_path: Path) -> None:
         db.close()
     finally:
         shutil.rmtree(missing, ignore_errors=True)
+
+
+def test_check_reports_a_cypher_view_when_the_backend_is_postgres(tmp_path: Path) -> None:
+    from context_assembly.workspace.lint import lint_workspace
+    from context_assembly.workspace.loader import WorkspaceLoader
+
+    layout = WorkspaceLayout(tmp_path)
+    layout.graph_views_dir.mkdir(parents=True)
+    (layout.graph_views_dir / "owners.json").write_text(
+        '{"id": "owners", "description": "d", "cypher": "MATCH (n:Entity) RETURN n.name AS name"}')
+    assert not [p for p in lint_workspace(WorkspaceLoader(tmp_path).load()) if p.code == "cypher-view-on-postgres"]
+    layout.settings_path.write_text('{"stores": {"backend": "postgres", "dsn": "postgresql://x@/y"}}')
+    found = [p for p in lint_workspace(WorkspaceLoader(tmp_path).load()) if p.code == "cypher-view-on-postgres"]
+    assert [(p.file, p.path) for p in found] == [(".codebolt/knowledgegraph/views/owners.json", "/cypher")]
+    stores = pg_stores(tmp_path, "postgresql://x@/y", "p")
+    assert stores.graph is not None
+    with pytest.raises(InvalidParamsError, match="embedded graph only"):
+        stores.graph.run_view("owners", {})

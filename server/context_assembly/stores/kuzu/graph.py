@@ -248,7 +248,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
 
     The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id, kind, from, to,
     attributes}]}`; `instance` (argument, else the file's, else the graph's default) names the graph
-    instance. The whole file is checked first; on a KuzuGraph it then loads in one transaction.
+    instance. The whole file is checked first; a store with `load` then takes it in one transaction.
     """
     try:
         document = orjson.loads(Path(path).read_bytes())
@@ -260,7 +260,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
     space = _instance(space)
     nodes = [_node_entry(space, entry, f"/nodes/{index}") for index, entry in enumerate(_list(document, "nodes"))]
     edges = [_edge_entry(space, entry, f"/edges/{index}") for index, entry in enumerate(_list(document, "edges"))]
-    if isinstance(graph, KuzuGraph):
+    if callable(getattr(graph, "load", None)):  # one transaction where the store offers it
         graph.load(nodes, edges)
     else:
         for node in nodes:

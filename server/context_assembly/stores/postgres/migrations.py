@@ -53,6 +53,18 @@ CREATE TABLE ca_vector_chunks (id bigserial PRIMARY KEY, project text NOT NULL, 
 CREATE INDEX ca_vector_chunks_fts ON ca_vector_chunks USING gin (tsv);
 CREATE INDEX ca_vector_chunks_by_collection ON ca_vector_chunks (project, collection);
 """),
+    (2, """
+CREATE TABLE ca_graph_nodes (project text NOT NULL, instance text NOT NULL, id text NOT NULL, kind text NOT NULL,
+    name text NOT NULL, attributes text NOT NULL, PRIMARY KEY (project, instance, id));
+CREATE INDEX ca_graph_nodes_by_kind ON ca_graph_nodes (project, instance, kind, id);
+CREATE INDEX ca_graph_nodes_by_name ON ca_graph_nodes (project, instance, name);
+CREATE TABLE ca_graph_edges (project text NOT NULL, instance text NOT NULL, id text NOT NULL, kind text NOT NULL,
+    from_id text NOT NULL, to_id text NOT NULL, attributes text NOT NULL, PRIMARY KEY (project, instance, id),
+    FOREIGN KEY (project, instance, from_id) REFERENCES ca_graph_nodes ON DELETE CASCADE,
+    FOREIGN KEY (project, instance, to_id) REFERENCES ca_graph_nodes ON DELETE CASCADE);
+CREATE INDEX ca_graph_edges_from ON ca_graph_edges (project, instance, from_id);
+CREATE INDEX ca_graph_edges_to ON ca_graph_edges (project, instance, to_id);
+"""),
 )
 
 LATEST = MIGRATIONS[-1][0]

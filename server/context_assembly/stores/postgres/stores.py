@@ -2,8 +2,8 @@
 
 `CONTEXT_ASSEMBLY_DSN` overrides `stores.dsn` (so passwords stay out of files under version
 control); the project key is `stores.project`, else the workspace folder's name. Markdown notes
-and workspace files stay in the checkout (they are files an editor shows); the knowledge graph and
-every other kind live in the database.
+and workspace files stay in the checkout (they are files an editor shows), as do the definition
+files and collection settings; the knowledge graph and every other kind live in the database.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from ...workspace.layout import WorkspaceLayout
 from ...workspace.settings import StoreSettings
 from ..files.notes import MarkdownNotes
 from ..files.workspace_files import WorkspaceFiles
-from ..kuzu.graph import KuzuGraph
 from ..store_set import StoreSet
 from .blobs import PgBlobStore
 from .database import PgDatabase
 from .documents import PgJsonStore
+from .graph import PgGraph
 from .kv import PgKVStore, PgWorkingMemory
 from .records import PgEpisodicStore, PgEventLog
 from .vector import PgVectorStore
@@ -40,9 +40,8 @@ def project_key(layout: WorkspaceLayout, settings: StoreSettings) -> str:
 
 def open_postgres_stores(layout: WorkspaceLayout, settings: StoreSettings) -> StoreSet:
     db = PgDatabase(resolve_dsn(settings), project_key(layout, settings), missing_dsn=MISSING_DSN)
-    graph = KuzuGraph(layout)
     return StoreSet(kv=PgKVStore(db), json_docs=PgJsonStore(db), events=PgEventLog(db),
                     episodic=PgEpisodicStore(db), working=PgWorkingMemory(db), blobs=PgBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
-                    vectors=PgVectorStore(db, layout.vectordb_dir), graph=graph,
-                    backend="postgres", closers=[graph.close, db.close], migrator=db.migrate)
+                    vectors=PgVectorStore(db, layout.vectordb_dir), graph=PgGraph(db),
+                    backend="postgres", closers=[db.close], migrator=db.migrate)
