@@ -1,7 +1,7 @@
 """Static checks on view Cypher: read-only clauses only, and which `$parameters` it uses.
 
 The keyword check is conservative (a property or alias spelled like a write keyword is refused too)
-and is the first of two guards: views also run inside a read-only Kuzu transaction, so a write the
+and is the first of two guards: views also run inside a read-only transaction, so a write the
 text check misses still fails.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-# Clauses that change data, schema, settings or the attached databases (Kuzu 0.11 grammar).
+# Clauses that change data, schema, settings or the attached databases (the Kuzu/LadybugDB grammar).
 WRITE_KEYWORDS = frozenset({
     "CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "COPY", "LOAD", "INSTALL",
     "UNINSTALL", "ATTACH", "USE", "EXPORT", "IMPORT", "BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT",

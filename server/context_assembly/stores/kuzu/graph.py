@@ -1,4 +1,8 @@
-"""The embedded knowledge graph: Kuzu at `.codebolt/knowledgegraph/kuzu/graph.kuzu` (SPEC §2, §5.1, §11).
+"""The embedded knowledge graph at `.codebolt/knowledgegraph/kuzu/graph.kuzu` (SPEC §2, §5.1, §11).
+
+The engine is LadybugDB (package `ladybug`), the maintained fork of Kuzu: the same Cypher and Python
+API. The folder keeps the name the seeds give it; a graph written by Kuzu 0.11 is converted on first
+open (`migrate`). Why the fork, with measurements: README "Decisions where the SPEC is silent".
 
 Schema (created on first use, idempotently):
 
@@ -32,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import kuzu
+import ladybug
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
@@ -71,7 +75,7 @@ _EDGE_COLUMNS = ("r.instance AS instance, r.id AS id, r.kind AS kind, r.from_id 
 
 
 class KuzuGraph:
-    """`GraphStore` on an embedded Kuzu database shared by the workspace's processes."""
+    """`GraphStore` on the embedded graph database (LadybugDB) shared by the workspace's processes."""
 
     def __init__(self, layout: WorkspaceLayout | Path | str, instance_default: str = "default",
                  settings: SessionSettings | None = None) -> None:
@@ -135,7 +139,7 @@ class KuzuGraph:
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
 
-        def work(conn: kuzu.Connection) -> list[dict[str, Any]]:
+        def work(conn: ladybug.Connection) -> list[dict[str, Any]]:
             # Second guard after the keyword check: the database itself refuses writes here.
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
@@ -187,7 +191,7 @@ class KuzuGraph:
         Same outcome as upserting them one by one in order (the last of duplicate ids wins), in
         batches of LOAD_BATCH rows per statement.
         """
-        def work(conn: kuzu.Connection) -> None:
+        def work(conn: ladybug.Connection) -> None:
             # Checked before any write, so a refused load rolls back nothing: in stress tests Kuzu
             # 0.11.3 failed ("write-write conflict") or crashed on keys a rolled-back load had written.
             _check_endpoints(conn, edges, loaded={_key(node.instance, node.id) for node in nodes})
@@ -206,14 +210,14 @@ class KuzuGraph:
     def _instance(self, instance: str | None) -> str:
         return _instance(instance) if instance else self.instance_default
 
-    def _read(self, work: Callable[[kuzu.Connection], T]) -> T:
+    def _read(self, work: Callable[[ladybug.Connection], T]) -> T:
         try:
             return self._sessions.run(work)
         except RuntimeError as exc:
             raise StorageError(f"knowledge graph read failed: {exc}") from exc
 
-    def _write(self, work: Callable[[kuzu.Connection], T]) -> T:
-        def job(conn: kuzu.Connection) -> T:
+    def _write(self, work: Callable[[ladybug.Connection], T]) -> T:
+        def job(conn: ladybug.Connection) -> T:
             self._bump_generation()  # before the commit: a crash in between only costs a cache refill
             conn.execute("BEGIN TRANSACTION")
             try:
@@ -233,7 +237,7 @@ class KuzuGraph:
         # Runs under the kuzu lock, so read-increment-write cannot lose a count.
         write_atomic(self.layout.kuzu_dir / GENERATION_FILE, str(self.generation() + 1).encode("ascii"))
 
-    def _ensure_schema(self, conn: kuzu.Connection, created: bool) -> None:
+    def _ensure_schema(self, conn: ladybug.Connection, created: bool) -> None:
         if self._schema_ready and not created:
             return
         tables = {row["name"] for row in _query(conn, "CALL show_tables() RETURN name")}
@@ -273,7 +277,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
 # -- queries (run on the session's owner thread) --------------------------------------------------
 
 
-def _query(conn: kuzu.Connection, cypher: str, params: dict[str, Any] | None = None, *,
+def _query(conn: ladybug.Connection, cypher: str, params: dict[str, Any] | None = None, *,
            max_rows: int | None = None, view_id: str | None = None) -> list[dict[str, Any]]:
     try:
         result = conn.execute(cypher, parameters=params or {})
@@ -312,7 +316,7 @@ def _named(view_id: str | None) -> str:
     return f" (view {view_id!r})" if view_id else ""
 
 
-def _put_node(conn: kuzu.Connection, node: GraphNode) -> GraphNode:
+def _put_node(conn: ladybug.Connection, node: GraphNode) -> GraphNode:
     _query(conn, f"MERGE (n:{NODE_TABLE} {{key: $key}}) SET n.instance = $instance, n.id = $id, n.kind = $kind, "
                  "n.name = $name, n.attributes = $attributes",
            {"key": _key(node.instance, node.id), "instance": node.instance, "id": node.id, "kind": node.kind,
@@ -320,7 +324,7 @@ def _put_node(conn: kuzu.Connection, node: GraphNode) -> GraphNode:
     return node
 
 
-def _put_edge(conn: kuzu.Connection, edge: GraphEdge) -> GraphEdge:
+def _put_edge(conn: ladybug.Connection, edge: GraphEdge) -> GraphEdge:
     _check_endpoints(conn, [edge])
     key = _key(edge.instance, edge.id)
     params = {"key": key, "kind": edge.kind, "attributes": _dump(edge.attributes)}
@@ -339,7 +343,7 @@ def _put_edge(conn: kuzu.Connection, edge: GraphEdge) -> GraphEdge:
     return edge
 
 
-def _find_edge(conn: kuzu.Connection, key: str) -> list[dict[str, Any]]:
+def _find_edge(conn: ladybug.Connection, key: str) -> list[dict[str, Any]]:
     return _query(conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() RETURN {_EDGE_COLUMNS}", {"key": key})
 
 
@@ -362,14 +366,14 @@ _CREATE_EDGES = (f"UNWIND $rows AS row WITH row, row.from_key AS fk MATCH (a:{NO
                  "from_id: row.from_id, to_id: row.to_id, attributes: row.attributes}]->(b)")
 
 
-def _put_nodes(conn: kuzu.Connection, nodes: list[GraphNode]) -> None:
+def _put_nodes(conn: ladybug.Connection, nodes: list[GraphNode]) -> None:
     latest = {_key(node.instance, node.id): node for node in nodes}  # duplicates: the last one wins
     rows = [{"key": key, "instance": node.instance, "id": node.id, "kind": node.kind, "name": node.name,
              "attributes": _dump(node.attributes)} for key, node in latest.items()]
     _run_batches(conn, _MERGE_NODES, "rows", rows)
 
 
-def _put_edges(conn: kuzu.Connection, edges: list[GraphEdge]) -> None:
+def _put_edges(conn: ladybug.Connection, edges: list[GraphEdge]) -> None:
     """Upsert edges whose endpoints are known to exist."""
     latest = {_key(edge.instance, edge.id): edge for edge in edges}  # duplicates: the last one wins
     stored = _stored_ends(conn, list(latest))
@@ -382,7 +386,7 @@ def _put_edges(conn: kuzu.Connection, edges: list[GraphEdge]) -> None:
                                                if key not in kept])
 
 
-def _check_endpoints(conn: kuzu.Connection, edges: list[GraphEdge], loaded: set[str] | None = None) -> None:
+def _check_endpoints(conn: ladybug.Connection, edges: list[GraphEdge], loaded: set[str] | None = None) -> None:
     """NotFoundError naming the first edge, in order, with an endpoint neither stored nor in `loaded`."""
     found = set(loaded or ())
     ends = sorted({_key(edge.instance, node_id) for edge in edges for node_id in (edge.from_id, edge.to_id)} - found)
@@ -395,7 +399,7 @@ def _check_endpoints(conn: kuzu.Connection, edges: list[GraphEdge], loaded: set[
                                 f"{edge.instance!r}", {"missing": missing})
 
 
-def _stored_ends(conn: kuzu.Connection, keys: list[str]) -> dict[str, set[tuple[str, str]]]:
+def _stored_ends(conn: ladybug.Connection, keys: list[str]) -> dict[str, set[tuple[str, str]]]:
     """The (from_id, to_id) of each stored edge among `keys`."""
     ends: dict[str, set[tuple[str, str]]] = {}
     for batch in _batches(keys):
@@ -410,7 +414,7 @@ def _edge_row(key: str, edge: GraphEdge) -> dict[str, Any]:
             "to_id": edge.to_id, "attributes": _dump(edge.attributes)}
 
 
-def _run_batches(conn: kuzu.Connection, cypher: str, name: str, values: list[Any]) -> None:
+def _run_batches(conn: ladybug.Connection, cypher: str, name: str, values: list[Any]) -> None:
     for batch in _batches(values):
         _query(conn, cypher, {name: batch})
 
@@ -420,7 +424,7 @@ def _batches(values: list[T]) -> list[list[T]]:
     return [values[start:start + LOAD_BATCH] for start in range(0, len(values), LOAD_BATCH)]
 
 
-def _expand(conn: kuzu.Connection, instance: str, seeds: list[str], depth: int, kinds: list[str], limit: int,
+def _expand(conn: ladybug.Connection, instance: str, seeds: list[str], depth: int, kinds: list[str], limit: int,
             direction: str) -> list[NeighborHit]:
     arrow = {"both": "-[r:{rel}]-", "out": "-[r:{rel}]->", "in": "<-[r:{rel}]-"}[direction].format(rel=REL_TABLE)
     kind_filter = " AND r.kind IN $kinds" if kinds else ""

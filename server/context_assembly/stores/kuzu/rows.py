@@ -1,8 +1,8 @@
-"""Kuzu values → the store's JSON-ready shapes.
+"""Graph engine values → the store's JSON-ready shapes.
 
-Kuzu hands back nodes and relationships as dicts with internal keys (`_id`, `_label`, `_src`, ...),
-paths as `{_nodes, _rels}` and temporal/decimal/UUID values as Python objects; callers get plain
-JSON instead, with an entity's `attributes` parsed from its JSON text.
+LadybugDB hands back nodes and relationships as dicts with internal keys (`_ID`, `_LABEL`, `_SRC`,
+...; Kuzu spelled them in lower case), paths as `{_NODES, _RELS}` and temporal/decimal/UUID values as
+Python objects; callers get plain JSON instead, with an entity's `attributes` parsed from its JSON text.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import orjson
 from ..graph import GraphEdge, GraphNode
 
 NODE_TABLE = "Entity"
+_INTERNAL = frozenset({"_ID", "_SRC", "_DST"})
 REL_TABLE = "Relates"
 
 
@@ -44,15 +45,15 @@ def edge_from(props: dict[str, Any]) -> GraphEdge:
 def to_json(value: Any) -> Any:
     """A value from a view's result row as JSON-ready data."""
     if isinstance(value, dict):
-        label = value.get("_label")
-        if label == NODE_TABLE and "_id" in value:
+        label = value.get("_LABEL")
+        if label == NODE_TABLE and "_ID" in value:
             return node_from(value).as_dict()
-        if label == REL_TABLE and "_src" in value:
+        if label == REL_TABLE and "_SRC" in value:
             return edge_from(value).as_dict()
-        if "_nodes" in value and "_rels" in value:
-            return {"nodes": [to_json(node) for node in value["_nodes"]],
-                    "edges": [to_json(rel) for rel in value["_rels"]]}
-        return {str(key): to_json(item) for key, item in value.items() if key not in ("_id", "_src", "_dst")}
+        if "_NODES" in value and "_RELS" in value:
+            return {"nodes": [to_json(node) for node in value["_NODES"]],
+                    "edges": [to_json(rel) for rel in value["_RELS"]]}
+        return {str(key): to_json(item) for key, item in value.items() if key not in _INTERNAL}
     if isinstance(value, list | tuple):
         return [to_json(item) for item in value]
     if isinstance(value, datetime.date | datetime.time):  # datetime is a date too

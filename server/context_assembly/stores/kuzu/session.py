@@ -1,9 +1,10 @@
-"""Who holds the Kuzu database, and for how long (SPEC §5.3, §11).
+"""Who holds the graph database, and for how long (SPEC §5.3, §11).
 
-Kuzu lets one process open a database at a time, so every sidecar opens it only while it holds the
-workspace lock `kuzu` (`.codebolt/.locks/kuzu.lock`) and closes it before letting go: open → work →
-close. Closing checkpoints the write-ahead log into the file; a process that dies mid-write leaves a
-WAL that the next open replays or discards, so the graph stays readable and committed writes stay.
+LadybugDB (like Kuzu, which it forks) lets one process open a database at a time, so every sidecar
+opens it only while it holds the workspace lock `kuzu` (`.codebolt/.locks/kuzu.lock`) and closes it
+before letting go: open → work → close. Closing checkpoints the write-ahead log into the file; a
+process that dies mid-write leaves a WAL that the next open replays or discards, so the graph stays
+readable and committed writes stay.
 
 Cost, measured on the reference machine (2 cores, 12 to 10k nodes, medians, noisy): opening takes
 3–11 ms and closing 2–25 ms (the checkpoint and its fsync). Open → work → close per operation made
@@ -15,7 +16,7 @@ that window leaves a WAL for the next opener to replay; `hold_s=0` gives strict 
 for each batch of queued calls.
 
 All work of one `KuzuSessions` runs on an owner thread: the file lock is per thread and must be
-released by the thread that took it, and Kuzu connections are then only ever used by one thread.
+released by the thread that took it, and engine connections are then only ever used by one thread.
 The thread lives only as long as a session, so nothing lingers (or holds the lock) once idle.
 """
 
@@ -30,12 +31,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-import kuzu
+import ladybug
 from attrs import define, frozen
 
 from ...errors import ContextAssemblyError, StorageError
 from ...workspace.atomic import workspace_lock
 from ...workspace.layout import WorkspaceLayout
+from .migrate import migrate_from_kuzu, written_by_kuzu
 
 T = TypeVar("T")
 
@@ -57,14 +59,14 @@ class SessionSettings:
 
 @define
 class _Job:
-    work: Callable[[kuzu.Connection], Any]
+    work: Callable[[ladybug.Connection], Any]
     future: Future[Any]
 
 
 @define
 class _Session:
     stack: contextlib.ExitStack
-    conn: kuzu.Connection
+    conn: ladybug.Connection
     since: float
 
 
@@ -72,7 +74,7 @@ class KuzuSessions:
     """Runs callables against an open connection, inside a session under the inter-process lock."""
 
     def __init__(self, layout: WorkspaceLayout, settings: SessionSettings | None = None,
-                 on_open: Callable[[kuzu.Connection, bool], None] | None = None) -> None:
+                 on_open: Callable[[ladybug.Connection, bool], None] | None = None) -> None:
         """`on_open(conn, created)` runs at the start of each session (schema setup)."""
         self.layout = layout
         self.settings = settings or SessionSettings()
@@ -80,13 +82,13 @@ class KuzuSessions:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._mutex = threading.Lock()
         self._owner: threading.Thread | None = None
-        self._current: kuzu.Connection | None = None
+        self._current: ladybug.Connection | None = None
 
     @property
     def database_path(self) -> Path:
         return self.layout.kuzu_dir / DATABASE_FILE
 
-    def run(self, work: Callable[[kuzu.Connection], T]) -> T:
+    def run(self, work: Callable[[ladybug.Connection], T]) -> T:
         """`work(conn)` on the owner thread; its result or its exception."""
         if threading.current_thread() is self._owner and self._current is not None:
             return work(self._current)  # nested call from a job: already inside the session
@@ -166,11 +168,13 @@ class KuzuSessions:
             stack.enter_context(workspace_lock(self.layout, LOCK_NAME, timeout=settings.lock_timeout_s))
             path = self.database_path
             path.parent.mkdir(parents=True, exist_ok=True)
+            if written_by_kuzu(path):
+                migrate_from_kuzu(path)
             created = not path.exists()
-            database = kuzu.Database(str(path), buffer_pool_size=settings.buffer_pool_bytes,
+            database = ladybug.Database(str(path), buffer_pool_size=settings.buffer_pool_bytes,
                                      max_num_threads=settings.max_threads)
             stack.callback(database.close)
-            conn = kuzu.Connection(database, num_threads=settings.max_threads)
+            conn = ladybug.Connection(database, num_threads=settings.max_threads)
             stack.callback(conn.close)
             conn.set_query_timeout(int(settings.query_timeout_s * 1000))
             if self._on_open is not None:
