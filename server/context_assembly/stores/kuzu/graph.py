@@ -132,6 +132,15 @@ class KuzuGraph:
         cypher = f"MATCH (n:{NODE_TABLE}) WHERE {where} RETURN {_NODE_COLUMNS} ORDER BY n.id LIMIT $limit"
         return [node_from(row).as_dict() for row in self._read(lambda conn: _query(conn, cypher, params))]
 
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every node and edge of every instance (for `memory export`), sorted by instance and id."""
+        nodes = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE}) RETURN {_NODE_COLUMNS} "
+                                                     "ORDER BY n.instance, n.id"))
+        edges = self._read(lambda conn: _query(conn, f"MATCH ()-[r:{REL_TABLE}]->() RETURN {_EDGE_COLUMNS} "
+                                                     "ORDER BY r.instance, r.id"))
+        return {"nodes": [node_from(row).as_dict() for row in nodes],
+                "edges": [edge_from(row).as_dict() for row in edges]}
+
     # -- views and expansion ------------------------------------------------------------------
 
     def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:

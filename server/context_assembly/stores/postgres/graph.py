@@ -145,6 +145,14 @@ class PgGraph:
         params.append(_count(limit, "/limit", MAX_LIMIT))
         return [_node(row) for row in self.db.read(sql + " ORDER BY id COLLATE \"C\" LIMIT %s", tuple(params))]
 
+    def dump(self) -> dict[str, builtins.list[dict[str, Any]]]:
+        """Every node and edge of every instance (for `memory export`), sorted by instance and id."""
+        nodes = self.db.read(f"SELECT {_NODE} FROM ca_graph_nodes WHERE project = %s "
+                             "ORDER BY instance COLLATE \"C\", id COLLATE \"C\"", (self.db.project,))
+        edges = self.db.read(f"SELECT {_EDGE} FROM ca_graph_edges WHERE project = %s "
+                             "ORDER BY instance COLLATE \"C\", id COLLATE \"C\"", (self.db.project,))
+        return {"nodes": [_node(row).as_dict() for row in nodes], "edges": [_edge(row).as_dict() for row in edges]}
+
     # -- views and expansion
 
     def run_view(self, view_id: str, params: dict[str, Any]) -> builtins.list[dict[str, Any]]:
