@@ -41,10 +41,10 @@ def export_memory(memory: MemoryRouter) -> dict[str, Any]:
             name = collection["collection"]
             collections[name] = {"embedding_model": collection["embedding_model"]}
             for listed in memory.vectors.list(name):
-                doc = memory.vectors.get(name, listed["doc_uri"])
-                if doc is not None:
-                    writes.append({"uri": render("vector", (name, doc["doc_uri"])),
-                                   "value": {"text": doc["text"], "metadata": doc["metadata"]}})
+                stored = memory.vectors.get(name, listed["doc_uri"])
+                if stored is not None:
+                    writes.append({"uri": render("vector", (name, stored["doc_uri"])),
+                                   "value": {"text": stored["text"], "metadata": stored["metadata"]}})
     if memory.graph is not None:
         graph = memory.graph.dump()
         for node in graph["nodes"]:

@@ -62,7 +62,7 @@ def import_memory(memory: MemoryRouter, document: Any, base: Path) -> dict[str, 
     problems = _problems(document)
     if problems:
         raise InvalidParamsError("invalid memory import", problems)
-    counts = {"writes": 0, "turns": 0, "nodes": 0, "edges": 0, "events": 0}
+    counts = {"writes": 0, "turns": 0, "nodes": 0, "edges": 0, **({"events": 0} if "events" in document else {})}
     for name, settings in (document.get("collections") or {}).items():
         if memory.vectors is None:
             raise InvalidParamsError("invalid memory import", [{"path": "/collections", "message": "no vector store"}])
