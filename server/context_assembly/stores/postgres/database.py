@@ -2,8 +2,10 @@
 
 Connections come from a `psycopg_pool.ConnectionPool` opened on the first call (a workspace opens
 at once even when the server is away). Every failure to reach the database becomes a
-StorageError (-32006) for that call only; the pool checks a connection before lending it and
-opens new ones when the server is back, so the sidecar recovers by itself.
+StorageError (-32006) for that call only; the pool drops a connection that broke and opens new ones
+when the server is back, so the sidecar recovers by itself. (Checking each connection before
+lending it would cost a round trip per call; after a restart, a call on a stale connection fails
+once instead.)
 
 Every row carries the project key (`stores.project`), so one database holds many projects. The
 `ca_generations` table counts writes per (project, store); a write bumps it in its own
@@ -41,7 +43,7 @@ class PgDatabase:
         self._pool = psycopg_pool.ConnectionPool(
             dsn or "", open=False, min_size=1, max_size=max_size, timeout=POOL_TIMEOUT_S,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "context-assembly"},
-            check=psycopg_pool.ConnectionPool.check_connection, name="context-assembly")
+            name="context-assembly")
         self._opened = False
         self._migrated = False
         self.applied: list[int] = []  # the migrations this process applied on its first connect

@@ -5,7 +5,9 @@ the same. Embeddings are sent as pgvector text literals (no type registration, s
 works before the extension exists). pgvector indexes need a fixed dimension: each dimension in use
 gets its own partial HNSW index over `embedding::vector(d)`, created when a collection of that
 dimension is first written, and nearest-k queries that same expression so the planner uses it.
-HNSW is approximate: `hnsw.ef_search` is raised to at least k (x2) so a top-k is rarely short.
+HNSW is approximate: `hnsw.ef_search` is raised to at least k (x2) so a top-k is rarely short; the
+project and collection filter applies to the index's candidates (pgvector 0.5-0.7 has no iterative
+scan), so a collection that is a small share of a big shared table can get fewer than k hits.
 """
 
 from __future__ import annotations
@@ -35,11 +37,16 @@ def vector_literal(row: Matrix) -> str:
 class PgVectorIndex:
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
+        self._claims: dict[str, tuple[str, int]] = {}  # a claim never changes once made: cached
 
     def claimed_model(self, collection: str) -> tuple[str, int] | None:
-        rows = self.db.read("SELECT embedding_model, dimension FROM ca_vector_collections WHERE project = %s "
-                            "AND collection = %s", (self.db.project, collection))
-        return (str(rows[0][0]), int(rows[0][1])) if rows else None
+        claim = self._claims.get(collection)
+        if claim is None:
+            rows = self.db.read("SELECT embedding_model, dimension FROM ca_vector_collections WHERE project = %s "
+                                "AND collection = %s", (self.db.project, collection))
+            if rows:
+                claim = self._claims[collection] = (str(rows[0][0]), int(rows[0][1]))
+        return claim
 
     def upsert(self, collection: str, model: str, dimension: int, docs: builtins.list[IndexedDoc]) -> None:
         now = time.time()
@@ -96,7 +103,7 @@ class PgVectorIndex:
             rows = conn.execute(
                 f"SELECT id, 1 - ({column} <=> %s::vector({dimension})) AS score FROM ca_vector_chunks "
                 f"WHERE project = %s AND collection = %s AND dimension = {dimension} "
-                f"ORDER BY {column} <=> %s::vector({dimension}), id LIMIT %s",
+                f"ORDER BY {column} <=> %s::vector({dimension}) LIMIT %s",  # distance only: the index orders it
                 (vector_literal(query), self.db.project, collection, vector_literal(query), k)).fetchall()
         ranked = [(int(i), float(s)) for i, s in rows if s is not None and s >= min_score]
         ranked.sort(key=lambda item: (-item[1], item[0]))
