@@ -61,3 +61,37 @@ def test_k_hop_expansion(graph: GraphStore) -> None:
     assert graph.neighbors("main", ["ghost"], depth=2) == [] and graph.neighbors("main", ["a"], depth=0) == []
     with pytest.raises(InvalidParamsError):
         graph.neighbors("main", ["a"], depth=99)
+
+
+def write_view(stores: StoreSet, view_id: str, body: dict) -> None:
+    import json
+
+    views = stores.notes.memory_dir.parent / "knowledgegraph" / "views"  # type: ignore[attr-defined]
+    views.mkdir(parents=True, exist_ok=True)
+    (views / f"{view_id}.json").write_text(json.dumps({"id": view_id, "description": "d", **body}))
+
+
+def test_portable_views_run_alike_on_every_backend(stores: StoreSet, graph: GraphStore) -> None:
+    write_view(stores, "modules", {"match": {"instance": "main", "kind": "Module"}, "limit": "$limit",
+                                   "params": {"limit": {"type": "integer", "default": 3}}})
+    write_view(stores, "importers", {
+        "params": {"name": {"type": "string"}, "depth": {"type": "integer", "default": 1}},
+        "match": {"instance": "main", "name": "$name"},
+        "expand": {"depth": "$depth", "edge_kinds": ["imports"], "direction": "in"}})
+    assert [row["id"] for row in graph.run_view("modules", {})] == ["a", "b", "c"]
+    assert [row["id"] for row in graph.run_view("modules", {"limit": 10})] == ["a", "b", "c", "e"]
+    rows = graph.run_view("importers", {"name": "C", "depth": 2})
+    assert [(row["id"], row["distance"], row["seed"]) for row in rows] == [("b", 1, "c"), ("a", 2, "c")]
+    with pytest.raises(InvalidParamsError):
+        graph.run_view("importers", {})  # name is required
+    write_view(stores, "broken", {"match": {"colour": "red"}})
+    with pytest.raises(InvalidParamsError):
+        graph.run_view("broken", {})
+
+
+def test_the_published_schema_takes_either_form() -> None:
+    from context_assembly.schemas import validation_errors
+
+    assert validation_errors("graph-view", {"id": "v", "match": {"kind": "Module"}, "expand": {"depth": 2}}) == []
+    assert validation_errors("graph-view", {"id": "v", "cypher": "MATCH (n:Entity) RETURN n.id AS id"}) == []
+    assert validation_errors("graph-view", {"id": "v", "description": "neither"}) != []

@@ -3,9 +3,9 @@
 Same validation, shapes and expansion order as the embedded Kuzu graph (`stores.kuzu.graph`): an
 edge's endpoints must exist (NotFoundError), deleting a node deletes its edges (a cascading foreign
 key), and `neighbors` walks breadth-first, one indexed query per level, each node reached once by
-its first shortest path in (seed order, edge id, node id) order. Named views are Cypher, which
-runs on the embedded graph only: on this backend `run_view` refuses them (and `check` reports
-them).
+its first shortest path in (seed order, edge id, node id) order. Named views in the portable form
+(`stores.graph_views`) run here as on the embedded graph; Cypher views run on the embedded graph
+only: `run_view` refuses them here (and `check` reports them).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from typing import Any
 import orjson
 
 from ...errors import InvalidParamsError, NotFoundError
+from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph_views import run_portable
 from ..kuzu.graph import (
     DIRECTIONS,
     MAX_DEPTH,
@@ -30,6 +32,7 @@ from ..kuzu.graph import (
     _name,
     _text,
 )
+from ..kuzu.views import load_view
 from .database import PgDatabase
 
 STORE = "graph"
@@ -46,8 +49,9 @@ def _edge(row: tuple[Any, ...]) -> GraphEdge:
 
 
 class PgGraph:
-    def __init__(self, db: PgDatabase, instance_default: str = "default") -> None:
+    def __init__(self, db: PgDatabase, layout: WorkspaceLayout, instance_default: str = "default") -> None:
         self.db = db
+        self.layout = layout
         self.instance_default = _instance(instance_default)
 
     def _space(self, instance: str | None) -> str:
@@ -156,9 +160,13 @@ class PgGraph:
     # -- views and expansion
 
     def run_view(self, view_id: str, params: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+        view = load_view(self.layout, view_id)
+        bound = view.bind(params if params is not None else {})
+        if view.portable is not None:
+            return run_portable(self, view.id, view.portable, bound)
         raise InvalidParamsError(
             f"graph view {view_id!r} is Cypher, which runs on the embedded graph only (stores.backend is "
-            "\"postgres\"); read nodes and neighbours with the graph steps instead",
+            "\"postgres\"); write it in the portable form (match, expand) to run it on every backend",
             [{"path": "/view", "message": "Cypher views need stores.backend \"embedded\""}])
 
     def neighbors(self, instance: str, node_ids: builtins.list[str], depth: int = 1,
