@@ -131,7 +131,7 @@ def test_a_lost_database_fails_each_call_clearly_and_comes_back(own_server: tupl
     restarted = start_server(data)
     assert server_dsn(restarted) == dsn
     value = None
-    for _ in range(200):  # the pool reconnects by itself; the first calls may still fail fast
+    for _ in range(400):  # the pool reconnects by itself; the first calls may still fail fast
         try:
             value = memory.read("kv://k")["value"]
             break

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -81,12 +81,19 @@ class PgDatabase:
                        + (f"no connection within {POOL_TIMEOUT_S:g} s" if isinstance(exc, psycopg_pool.PoolTimeout)
                           else _first_line(exc)) + "; the sidecar reconnects when it is back")
             self._down = (time.monotonic() + RETRY_AFTER_S, message)
+            self._drop_broken()
             raise StorageError(message, {"backend": "postgres"}) from exc
         except psycopg.errors.RaiseException as exc:  # a trigger refusing a change (append-only log)
             raise StorageError(f"the database refused the change: {exc.diag.message_primary}",
                                {"backend": "postgres"}) from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
+
+    def _drop_broken(self) -> None:
+        """Discard the pool's idle connections that died with the server, so none fails a later call."""
+        if self._opened:
+            with suppress(psycopg.Error):
+                self._pool.check()
 
     def read(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with self.connection() as conn:
