@@ -131,13 +131,6 @@ def _idf(total: int, hits: int) -> float:
     return max(math.log((total - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
-@frozen
-class _Doc:
-    doc_uri: str
-    text: str
-    metadata_json: str
-
-
 class SqliteVectorIndex:
     """`VectorIndex` over the workspace database: exact cosine over a cached matrix, FTS5 BM25."""
 
