@@ -14,6 +14,7 @@ from pytest_lsp import LanguageClient
 from pytest_lsp.client import register_lsp_features
 from pytest_lsp.protocol import LanguageClientProtocol
 
+from context_assembly.lsp import pygls_compat as compat
 from context_assembly.runtime import Runtime
 from context_assembly.stores.importer import import_file
 
@@ -39,7 +40,7 @@ def clone(template: Path, target: Path) -> Path:
     return target
 
 
-class PlainClientProtocol(LanguageClientProtocol):
+class PlainClientProtocol(compat.NotificationHook, LanguageClientProtocol):
     """Custom requests' results and custom notifications stay plain JSON; custom notifications are kept."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -54,16 +55,17 @@ class PlainClientProtocol(LanguageClientProtocol):
             if "id" in data:
                 return JsonRPCRequestMessage(id=data["id"], method=method, jsonrpc="2.0", params=data.get("params"))
             return JsonRPCNotification(method=method, jsonrpc="2.0", params=data.get("params"))
-        if method is None and "id" in data and "error" not in data and data["id"] in self._result_types \
-                and self._result_types[data["id"]] is None:
-            self._result_types.pop(data["id"])
+        expected = compat.expected_results(self)
+        if method is None and "id" in data and "error" not in data and data["id"] in expected \
+                and expected[data["id"]] is None:
+            expected.pop(data["id"])
             return JsonRPCResponseMessage(id=data["id"], jsonrpc="2.0", result=data.get("result"))
         return super().structure_message(data)
 
-    def _handle_notification(self, method_name: str, params: Any) -> None:
-        if self.get_message_type(method_name) is None:
-            self.notifications.append((method_name, params))
-        super()._handle_notification(method_name, params)
+    def on_notification(self, method: str, params: Any) -> None:
+        if self.get_message_type(method) is None:
+            self.notifications.append((method, params))
+        super().on_notification(method, params)
 
 
 def make_client() -> LanguageClient:

@@ -111,13 +111,13 @@ async def test_a_crashing_handler_answers_internal_error_and_the_server_goes_on(
     spec = MethodSpec("test/boom", boom)
     srv.feature(spec.name)(calls._handler(srv, spec))
     srv.protocol.plain_methods = srv.protocol.plain_methods | {spec.name}
-    from context_assembly.methods import registry
+    from context_assembly.methods import table
 
-    registry.METHODS[spec.name] = spec
+    table.METHODS[spec.name] = spec
     try:
         reply = await answer(srv, out, request(1, "test/boom", {}), 1)
     finally:
-        del registry.METHODS[spec.name]
+        del table.METHODS[spec.name]
     assert reply["error"]["code"] == -32603
     assert reply["error"]["message"] == "RuntimeError: the disk caught fire"
     assert (await answer(srv, out, request(2, "memory/read", {"uri": "kv://x"}), 2))["result"]["exists"] is False

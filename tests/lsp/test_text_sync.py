@@ -17,7 +17,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from context_assembly.lsp.text_sync import TextSync
 
-from ..editor.lsp_support import capabilities, diagnostics_for, make_editor_client, open_doc, start, workspace_copy
+from .editor_support import capabilities, diagnostics_for, make_editor_client, open_doc, start, workspace_copy
 from .support import SERVER
 
 CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)

@@ -14,7 +14,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from ..editor.lsp_support import (
+from .editor_support import (
     capabilities,
     change_doc,
     diagnostics_for,

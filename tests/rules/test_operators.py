@@ -127,3 +127,11 @@ def test_numeric_strings_are_canonical_decimals_only() -> None:
                            ("0x10", False), ("", False)):
         assert holds({"field": "addVar.n", "operator": "gt", "value": 0}, {"n": text}) is expected, text
     assert holds({"field": "addVar.n", "operator": "lt", "value": "20"}, {"n": 15})
+
+
+def test_tests_an_absent_field_passes_go_last_in_a_rule() -> None:
+    """The rule compiler orders a rule's tests by each operator's registry `cost`."""
+    from context_assembly.registry.operators import OPERATORS
+
+    assert all(op.cost == max(o.cost for o in OPERATORS) for op in OPERATORS if op.absent_matches)
+    assert min(OPERATORS, key=lambda op: op.cost).name in ("eq", "in")

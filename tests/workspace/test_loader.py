@@ -18,8 +18,8 @@ def test_example_workspace_loads_every_kind() -> None:
     assert sorted(workspace.engines) == ["context-rules", "planning", "review"]
     assert sorted(workspace.memories) == ["architecture-docs", "project-conventions", "recent-history",
                                           "related-tasks", "session-dependents", "user-preferences"]
-    assert workspace.memories["project-conventions"]["label"] == "Project conventions"  # shorthand read
-    assert workspace.memories["project-conventions"]["retrieval"]["pipeline"][0]["type"] == "markdown_read"
+    assert workspace.memories["project-conventions"].label == "Project conventions"  # shorthand read
+    assert workspace.memories["project-conventions"].steps[0]["type"] == "markdown_read"
     assert list(workspace.ingestion) == ["task-completion-embed"]
     assert list(workspace.graph_views) == ["dependents"]
     assert workspace.settings.max_tokens == 4000
@@ -81,3 +81,16 @@ def test_engine_without_id_takes_the_file_name(tmp_path: Path) -> None:
 def test_empty_workspace(tmp_path: Path) -> None:
     workspace = load_workspace(tmp_path)
     assert workspace.engines == {} and workspace.problems == []
+
+
+def test_unchanged_definitions_are_the_same_objects_after_a_reload(example_copy: Path) -> None:
+    """Structured once per file version: callers key their own caches on the definition object
+    (the ingestion engine's validation, assembly's cache keys)."""
+
+    loader = WorkspaceLoader(example_copy)
+    first = loader.load()
+    (example_copy / ".codebolt" / "context-rule-engines" / "extra.json").write_text('{"id": "extra", "rules": []}')
+    second = loader.load()
+    assert second is not first and "extra" in second.engines
+    assert all(second.memories[k] is v for k, v in first.memories.items())
+    assert all(second.ingestion[k] is v for k, v in first.ingestion.items())

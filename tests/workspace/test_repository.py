@@ -17,8 +17,7 @@ from context_assembly.workspace.layout import WorkspaceLayout
 from context_assembly.workspace.repository import (
     DefinitionRepository,
     RuleEngineRepository,
-    ingestion_repository,
-    persistent_memory_repository,
+    definition_repository,
     rule_engine_repository,
 )
 
@@ -37,7 +36,7 @@ def engines(layout: WorkspaceLayout) -> RuleEngineRepository:
 
 @pytest.fixture
 def memories(layout: WorkspaceLayout) -> DefinitionRepository:
-    return persistent_memory_repository(layout)
+    return definition_repository(layout, "persistent-memory")
 
 
 def all_files(root: Path) -> set[str]:
@@ -75,8 +74,8 @@ def test_layout_paths(tmp_path: Path) -> None:
 
 def test_factories_write_where_the_spec_says(layout: WorkspaceLayout) -> None:
     assert rule_engine_repository(layout).create({})["id"].startswith("engine-")
-    assert persistent_memory_repository(layout).create({})["id"].startswith("memory-")
-    assert ingestion_repository(layout).create({})["id"].startswith("ingestion-")
+    assert definition_repository(layout, "persistent-memory").create({})["id"].startswith("memory-")
+    assert definition_repository(layout, "ingestion-pipeline").create({})["id"].startswith("ingestion-")
     assert len(list(layout.rule_engines_dir.glob("engine-*.json"))) == 1
     assert len(list(layout.persistent_memory_dir.glob("memory-*.json"))) == 1
     assert len(list(layout.ingestion_dir.glob("ingestion-*.json"))) == 1
@@ -318,7 +317,7 @@ def require_label(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_validate_hook_rejects_and_writes_nothing(layout: WorkspaceLayout) -> None:
-    repo = persistent_memory_repository(layout, validate=require_label)
+    repo = definition_repository(layout, "persistent-memory", validate=require_label)
     with pytest.raises(InvalidParamsError, match="invalid persistent memory") as caught:
         repo.create({"id": "m"})
     assert caught.value.errors == [{"path": "/label", "message": "required"}]
@@ -337,7 +336,7 @@ def test_validate_hook_sees_the_merged_document(layout: WorkspaceLayout) -> None
         seen.append(doc)
         return []
 
-    repo = persistent_memory_repository(layout, validate=record)
+    repo = definition_repository(layout, "persistent-memory", validate=record)
     repo.create({"id": "m", "label": "a"})
     repo.update("m", {"status": "active"})
     assert seen[-1] == {"id": "m", "label": "a", "status": "active"}
@@ -363,7 +362,7 @@ def test_failed_write_keeps_the_old_definition(memories: DefinitionRepository, m
 
 
 def test_lock_timeout_is_a_storage_error_and_writes_nothing(layout: WorkspaceLayout) -> None:
-    repo = persistent_memory_repository(layout, lock_timeout=0.2)
+    repo = definition_repository(layout, "persistent-memory", lock_timeout=0.2)
     held, release = SPAWN.Event(), SPAWN.Event()
     holder = SPAWN.Process(target=_hold_lock, args=(str(layout.locks_dir), "PersistentMemory", held, release))
     holder.start()

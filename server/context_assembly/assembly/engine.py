@@ -18,6 +18,7 @@ from attrs import define, field
 from ..errors import CancelledError, ContextAssemblyError
 from ..model.context import AssembledContext, ContextItem, DroppedItem, MemoryCall, Meta, SectionTrace, Trace
 from ..model.converter import unstructure
+from ..model.definitions import Contribution, MemoryDefinition
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.sections import SECTION_NAMES
@@ -291,15 +292,16 @@ def reference_id(reference: str) -> str:
     return f"reference:{reference}"
 
 
-def _placement(ref: Reference, definition: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
+def _placement(ref: Reference, definition: MemoryDefinition | None) -> tuple[str, str, dict[str, Any]]:
     """Section, priority and limits: the definition's contribution, or the URI's defaults (§5.1)."""
     if definition is None:
         return default_section(ref.reference), "medium", {}
-    contribution = definition.get("contribution") or {}
-    section = str(contribution["section"]) if contribution.get("section") in SECTION_NAMES else "knowledge"
-    priority = str(contribution.get("priority") or "medium")
-    limits = {k: contribution.get(k) for k in ("max_items", "max_tokens") if isinstance(contribution.get(k), int)}
-    return section, priority, limits
+    contribution = definition.contribution or Contribution()
+    section = contribution.section if contribution.section in SECTION_NAMES else "knowledge"
+    priority = contribution.priority or "medium"
+    limits = {k: v for k, v in (("max_items", contribution.max_items), ("max_tokens", contribution.max_tokens))
+              if v is not None}
+    return str(section), priority, limits
 
 
 def _memory_call(execution: Execution) -> MemoryCall:

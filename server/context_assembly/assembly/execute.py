@@ -16,6 +16,8 @@ import orjson
 from attrs import define, field
 
 from ..errors import ContextAssemblyError
+from ..model.converter import unstructure
+from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest
 from ..pipelines.items import Item
 from ..pipelines.runner import run_pipeline
@@ -36,7 +38,7 @@ class Execution:
     error: str | None = None
     missing_variables: list[str] = field(factory=list)
     steps: list[dict[str, Any]] = field(factory=list)
-    definition: dict[str, Any] | None = None
+    definition: MemoryDefinition | None = None
     variables_used: list[str] = field(factory=list)
 
 
@@ -74,15 +76,33 @@ def _literal_notes(steps: Any, found: list[str]) -> list[str] | None:
     return found
 
 
-def _key_stores(definition: dict[str, Any]) -> tuple[set[str], list[str] | None] | None:
+def _key_stores(definition: MemoryDefinition) -> tuple[set[str], list[str] | None] | None:
     """What a cache key must cover: store schemes by write generation, and named notes by stamp
     (a pipeline naming its notes need not fingerprint the whole notes folder). None: no caching."""
-    steps = (definition.get("retrieval") or {}).get("pipeline")
+    steps = definition.steps
     schemes = _stores_read(steps, set())
     if schemes is None:
         return None
     notes = _literal_notes(steps, []) if "markdown" in schemes else None
     return (schemes - {"markdown"} if notes is not None else schemes), notes
+
+
+# definition -> its JSON for cache keys; definitions are read-only once loaded, and the entry holds
+# the definition itself, so an id is never reused while its entry lives
+_FINGERPRINTS: dict[int, tuple[MemoryDefinition, bytes]] = {}
+_MAX_FINGERPRINTS = 4096
+
+
+def _fingerprint(definition: MemoryDefinition) -> bytes:
+    """The definition as sorted JSON, made once per definition object (32 us -> a lookup)."""
+    hit = _FINGERPRINTS.get(id(definition))
+    if hit is not None and hit[0] is definition:
+        return hit[1]
+    value = orjson.dumps(unstructure(definition), option=orjson.OPT_SORT_KEYS, default=str)
+    if len(_FINGERPRINTS) >= _MAX_FINGERPRINTS:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(definition)] = (definition, value)
+    return value
 
 
 class Executor:
@@ -92,7 +112,7 @@ class Executor:
         self.cache = cache
         self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pipeline")
 
-    def _cache_key(self, definition: dict[str, Any], lookup: dict[str, Any],
+    def _cache_key(self, definition: MemoryDefinition, lookup: dict[str, Any],
                    generations: dict[str, int]) -> tuple | None:
         needs = _key_stores(definition)
         if needs is None:
@@ -105,10 +125,10 @@ class Executor:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         stamps = self.memory.notes.stamp(notes) if notes else ()
-        return (orjson.dumps(definition, option=orjson.OPT_SORT_KEYS, default=str),
+        return (_fingerprint(definition),
                 orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
 
-    def _run_definition(self, ref: Reference, definition: dict[str, Any], request: AssemblyRequest,
+    def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
                         generations: dict[str, int]) -> Execution:
         key = self._cache_key(definition, lookup, generations)
@@ -137,7 +157,7 @@ class Executor:
             items, status, error = [], "failed", str(getattr(exc, "message", exc))
         return Execution(ref, status, items, round((time.perf_counter() - started) * 1000, 3), error)
 
-    def run(self, references: list[Reference], memories: dict[str, dict[str, Any]], request: AssemblyRequest,
+    def run(self, references: list[Reference], memories: dict[str, MemoryDefinition], request: AssemblyRequest,
             lookup: dict[str, Any], timeout_s: float, cancelled: Callable[[], bool],
             done: Callable[[Execution], None]) -> list[Execution]:
         query = request.input.text if request.input and request.input.text else ""
@@ -173,7 +193,7 @@ class Executor:
             done(execution)
         return [results[i] for i in sorted(results)]
 
-    def _generations(self, references: list[Reference], memories: dict[str, dict[str, Any]]) -> dict[str, int]:
+    def _generations(self, references: list[Reference], memories: dict[str, MemoryDefinition]) -> dict[str, int]:
         """Each store's write generation, read once per assembly (not once per pipeline)."""
         schemes: set[str] = set()
         for ref in references:

@@ -40,6 +40,7 @@ from ..errors import (
     StorageError,
     TimeoutError_,
 )
+from ..lsp import pygls_compat as compat
 from ..lsp.framing import FrameReader, StreamSource, encode_json, frame
 
 logger = logging.getLogger(__name__)
@@ -79,10 +80,13 @@ def error_from(code: int, message: str, data: Any) -> ContextAssemblyError:
     return cls(message, details) if cls is not None else RpcError(code, message, data)
 
 
-class PlainJsonProtocol(JsonRPCProtocol):
+class PlainJsonProtocol(compat.SendDataHook, compat.HandlerHook, compat.NotificationHook, JsonRPCProtocol):
     """Every message as plain JSON; notifications go to the connection's listeners."""
 
-    _server: Connection  # type: ignore[assignment]
+    @property
+    def connection(self) -> Connection:
+        connection: Connection = compat.server_of(self)
+        return connection
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" not in data:
@@ -93,14 +97,14 @@ class PlainJsonProtocol(JsonRPCProtocol):
                                              params=data.get("params"))
             return JsonRPCNotification(method=data["method"], jsonrpc=data["jsonrpc"], params=data.get("params"))
         msg_id: Any = data.get("id")
-        self._result_types.pop(msg_id, None)
+        compat.expected_results(self).pop(msg_id, None)
         error = data.get("error")
         if isinstance(error, dict):
             return ResponseErrorMessage(id=msg_id, error=ResponseError(
                 code=int(error.get("code", -32603)), message=str(error.get("message", "")), data=error.get("data")))
         return JsonRPCResponseMessage(id=msg_id, jsonrpc=data["jsonrpc"], result=data.get("result"))
 
-    def _send_data(self, data: Any) -> None:
+    def send_data(self, data: Any) -> None:
         if not data or self.writer is None:
             return
         if isinstance(data, JsonRPCRequestMessage):
@@ -112,25 +116,25 @@ class PlainJsonProtocol(JsonRPCProtocol):
         elif isinstance(data, JsonRPCResponseMessage):
             message = {"jsonrpc": "2.0", "id": data.id, "result": data.result}
         else:
-            message = self._converter.unstructure(data)
+            message = compat.converter_of(self).unstructure(data)
         try:
             self.writer.write(frame(encode_json(message)))
         except (ConnectionError, RuntimeError, OSError) as exc:  # the sidecar is gone; pending calls fail
             logger.debug("cannot send to the sidecar: %s", exc)
 
-    def _get_handler(self, feature_name: str) -> Any:
-        handler = self._server.request_handlers.get(feature_name)
+    def handler_for(self, method: str) -> Any:
+        handler = self.connection.request_handlers.get(method)
         if handler is None:
-            raise JsonRpcMethodNotFound.of(feature_name)
+            raise JsonRpcMethodNotFound.of(method)
         return handler
 
-    def _handle_notification(self, method_name: str, params: Any) -> None:
-        if method_name == CANCEL_REQUEST:
+    def on_notification(self, method: str, params: Any) -> None:
+        if method == CANCEL_REQUEST:
             msg_id = params.get("id") if isinstance(params, dict) else None
             if isinstance(msg_id, (str, int)):
-                self._handle_cancel_notification(msg_id)
+                compat.cancel_request(self, msg_id)
             return
-        self._server.dispatch(method_name, params)
+        self.connection.dispatch(method, params)
 
 
 class Connection(JsonRPCClient):
@@ -188,7 +192,7 @@ class Connection(JsonRPCClient):
 
     def _fail_pending(self, error: ContextAssemblyError) -> None:
         self.lost = error
-        for future in list(self.protocol._request_futures.values()):
+        for future in list(compat.pending_requests(self.protocol).values()):
             if isinstance(future, concurrent.futures.Future) and not future.done():
                 future.set_exception(error)
 

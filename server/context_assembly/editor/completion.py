@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..pipelines.shorthand import SHORTHAND_KEYS
 from ..registry.ingestion import (
     COMMON_PROCESSOR_PARAMS,
     DESTINATION_SCHEMES,
@@ -20,9 +21,10 @@ from ..registry.ingestion import (
 )
 from ..registry.operators import OPERATORS
 from ..registry.sections import PRIORITIES, SECTIONS
-from ..registry.steps import COMMON_PARAMS, STEP_TYPES, lookup_step
+from ..registry.steps import COMMON_PARAMS, lookup_step, step_types
 from ..registry.variables import FIELD_ALIASES, SCOPES, documented_keys
 from ..rules.checks import WELL_KNOWN_ADDVARS
+from ..schemas.validate import built_schema
 from ..workspace.lint import declared_variables
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
@@ -41,23 +43,23 @@ from .documents import EditorDocument
 PROPERTY, VALUE, ENUM, MODULE, REFERENCE, OPERATOR, SNIPPET, FIELD, EVENT = 10, 12, 20, 9, 18, 24, 15, 5, 23
 RETRIGGER = {"title": "Suggest", "command": "editor.action.triggerSuggest"}
 
-ENGINE_KEYS = ("$schema", "id", "name", "description", "enabled", "rules")
-RULE_KEYS = ("id", "name", "description", "priority", "enabled", "when", "then")
-CONDITION_KEYS = ("field", "operator", "value", "ignore_case", "any", "all", "not")
-THEN_KEYS = ("add_memories", "exclude_memories", "caps", "set_priority", "boost")
-SEED004_RULE_KEYS = ("name", "condition", "action")
-SEED004_CONDITION_KEYS = ("field", "op", "value", "ignore_case")
-SEED004_ACTION_KEYS = ("include", "exclude", "cap", "setPriority")
-SEED003_RULE_KEYS = ("name", "when", "then")
-SEED003_THEN_KEYS = ("always_include", "boost", "exclude")
-MEMORY_KEYS = ("$schema", "id", "label", "description", "version", "status", "inputs_scope",
-               "additional_variables", "retrieval", "contribution")
-CONTRIBUTION_KEYS = ("section", "priority", "format", "max_items", "max_tokens")
-PIPELINE_KEYS = (("$schema", None), ("id", "The pipeline's id (its file name)."),
-                 ("label", "A short name."), ("description", None),
-                 ("status", "active | disabled"), ("trigger", "The event that runs the pipeline."),
-                 ("trigger_config", "`where`: conditions on the event that must hold."),
-                 ("processors", "The processors, run in order."), ("routing", "Where the results are written."))
+Keys = list[tuple[str, str | None]]  # (key, its description's first line)
+
+
+def schema_keys(schema: str, *path: str, skip: tuple[str, ...] = ()) -> Keys:
+    """The keys of an object in a built schema (`path` walks `$defs` / `properties` names), with
+    their descriptions: the schemas are built from the registries, so completion offers what they accept."""
+    node: dict[str, Any] = built_schema(schema)
+    for step in path:
+        node = node["$defs"][step] if step in node.get("$defs", {}) else node["properties"][step]
+    return [(key, str(value["description"]).split("\n")[0] if value.get("description") else None)
+            for key, value in node.get("properties", {}).items() if key not in skip]
+
+
+def condition_keys(schema: str) -> Keys:
+    return [*schema_keys(schema, "field_condition"), *(key for group in ("any_condition", "all_condition",
+                                                                          "not_condition")
+                                                       for key in schema_keys(schema, group))]
 
 SNIPPETS = {
     "rule": ('{\n\t"id": "${1:rule-id}",\n\t"priority": ${2:10},\n\t"when": [\n\t\t{ "field": "${3:addVar.phase}", '
@@ -142,7 +144,7 @@ class Completer:
         items = []
         for memory_id, memory in sorted(self.workspace.memories.items()):
             source = self.workspace.memory_sources.get(memory_id)
-            items.append(self.item(cursor, memory_id, REFERENCE, memory.get("label") or memory.get("description"),
+            items.append(self.item(cursor, memory_id, REFERENCE, memory.label or memory.description,
                                    memory_markdown(memory_id, memory, source.relpath if source else None)))
         if sections:
             items += self.sections(cursor)
@@ -157,7 +159,7 @@ class Completer:
                 for i, p in enumerate(PRIORITIES)]
 
     def steps(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
-        return [self.item(cursor, s.name, VALUE, f"{s.group} step", step_markdown(s)) for s in STEP_TYPES]
+        return [self.item(cursor, s.name, VALUE, f"{s.group} step", step_markdown(s)) for s in step_types()]
 
     def triggers(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
         return [self.item(cursor, t.name, EVENT, "trigger", trigger_markdown(t), sort=f"{i:02d}")
@@ -186,35 +188,33 @@ class Completer:
         plain: list[tuple[str, str | None]] = []
         if kind == "rule-engine":
             if n == 0:
-                return [(k, None) for k in ENGINE_KEYS]
+                return schema_keys(kind)
             if n == 2 and container[0] == "rules":
-                return [(k, None) for k in RULE_KEYS]
+                return schema_keys(kind, "rule")
             if last == "then":
-                return [(k, None) for k in THEN_KEYS]
+                return schema_keys(kind, "then")
             if parent in ("when", "any", "all") or last == "not":
-                return [(k, None) for k in CONDITION_KEYS]
+                return condition_keys(kind)
         elif kind == "context-rules":
             if dialect == "seed-003":
-                if last == "then":
-                    return [(k, None) for k in SEED003_THEN_KEYS]
-                if last == "when":
-                    return [("task_contains", None)]
+                if last in ("then", "when"):
+                    return schema_keys(kind, "rule_003", last)
                 if n <= 1 or (n == 2 and container[0] == "rules"):
-                    return [(k, None) for k in SEED003_RULE_KEYS]
+                    return schema_keys(kind, "rule_003")
             else:
                 if last == "action":
-                    return [(k, None) for k in SEED004_ACTION_KEYS]
+                    return schema_keys(kind, "action")
                 if last == "condition" or parent == "condition":
-                    return [(k, None) for k in SEED004_CONDITION_KEYS]
+                    return schema_keys(kind, "field_condition")
                 if n <= 1 or (n == 2 and container[0] == "rules"):
-                    return [(k, None) for k in SEED004_RULE_KEYS]
+                    return schema_keys(kind, "rule_004")
         elif kind == "ingestion-pipeline":
             return self.pipeline_keys(container)
         elif kind == "persistent-memory":
             if n == 0:
-                return [(k, None) for k in MEMORY_KEYS]
+                return schema_keys(kind, skip=SHORTHAND_KEYS)
             if last == "contribution":
-                return [(k, None) for k in CONTRIBUTION_KEYS]
+                return schema_keys(kind, "contribution")
             if n >= 2 and parent in ctx.STEP_LISTS and last.isdigit():
                 step = self.step_object(container)
                 spec = lookup_step(step.get("type", step.get("step")) if step else None)
@@ -222,15 +222,15 @@ class Completer:
                     return [("type", "the step type")]
                 return [(p.name, p.description) for p in (*spec.params, *COMMON_PARAMS)]
             if parent in ("where",) or last == "not":
-                return [(k, None) for k in CONDITION_KEYS]
+                return condition_keys(kind)
         return plain
 
     def pipeline_keys(self, container: tuple[str, ...]) -> list[tuple[str, str | None]]:
         n, last = len(container), (container[-1] if container else "")
         if n == 0:
-            return list(PIPELINE_KEYS)
+            return schema_keys("ingestion-pipeline")
         if n == 1 and last == "trigger_config":
-            return [("where", "Conditions on the event (all must hold).")]
+            return schema_keys("ingestion-pipeline", "trigger_config")
         if n == 2 and container[0] == "processors" and last.isdigit():
             processor = ctx.object_at(self.document, container)
             spec = lookup_processor(processor.get("type", "") if processor else "")
@@ -239,7 +239,7 @@ class Completer:
         if n == 2 and container[0] == "routing" and last.isdigit():
             return [(p.name, p.description) for p in ROUTE_FIELDS]
         if "where" in container or "condition" in container:
-            return [(k, None) for k in CONDITION_KEYS]
+            return condition_keys("ingestion-pipeline")
         return []
 
     def step_object(self, container: tuple[str, ...]) -> dict[str, Any] | None:

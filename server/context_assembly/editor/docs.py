@@ -4,8 +4,8 @@ the registries and the workspace (completion and hover show the same text)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from ..model.definitions import Contribution, MemoryDefinition
 from ..model.variables import PossibleVariable
 from ..registry.ingestion import ProcessorSpec, Trigger
 from ..registry.operators import Operator
@@ -27,12 +27,12 @@ def _requirers(key: str, workspace: Workspace) -> list[str]:
     out = []
     for memory_id, memory in sorted(workspace.memories.items()):
         if key.startswith(ADDVAR_PREFIX):
-            for var in memory.get("additional_variables") or []:
-                if isinstance(var, dict) and var.get("name") == key[len(ADDVAR_PREFIX):]:
-                    out.append(f"`{memory_id}`" + (" (required)" if var.get("required") else ""))
+            for var in memory.declared_variables:
+                if var.name == key[len(ADDVAR_PREFIX):]:
+                    out.append(f"`{memory_id}`" + (" (required)" if var.required else ""))
         elif key.startswith("scope."):
             scope = key.split(".")[1]
-            if scope in (memory.get("inputs_scope") or []):
+            if scope in memory.scopes:
                 out.append(f"`{memory_id}` (required scope)")
     return out
 
@@ -57,19 +57,17 @@ def variable_markdown(field: str, variable: PossibleVariable | None, workspace: 
     return "\n".join(lines)
 
 
-def _pipeline(memory: dict[str, Any]) -> list[str]:
-    retrieval = memory.get("retrieval")
-    steps = retrieval.get("pipeline") if isinstance(retrieval, dict) else None
-    return [str(s.get("type")) for s in steps or [] if isinstance(s, dict)]
+def _pipeline(memory: MemoryDefinition) -> list[str]:
+    return [str(s.get("type")) for s in memory.steps or [] if isinstance(s, dict)]
 
 
-def memory_markdown(memory_id: str, memory: dict[str, Any], relpath: str | None) -> str:
-    contribution: dict[str, Any] = memory["contribution"] if isinstance(memory.get("contribution"), dict) else {}
-    lines = [f"**{memory.get('label') or memory_id}** (`{memory_id}`)"]
-    if memory.get("description"):
-        lines += ["", str(memory["description"])]
-    lines += ["", f"Section: `{contribution.get('section', 'knowledge')}` · "
-                  f"priority: `{contribution.get('priority', 'medium')}`"]
+def memory_markdown(memory_id: str, memory: MemoryDefinition, relpath: str | None) -> str:
+    contribution = memory.contribution or Contribution()
+    lines = [f"**{memory.label or memory_id}** (`{memory_id}`)"]
+    if memory.description:
+        lines += ["", memory.description]
+    lines += ["", f"Section: `{contribution.section or 'knowledge'}` · "
+                  f"priority: `{contribution.priority or 'medium'}`"]
     steps = _pipeline(memory)
     if steps:
         lines += ["", "Pipeline: " + " → ".join(steps)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import attrs
 
@@ -14,6 +13,7 @@ from ..documents import ParsedDocument, parse_document
 from ..model.problems import Problem
 from ..workspace.layout import WorkspaceLayout
 from ..workspace.loader import KINDS, SourceFile, Workspace, collect_memories, prepare_source
+from ..workspace.uris import uri_to_path
 
 # `$schema` fragments -> kind, for definition files outside their usual directory
 SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persistent-memory"),
@@ -21,13 +21,6 @@ SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persisten
                 ("graph-view", "graph-view"))
 Position = dict[str, int]
 Range = dict[str, Position]
-
-
-def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return Path(unquote(parsed.path))
 
 
 def kind_of_path(path: Path, root: Path) -> str | None:

@@ -30,12 +30,14 @@ from typing import Any
 from attrs import define, field
 
 from ..errors import ContextAssemblyError, InvalidParamsError, NotFoundError
+from ..model.converter import unstructure
+from ..model.definitions import IngestionPipeline, Processor
 from ..registry.ingestion import PIPELINE_STATUSES, lookup_processor, trigger_names
 from ..registry.steps import TEMPLATE_PATTERN
 from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions
 from ..workspace.loader import Workspace
-from ..workspace.repository import DefinitionRepository, ingestion_repository
+from ..workspace.repository import DefinitionRepository, definition_repository
 from .processors import (
     LLM,
     PROCESSOR_FUNCTIONS,
@@ -62,7 +64,7 @@ _TEMPLATE = re.compile(TEMPLATE_PATTERN)
 class _Prepared:
     """What is worked out once per definition version: its validation and compiled conditions."""
 
-    definition: dict[str, Any]
+    definition: IngestionPipeline
     errors: list[dict[str, Any]]
     where: CompiledConditions | None
     conditions: list[CompiledConditions | None]
@@ -104,7 +106,8 @@ class IngestionEngine:
                  observer: Observer | None = None, custom: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self.memory = memory
         self.workspace = workspace
-        self.repository = repository if repository is not None else ingestion_repository(memory.layout)
+        self.repository = repository if repository is not None \
+            else definition_repository(memory.layout, "ingestion-pipeline")
         self.llm = llm
         self.observer = observer
         self.custom = dict(custom or {})
@@ -115,11 +118,10 @@ class IngestionEngine:
 
     def list(self, active_only: bool = False) -> list[dict[str, Any]]:
         pipelines = self._pipelines()
-        return [copy.deepcopy(d) for _, d in sorted(pipelines.items())
-                if not active_only or _is_active(d)]
+        return [copy.deepcopy(unstructure(d)) for _, d in sorted(pipelines.items()) if not active_only or d.active]
 
     def get(self, pipeline_id: str) -> dict[str, Any]:
-        return copy.deepcopy(self._definition(pipeline_id))
+        return copy.deepcopy(unstructure(self._definition(pipeline_id)))
 
     def set_status(self, pipeline_id: str, status: str) -> dict[str, Any]:
         """Write `status` into the pipeline's file (activate: "active", disable: "disabled")."""
@@ -139,9 +141,9 @@ class IngestionEngine:
         executions: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
         for pipeline_id, definition in sorted(self._pipelines().items()):
-            if trigger not in _triggers(definition):
+            if trigger not in definition.triggers:
                 continue
-            if not _is_active(definition):
+            if not definition.active:
                 skipped.append({"pipeline_id": pipeline_id, "reason": "disabled"})
                 continue
             prepared = self._prepare(definition)
@@ -165,7 +167,7 @@ class IngestionEngine:
 
     # -- internals
 
-    def _pipelines(self) -> dict[str, dict[str, Any]]:
+    def _pipelines(self) -> dict[str, IngestionPipeline]:
         pipelines = self.workspace().ingestion
         live = {id(d) for d in pipelines.values()}
         with self._lock:
@@ -173,24 +175,22 @@ class IngestionEngine:
                 del self._prepared[key]  # files that changed or went away
         return pipelines
 
-    def _definition(self, pipeline_id: str) -> dict[str, Any]:
+    def _definition(self, pipeline_id: str) -> IngestionPipeline:
         definition = self._pipelines().get(pipeline_id) if isinstance(pipeline_id, str) else None
         if definition is None:
             raise NotFoundError(f"ingestion pipeline {pipeline_id!r} not found", {"id": pipeline_id})
         return definition
 
-    def _prepare(self, definition: dict[str, Any]) -> _Prepared:
+    def _prepare(self, definition: IngestionPipeline) -> _Prepared:
         # Keyed by identity: the loader hands out the same object until the file changes.
         with self._lock:
             prepared = self._prepared.get(id(definition))
         if prepared is not None and prepared.definition is definition:
             return prepared
-        report = validate_pipeline(definition, custom_names=set(self.custom))
-        config = definition.get("trigger_config")
-        where = config.get("where") if isinstance(config, dict) else None
-        routes = _routes(definition)
-        conditions = [compile_condition_list(r["condition"]) if isinstance(r, dict) and "condition" in r else None
-                      for r in routes]
+        report = validate_pipeline(unstructure(definition), custom_names=set(self.custom))
+        where = definition.trigger_config.where if definition.trigger_config is not None else None
+        conditions = [compile_condition_list(r.condition) if r.condition is not None else None
+                      for r in definition.routing or []]
         prepared = _Prepared(definition, report["errors"], compile_condition_list(where) if where else None,
                              conditions)
         with self._lock:
@@ -208,7 +208,7 @@ class IngestionEngine:
         definition = prepared.definition
         run.notify("executionStarted", {"execution_id": run.execution_id, "pipeline_id": pipeline_id,
                                         "trigger": trigger})
-        if not _is_active(definition):
+        if not definition.active:
             run.status = "skipped"
             run.warnings.append(f"ingestion pipeline {pipeline_id!r} is disabled: nothing ran")
         elif prepared.errors:
@@ -236,11 +236,10 @@ class IngestionEngine:
         lookup = event_lookup(payload, run.trigger, scope_variables, additional_variables)
         variables = TemplateVariables(payload, run.trigger, run.execution_id, run.pipeline_id, time.time(),
                                       scope_variables, additional_variables, outputs)
-        processors = [p for p in definition.get("processors") or [] if isinstance(p, dict)]
         previous: str | None = None
         stopped = False
-        for spec in processors:
-            entry: dict[str, Any] = {"id": spec.get("id"), "type": spec.get("type"),
+        for spec in definition.processors or []:
+            entry: dict[str, Any] = {"id": spec.id, "type": spec.type,
                                      "output": _output_name(spec), "status": "skipped", "duration_ms": 0.0,
                                      "count": 0}
             if stopped or cancelled():
@@ -250,7 +249,7 @@ class IngestionEngine:
                 run.processors.append(entry)
                 self._notify_processor(run, entry)
                 continue
-            source = spec.get("input") or previous or "payload"
+            source = spec.input or previous or "payload"
             started = time.perf_counter()
             if source.split(".")[0] in skipped_outputs:
                 entry["warning"] = f"skipped: its input '{source}' was not produced (an earlier step was skipped)"
@@ -268,12 +267,10 @@ class IngestionEngine:
         if stopped:
             return
         router = Router(self.memory, variables, lookup, cancelled)
-        for index, route in enumerate(_routes(definition)):
-            if not isinstance(route, dict):
-                continue
-            source = route.get("from") or "payload"
+        for index, route in enumerate(definition.routing or []):
+            source = route.from_ or "payload"
             if source.split(".")[0] in skipped_outputs:
-                route_run = RouteRun(index, source, str(route.get("write_to", "")), status="skipped")
+                route_run = RouteRun(index, source, route.write_to or "", status="skipped")
                 run.warnings.append(f"route {index} skipped: '{source}' was not produced")
             else:
                 value = resolve_reference(source, payload, outputs)
@@ -286,10 +283,10 @@ class IngestionEngine:
             if route_run.status in ("failed", "partial"):
                 run.status = "partial"
 
-    def _run_processor(self, run: _Execution, spec: dict[str, Any], entry: dict[str, Any], source: str,
+    def _run_processor(self, run: _Execution, spec: Processor, entry: dict[str, Any], source: str,
                        payload: dict[str, Any], outputs: dict[str, Any], lookup: Mapping[str, Any],
                        variables: TemplateVariables, skipped_outputs: set[str]) -> None:
-        ptype = spec.get("type")
+        ptype = spec.type
         function = PROCESSOR_FUNCTIONS.get(ptype) if isinstance(ptype, str) else None
         registered = lookup_processor(ptype) if isinstance(ptype, str) else None
         if function is None or registered is None:
@@ -342,25 +339,8 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _is_active(definition: Mapping[str, Any]) -> bool:
-    return definition.get("status", "active") != "disabled"
-
-
-def _triggers(definition: Mapping[str, Any]) -> list[str]:
-    trigger = definition.get("trigger")
-    if isinstance(trigger, str):
-        return [trigger]
-    return [t for t in trigger if isinstance(t, str)] if isinstance(trigger, list) else []
-
-
-def _routes(definition: Mapping[str, Any]) -> list[Any]:
-    routes = definition.get("routing")
-    return routes if isinstance(routes, list) else []
-
-
-def _output_name(spec: Mapping[str, Any]) -> str:
-    output = spec.get("output") or spec.get("id")
-    return output if isinstance(output, str) else ""
+def _output_name(spec: Processor) -> str:
+    return spec.output or spec.id or ""
 
 
 def _check_trigger(trigger: Any) -> None:
@@ -381,10 +361,10 @@ def _check_event(payload: Any, scope_variables: Any, additional_variables: Any) 
         raise InvalidParamsError("invalid ingestion event", problems)
 
 
-def _params(spec: Mapping[str, Any], declared: Any, lookup: Mapping[str, Any]) -> dict[str, Any]:
+def _params(spec: Processor, declared: Any, lookup: Mapping[str, Any]) -> dict[str, Any]:
     """The processor's parameters: defaults filled in, whole-value `${variable}` templates resolved."""
     params = {p.name: copy.deepcopy(p.default) for p in declared if p.default is not None}
-    for name, value in spec.items():
+    for name, value in spec.extra.items():
         if name in _RESERVED:
             continue
         if isinstance(value, str) and _TEMPLATE.fullmatch(value):

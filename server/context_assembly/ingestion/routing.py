@@ -32,6 +32,7 @@ from attrs import define, field
 
 from ..errors import ContextAssemblyError
 from ..model.converter import structure_condition
+from ..model.definitions import Route
 from ..pipelines.steps.filtering import holds
 from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions, compile_conditions
@@ -140,16 +141,14 @@ class Router:
     lookup: Mapping[str, Any]  # the event lookup
     cancelled: Callable[[], bool] = lambda: False
 
-    def run(self, index: int, route: Mapping[str, Any], value: Any,
-            condition: CompiledConditions | None) -> RouteRun:
-        run = RouteRun(index, str(route.get("from", "payload")), str(route.get("write_to", "")),
-                       route.get("id") if isinstance(route.get("id"), str) else None)
+    def run(self, index: int, route: Route, value: Any, condition: CompiledConditions | None) -> RouteRun:
+        run = RouteRun(index, route.from_ or "payload", route.write_to or "", route.id)
         if condition is not None and condition.errors:
             run.error("invalid condition: " + "; ".join(condition.errors))
         elif value is MISSING:
             run.error(f"'{run.source}' has no value in this execution")
         else:
-            items = value if route.get("foreach") and isinstance(value, list) else [value]
+            items = value if route.foreach and isinstance(value, list) else [value]
             for position, item in enumerate(items):
                 if self.cancelled():
                     run.status = "cancelled"

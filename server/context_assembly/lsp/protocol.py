@@ -38,6 +38,7 @@ from pygls.protocol import (
 )
 
 from ..methods import METHODS
+from . import pygls_compat as compat
 from .framing import encode_json, frame
 from .text_sync import TextSync
 
@@ -98,7 +99,7 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
-class ContextAssemblyProtocol(LanguageServerProtocol):
+class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageServerProtocol):
     plain_methods: frozenset[str] = frozenset(METHODS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -126,7 +127,7 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
                 logger.warning("ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
-        if self._shutdown and is_request and data["method"] != types.EXIT:
+        if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
             return True
         try:
@@ -163,9 +164,10 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
                                              params=data.get("params"))
             return JsonRPCNotification(method=method, jsonrpc=data["jsonrpc"], params=data.get("params"))
         if method is None and "id" in data:
-            expected = self._result_types.get(data["id"])
+            expected_results = compat.expected_results(self)
+            expected = expected_results.get(data["id"])
             if expected is PlainResult or "error" in data:
-                self._result_types.pop(data["id"], None)
+                expected_results.pop(data["id"], None)
             if expected is PlainResult and "error" not in data:
                 return JsonRPCResponseMessage(id=data["id"], jsonrpc=data["jsonrpc"], result=data.get("result"))
         return super().structure_message(data)
@@ -179,7 +181,7 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
 
     def _unstructure(self, value: Any) -> Any:
         if attrs.has(type(value)):
-            return self._converter.unstructure(value)
+            return compat.converter_of(self).unstructure(value)
         raise TypeError(f"{type(value).__name__} is not JSON")
 
     def _message(self, data: Any) -> Any:
@@ -191,9 +193,9 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
         if isinstance(data, JsonRPCNotification):
             out = {"jsonrpc": data.jsonrpc, "method": data.method}
             return out if data.params is None else {**out, "params": data.params}
-        return self._converter.unstructure(data) if attrs.has(type(data)) else data
+        return compat.converter_of(self).unstructure(data) if attrs.has(type(data)) else data
 
-    def _send_data(self, data: Any) -> None:
+    def send_data(self, data: Any) -> None:
         if not data:
             return
         if self.writer is None:
@@ -201,43 +203,44 @@ class ContextAssemblyProtocol(LanguageServerProtocol):
             return
         body = encode_json(self._message(data), self._unstructure)
         try:
-            written = self.writer.write(frame(body) if self._include_headers else body)
+            written = self.writer.write(frame(body) if compat.writes_headers(self) else body)
             if inspect.isawaitable(written):
                 asyncio.ensure_future(written)
         except (BrokenPipeError, ConnectionError) as exc:
             logger.error("the client is gone: %s", exc)
-            self._server.request_stop()  # type: ignore[attr-defined]
+            compat.server_of(self).request_stop()
         except Exception:
             logger.exception("failed to send a message")
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error = {"code": code, "message": message, **({} if data is None else {"data": data})}
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+    def answer_request(self, future: Future[Any], msg_id: Any) -> None:
         """Answer a request: expected errors are answered without a traceback in the log."""
-        self._request_futures.pop(msg_id, None)
+        compat.pending_requests(self).pop(msg_id, None)
         if future.cancelled():
             cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
-            self._send_response(msg_id, error=cancelled.to_response_error())
+            compat.send_response(self, msg_id, error=cancelled.to_response_error())
             return
         exc = future.exception()
         if exc is None:
-            self._send_response(msg_id, result=future.result())
+            compat.send_response(self, msg_id, result=future.result())
         elif isinstance(exc, JsonRpcException):
-            self._send_response(msg_id, error=exc.to_response_error())
+            compat.send_response(self, msg_id, error=exc.to_response_error())
         else:
             logger.error("request %s failed", msg_id, exc_info=exc)
             error = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")
-            self._send_response(msg_id, error=error.to_response_error())
+            compat.send_response(self, msg_id, error=error.to_response_error())
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]
         """Stop serving; the transport closes and the process exits with 0 after `shutdown`, else 1."""
-        self._server.exit_code = 0 if self._shutdown else 1  # type: ignore[attr-defined]
-        self._server.request_stop()  # type: ignore[attr-defined]
+        server = compat.server_of(self)
+        server.exit_code = 0 if compat.shutting_down(self) else 1
+        server.request_stop()
 
 
     # -- text synchronisation ----------------------------------------------------------------------

@@ -27,6 +27,9 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..methods import Session
+from ..workspace import uris
+from . import pygls_compat as compat
+from .editor_state import EditorState
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
 
@@ -59,6 +62,7 @@ class ContextAssemblyServer(LanguageServer):
         self.on_workspace_changed: list[Callable[[Session], None]] = []  # after .codebolt/ changed on disk
         self.progress_cancels: dict[Any, Callable[[], None]] = {}  # work-done token -> cancel its request
         self.watching = False  # the client accepted our `.codebolt/` file watcher (see `watch`)
+        self.editor: EditorState | None = None  # the editor features' state (features/state.py)
 
     # -- the session ------------------------------------------------------------------------------
 
@@ -80,9 +84,10 @@ class ContextAssemblyServer(LanguageServer):
         return self.session
 
     def open_document_text(self, uri: str) -> str | None:
-        documents = self.protocol.workspace.text_documents if self.protocol._workspace is not None else {}
-        document = documents.get(uri)
-        return document.source if document is not None else None
+        """The text of an open definition document, from the editor's store (the event loop puts
+        each version there as it arrives): methods run on workers, which never read pygls' workspace."""
+        document = self.editor.store.get(uri) if self.editor is not None else None
+        return document.text if document is not None else None
 
     # -- the event loop ---------------------------------------------------------------------------
 
@@ -198,17 +203,18 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
         # pygls cancels whatever is still running once this returns: let requests already in flight
         # finish and answer first (for a while).
         me = asyncio.current_task()
-        pending: list[asyncio.Future[Any]] = [
-            f for f in list(ls.protocol._request_futures.values())  # type: ignore[misc]
+        pending: list[Any] = [
+            f for f in list(compat.pending_requests(ls.protocol).values())
             if isinstance(f, asyncio.Future) and f is not me and not f.done()]
         if pending:
             await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
 
 
 def build_server(workspace: Path | None = None) -> ContextAssemblyServer:
-    """The server with every feature module registered."""
+    """The server with every feature module registered; the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch
 
+    uris.use_converter(to_fs_path)
     server = ContextAssemblyServer(workspace)
     _register_lifecycle(server)
     for feature in (calls, config, watch, features):

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
+from . import pygls_compat as compat
 from .framing import FileDescriptorSource, FrameReader, StreamSource
 from .server import ContextAssemblyServer
 
@@ -182,4 +183,4 @@ def run(server: ContextAssemblyServer, transport: str = "stdio", host: str = "12
         server.close()
     if server.exit_code is not None:
         return server.exit_code
-    return 0 if server.protocol._shutdown else 1
+    return 0 if compat.shutting_down(server.protocol) else 1

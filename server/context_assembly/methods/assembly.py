@@ -9,6 +9,7 @@ from ..assembly.request import parse_request
 from ..assembly.resolve import Reference, mentions
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..model.converter import unstructure
+from ..model.definitions import Contribution
 from ..model.request import AssemblyRequest
 from ..stores.uri import parse_uri
 from ..workspace.loader import Workspace
@@ -102,23 +103,18 @@ def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 def memory_types(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     items = []
     for memory_id, memory in sorted(session.workspace().memories.items()):
-        raw = memory.get("contribution")
-        contribution: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        contribution = memory.contribution or Contribution()
         items.append({
             "id": memory_id,
-            "label": memory.get("label") or memory_id,
-            "description": memory.get("description"),
-            "section": contribution.get("section") or "knowledge",
-            "priority": contribution.get("priority") or "medium",
-            "status": memory.get("status") or "active",
-            "inputs_scope": _listed(memory.get("inputs_scope")),
-            "additional_variables": _listed(memory.get("additional_variables")),
+            "label": memory.label or memory_id,
+            "description": memory.description,
+            "section": contribution.section or "knowledge",
+            "priority": contribution.priority or "medium",
+            "status": memory.status or "active",
+            "inputs_scope": list(memory.scopes),
+            "additional_variables": unstructure(memory.declared_variables),
         })
     return {"items": items}
-
-
-def _listed(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
 
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .call import CallContext, MethodSpec
+from .crud import crud_methods
 from .params import EMPTY, shape
 from .session import Session
 
@@ -34,22 +35,6 @@ def _payload(params: dict[str, Any]) -> Any:
 
 def list_pipelines(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     return {"items": session.ingestion().list(bool(params.get("active_only")))}
-
-
-def get(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.ingestion_pipelines.get(params["id"])
-
-
-def create(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.ingestion_pipelines.create(params)
-
-
-def update(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.ingestion_pipelines.update(params["id"], params["updates"])
-
-
-def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.ingestion_pipelines.delete(params["id"])
 
 
 def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -94,11 +79,7 @@ _RUN = shape(id="string", payload="any?", trigger="string?", scope_variables="ob
 METHODS = (
     MethodSpec(PREFIX + "list", list_pipelines, shape(active_only="boolean?"),
                summary="Every ingestion pipeline (only the active ones with active_only)."),
-    MethodSpec(PREFIX + "get", get, shape(id="string"), summary="One pipeline."),
-    MethodSpec(PREFIX + "create", create, schema="ingestion-pipeline", summary="Store a new pipeline."),
-    MethodSpec(PREFIX + "update", update, shape(id="string", updates="object"), schema="ingestion-pipeline",
-               summary="Merge top-level keys into a pipeline."),
-    MethodSpec(PREFIX + "delete", delete, shape(id="string"), summary="Remove a pipeline's file."),
+    *crud_methods(PREFIX, lambda session: session.ingestion_pipelines, "ingestion-pipeline", "a pipeline"),
     MethodSpec(PREFIX + "validate", validate, schema="ingestion-pipeline",
                summary="Schema and meaning problems of a draft pipeline."),
     MethodSpec(PREFIX + "execute", execute, _RUN, long_running=True, events=EVENTS,

@@ -11,9 +11,10 @@ from ..assembly.tokens import token_counter
 from ..errors import CancelledError, InvalidParamsError, NotFoundError, TimeoutError_
 from ..pipelines.runner import run_pipeline
 from ..pipelines.validate import validate_definition
-from ..registry.steps import STEP_GROUPS, STEP_TYPES, StepSpec
+from ..registry.steps import STEP_GROUPS, StepSpec, step_types
 from ..workspace.lint import lint_context
 from .call import CallContext, MethodSpec
+from .crud import crud_methods
 from .params import EMPTY, prefixed, shape
 from .session import Session
 
@@ -22,22 +23,6 @@ PREFIX = "persistentMemory/"
 
 def list_memories(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     return {"items": session.persistent_memory.list()}
-
-
-def get(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.persistent_memory.get(params["id"])
-
-
-def create(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.persistent_memory.create(params)
-
-
-def update(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.persistent_memory.update(params["id"], params["updates"])
-
-
-def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.persistent_memory.delete(params["id"])
 
 
 def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -80,17 +65,13 @@ def step_spec(step: StepSpec) -> dict[str, Any]:
 
 
 def step_specs(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return {"items": [step_spec(s) for s in STEP_TYPES],
+    return {"items": [step_spec(s) for s in step_types()],
             "groups": [{"name": g.name, "description": g.description} for g in STEP_GROUPS]}
 
 
 METHODS = (
     MethodSpec(PREFIX + "list", list_memories, EMPTY, summary="Every persistent-memory definition, sorted by id."),
-    MethodSpec(PREFIX + "get", get, shape(id="string"), summary="One definition."),
-    MethodSpec(PREFIX + "create", create, schema="persistent-memory", summary="Store a new definition."),
-    MethodSpec(PREFIX + "update", update, shape(id="string", updates="object"), schema="persistent-memory",
-               summary="Merge top-level keys into a definition."),
-    MethodSpec(PREFIX + "delete", delete, shape(id="string"), summary="Remove a definition's file."),
+    *crud_methods(PREFIX, lambda session: session.persistent_memory, "persistent-memory", "a definition"),
     MethodSpec(PREFIX + "validate", validate, schema="persistent-memory",
                summary="Schema and meaning problems of a draft definition."),
     MethodSpec(PREFIX + "execute", execute, shape(id="string", request="object"), schema="assembly-request",

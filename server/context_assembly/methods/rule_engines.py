@@ -18,6 +18,7 @@ from ..model.problems import Severity
 from ..rules.evaluate import RuleSet
 from ..workspace.variables import possible_variables
 from .call import CallContext, MethodSpec
+from .crud import crud_methods
 from .params import EMPTY, shape
 from .session import Session
 
@@ -28,22 +29,6 @@ DOCUMENT_KEYS = ("uri", "text")  # contextRuleEngine/validate: where the draft i
 
 def list_engines(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     return {"items": session.rule_engines.list()}
-
-
-def get(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.rule_engines.get(params["id"])
-
-
-def create(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.rule_engines.create(params)
-
-
-def update(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.rule_engines.update(params["id"], params["updates"])
-
-
-def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.rule_engines.delete(params["id"])
 
 
 def add_rule(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -171,12 +156,8 @@ def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 
 METHODS = (
     MethodSpec(PREFIX + "list", list_engines, EMPTY, summary="Every rule engine, sorted by id."),
-    MethodSpec(PREFIX + "get", get, shape(id="string"), summary="One rule engine."),
-    MethodSpec(PREFIX + "create", create, schema="rule-engine",
-               summary="Store a new engine (ids generated for it and its rules when missing)."),
-    MethodSpec(PREFIX + "update", update, shape(id="string", updates="object"), schema="rule-engine",
-               summary="Merge top-level keys into an engine."),
-    MethodSpec(PREFIX + "delete", delete, shape(id="string"), summary="Remove an engine's file."),
+    *crud_methods(PREFIX, lambda session: session.rule_engines, "rule-engine", "an engine",
+                  "Store a new engine (ids generated for it and its rules when missing)."),
     MethodSpec(PREFIX + "addRule", add_rule, shape(engine_id="string", rule="object"), schema="rule-engine",
                summary="Append a rule to an engine."),
     MethodSpec(PREFIX + "updateRule", update_rule, shape(engine_id="string", rule_id="string", updates="object"),

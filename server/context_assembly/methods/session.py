@@ -22,13 +22,12 @@ from ..runtime import Runtime
 from ..schemas import validation_errors
 from ..workspace.loader import Workspace
 from ..workspace.repository import (
-    DefinitionRepository,
     RuleEngineRepository,
-    ingestion_repository,
-    persistent_memory_repository,
+    definition_repository,
     rule_engine_repository,
 )
 from ..workspace.settings import Settings
+from ..workspace.uris import uri_to_path
 from .call import Llm
 
 TextSource = Callable[[str], "str | None"]  # document URI -> its text, when the editor has it open
@@ -76,10 +75,9 @@ class Session:
         self._lock = threading.Lock()
         self._ingestion: Any = None
         self.rule_engines: RuleEngineRepository = rule_engine_repository(self.layout, validate=_rule_engine_problems)
-        self.persistent_memory: DefinitionRepository = persistent_memory_repository(
-            self.layout, validate=_memory_problems)
-        self.ingestion_pipelines: DefinitionRepository = ingestion_repository(
-            self.layout, validate=_ingestion_problems)
+        self.persistent_memory = definition_repository(self.layout, "persistent-memory", validate=_memory_problems)
+        self.ingestion_pipelines = definition_repository(self.layout, "ingestion-pipeline",
+                                                         validate=_ingestion_problems)
         self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
         if settings:
             self.set_settings(settings)
@@ -146,12 +144,10 @@ class Session:
             text = self.text_source(uri)
             if text is not None:
                 return text
-        from urllib.parse import unquote, urlparse
-
-        parsed = urlparse(uri)
-        if parsed.scheme != "file":
+        path = uri_to_path(uri)
+        if path is None:
             return None
-        path = Path(unquote(parsed.path)).resolve()
+        path = path.resolve()
         if not path.is_relative_to(self.root) or not path.is_file():
             return None  # never read outside the workspace
         try:

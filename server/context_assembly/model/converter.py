@@ -12,9 +12,11 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from cattrs.cols import list_structure_factory
 
 from ..registry.values import MISSING
 from .context import ContextItem
+from .definitions import IngestionPipeline, MemoryDefinition, OpenRecord, Route
 from .problems import Severity
 from .rules import (
     AllOf,
@@ -52,9 +54,31 @@ converter.register_structure_hook(bool, _strict(bool))
 converter.register_structure_hook(int, _strict(int))
 converter.register_structure_hook(float, _strict(int, float))
 converter.register_structure_hook(int | float, _strict(int, float))
+def _is_list(cls: Any) -> bool:
+    return getattr(cls, "__origin__", None) is list
+
+
+def _strict_list(cls: Any) -> Any:
+    """Only a JSON array is a list: cattrs would otherwise read "abc" as ["a", "b", "c"]."""
+    structure_items = list_structure_factory(cls, converter)
+
+    def structure_list(value: Any, type_: Any) -> Any:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {type(value).__name__}")
+        return structure_items(value, type_)
+
+    return structure_list
+
+
+converter.register_structure_hook_factory(_is_list, _strict_list)
+converter.register_structure_hook(str | list[str] | None, lambda value, _type: (
+    value if value is None or isinstance(value, str) else converter.structure(value, list[str])))
 
 # attribute name -> wire name, where Python cannot spell the wire name
-_RENAMES: dict[type, dict[str, str]] = {RuleEngine: {"schema": "$schema"}, Not: {"not_": "not"}}
+_RENAMES: dict[type, dict[str, str]] = {
+    RuleEngine: {"schema": "$schema"}, Not: {"not_": "not"}, MemoryDefinition: {"schema": "$schema"},
+    IngestionPipeline: {"schema": "$schema"}, Route: {"from_": "from"},
+}
 _GROUPS: dict[str, type] = {"any": AnyOf, "all": AllOf}
 
 
@@ -91,6 +115,67 @@ converter.register_unstructure_hook(InvalidCondition, lambda c: c.raw)
 # ContextItem keeps its nulls: memory_id and score are always present on the wire (SPEC §5.2).
 converter.register_unstructure_hook(ContextItem, cattrs.gen.make_dict_unstructure_fn(ContextItem, converter))
 converter.register_unstructure_hook(Condition, lambda c: converter.unstructure(c, type(c)))
+
+
+# -- open records (model/definitions.py): every key the author wrote comes back, in its place
+
+_READ_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError)
+
+
+def _open_structure(cls: type) -> Any:
+    """A value of the documented type goes to its attribute; anything else stays in `extra`."""
+    attrs.resolve_types(cls)
+    renames = _RENAMES.get(cls, {})
+    by_wire = {renames.get(a.name, a.name): a for a in attrs.fields(cls) if a.name not in ("extra", "key_order")}
+
+    def structure_open(raw: Any, _type: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise TypeError(f"expected an object, got {type(raw).__name__}")
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in raw.items():
+            attribute = by_wire.get(key)
+            if attribute is None:
+                extra[key] = value
+                continue
+            try:
+                values[attribute.name] = converter.structure(value, attribute.type)
+            except _READ_ERRORS:
+                extra[key] = value
+        return cls(**values, extra=extra, key_order=tuple(raw))
+
+    return structure_open
+
+
+def _open_unstructure(cls: type) -> Any:
+    """Keys in the order they were read; attributes set since (and not None) after them."""
+    renames = _RENAMES.get(cls, {})
+    wires = [(renames.get(a.name, a.name), a.name) for a in attrs.fields(cls) if a.name not in ("extra", "key_order")]
+    attribute_of = dict(wires)
+
+    def unstructure_open(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in obj.key_order:
+            if key in obj.extra:
+                out[key] = obj.extra[key]
+            elif key in attribute_of:
+                out[key] = converter.unstructure(getattr(obj, attribute_of[key]))
+        for wire, name in wires:
+            if wire not in out and getattr(obj, name) is not None:
+                out[wire] = converter.unstructure(getattr(obj, name))
+        for key, value in obj.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    return unstructure_open
+
+
+def _is_open_record(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, OpenRecord)
+
+
+converter.register_structure_hook_factory(_is_open_record, _open_structure)
+converter.register_unstructure_hook_factory(_is_open_record, _open_unstructure)
 
 
 MAX_DEPTH = 32  # nesting deeper than any person writes; also keeps recursion bounded

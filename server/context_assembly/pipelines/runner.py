@@ -19,13 +19,15 @@ from typing import Any
 from attrs import define, field
 
 from ..errors import ContextAssemblyError
+from ..model.converter import structure
+from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest, ScopeVariables
 from ..registry.steps import lookup_step, step_names
 from ..rules.lookup import build_lookup
 from .context import StepCancelled, StepContext, StepError, StepTimeout, Stores
 from .items import Item
 from .shorthand import is_shorthand, normalise_memory
-from .steps import LAZY_PARAMS, STEPS
+from .steps import step_function
 from .templates import TemplateError
 
 RESERVED_KEYS = ("type", "step", "alias", "timeout_ms")
@@ -82,13 +84,12 @@ class PipelineRun:
         count = tokens or estimate_tokens
         return [i.to_context_item(self.memory_id, section, priority, count(i.content)) for i in self.items]
 
-    def to_result(self, definition: Mapping[str, Any] | None = None,
+    def to_result(self, definition: MemoryDefinition | dict[str, Any] | None = None,
                   tokens: Callable[[str], int] | None = None) -> dict[str, Any]:
         """The `persistentMemory/execute` result: `{items, steps}` (plus status and its reasons)."""
-        contribution = (definition or {}).get("contribution")
-        contribution = contribution if isinstance(contribution, dict) else {}
-        section = contribution.get("section") or DEFAULT_SECTION
-        priority = contribution.get("priority") or DEFAULT_PRIORITY
+        contribution = as_definition(definition).contribution if definition is not None else None
+        section = (contribution.section if contribution else None) or DEFAULT_SECTION
+        priority = (contribution.priority if contribution else None) or DEFAULT_PRIORITY
         out: dict[str, Any] = {
             "items": self.context_items(section, priority, tokens),
             "steps": [s.to_dict() for s in self.steps],
@@ -126,62 +127,62 @@ def _scope_present(scopes: ScopeVariables, name: str) -> bool:
     return isinstance(fields, dict) and any(v is not None for v in fields.values())
 
 
-def missing_inputs(definition: Mapping[str, Any], request: AssemblyRequest) -> list[str]:
+def missing_inputs(definition: MemoryDefinition | dict[str, Any], request: AssemblyRequest) -> list[str]:
     """`scope.<name>` for each absent or empty scope in inputs_scope, `addVar.<name>` per required variable."""
-    scopes = definition.get("inputs_scope")
-    missing = [f"scope.{name}" for name in (scopes if isinstance(scopes, list) else [])
-               if isinstance(name, str) and not _scope_present(request.scope_variables, name)]
-    for var in _declared(definition):
-        if not isinstance(var, dict) or not isinstance(var.get("name"), str) or var.get("required") is not True:
+    definition = as_definition(definition)
+    missing = [f"scope.{name}" for name in definition.scopes if not _scope_present(request.scope_variables, name)]
+    for var in definition.declared_variables:
+        if var.name is None or var.required is not True:
             continue
-        if request.additional_variables.get(var["name"]) is None and var.get("default") is None:
-            missing.append(f"addVar.{var['name']}")
+        if request.additional_variables.get(var.name) is None and var.default is None:
+            missing.append(f"addVar.{var.name}")
     return missing
 
 
-def _declared(definition: Mapping[str, Any]) -> list[Any]:
-    declared = definition.get("additional_variables")
-    return declared if isinstance(declared, list) else []
-
-
-def _with_defaults(lookup: Mapping[str, Any], definition: Mapping[str, Any]) -> dict[str, Any]:
+def _with_defaults(lookup: Mapping[str, Any], definition: MemoryDefinition) -> dict[str, Any]:
     """Declared additional variables' defaults fill in what the request does not pass."""
     out = dict(lookup)
-    for var in _declared(definition):
-        if isinstance(var, dict) and isinstance(var.get("name"), str) and var.get("default") is not None:
-            out.setdefault(f"addVar.{var['name']}", var["default"])
+    for var in definition.declared_variables:
+        if var.name is not None and var.default is not None:
+            out.setdefault(f"addVar.{var.name}", var.default)
     return out
 
 
-def _steps_of(definition: Mapping[str, Any]) -> list[Any]:
-    retrieval = definition.get("retrieval")
-    steps = retrieval.get("pipeline") if isinstance(retrieval, dict) else None
-    if not isinstance(steps, list):
+def _steps_of(definition: MemoryDefinition) -> list[Any]:
+    steps = definition.steps
+    if steps is None:
         raise _Stop("failed", "the definition has no retrieval.pipeline list")
     return steps
+
+
+def as_definition(definition: MemoryDefinition | dict[str, Any]) -> MemoryDefinition:
+    """A definition as the wire carries it (shorthand allowed) -> the model; models pass through."""
+    if isinstance(definition, MemoryDefinition):
+        return definition
+    if is_shorthand(definition):
+        definition = normalise_memory(definition, str(definition.get("id") or definition.get("name") or ""))
+    return structure(definition, MemoryDefinition)
 
 
 # -- running ---------------------------------------------------------------------------------------
 
 
-def run_pipeline(definition: dict[str, Any], request: AssemblyRequest, stores: Stores, *,
+def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: AssemblyRequest, stores: Stores, *,
                  lookup: Mapping[str, Any] | None = None, deadline: float | None = None,
                  cancelled: Callable[[], bool] | None = None) -> PipelineRun:
     """Run a definition's pipeline for a request. Never raises for anything the definition or stores do."""
     started = time.perf_counter()
-    if not isinstance(definition, dict):
+    if not isinstance(definition, (dict, MemoryDefinition)):
         return _finish(PipelineRun(None), started, "failed", "a definition must be an object")
-    if is_shorthand(definition):
-        definition = normalise_memory(definition, str(definition.get("id") or definition.get("name") or ""))
-    memory_id = definition.get("id") if isinstance(definition.get("id"), str) else None
-    run = PipelineRun(memory_id)
-    if definition.get("status") == "disabled":
+    definition = as_definition(definition)
+    run = PipelineRun(definition.id)
+    if definition.status == "disabled":
         return _finish(run, started, "skipped", "the definition is disabled")
     missing = missing_inputs(definition, request)
     if missing:
         run.missing_variables = missing
         return _finish(run, started, "skipped", "the request lacks " + ", ".join(missing))
-    ctx = StepContext(memory_id, request, _with_defaults(build_lookup(request) if lookup is None else lookup,
+    ctx = StepContext(definition.id, request, _with_defaults(build_lookup(request) if lookup is None else lookup,
                                                           definition), stores, deadline=deadline, cancelled=cancelled)
     try:
         steps = _steps_of(definition)
@@ -318,12 +319,12 @@ def _prepare(step: Any, kind: str, ctx: StepContext) -> tuple[Callable[[dict[str
         raise StepError("a step must be an object")
     if not isinstance(step.get("type", step.get("step")), str):
         raise StepError("a step needs a 'type' naming its step type")
-    function = STEPS.get(kind)
     spec = lookup_step(kind)
-    if function is None or spec is None:
+    if spec is None:
         hints = difflib.get_close_matches(kind, step_names(), n=3, cutoff=0.6)
         raise StepError(f"unknown step type {kind!r}" + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
-    lazy = LAZY_PARAMS.get(kind, frozenset())
+    function = step_function(spec)
+    lazy = spec.lazy_params
     params = {k: (v if k in lazy else ctx.fill(v)) for k, v in step.items() if k not in RESERVED_KEYS}
     if "timeout_ms" in step:
         params["timeout_ms"] = ctx.fill(step["timeout_ms"])

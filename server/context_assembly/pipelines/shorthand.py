@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+SHORTHAND_KEYS = ("name", "enabled", "pipeline")  # top-level keys only the shorthand has
+
 
 def is_shorthand(document: dict[str, Any]) -> bool:
     steps = document.get("pipeline")
@@ -29,7 +31,7 @@ def _step(step: Any) -> Any:
 
 
 def normalise_memory(document: dict[str, Any], fallback_id: str) -> dict[str, Any]:
-    out = {k: v for k, v in document.items() if k not in ("name", "enabled", "pipeline")}
+    out = {k: v for k, v in document.items() if k not in SHORTHAND_KEYS}
     out.setdefault("id", fallback_id)
     if "name" in document:
         out.setdefault("label", document["name"])

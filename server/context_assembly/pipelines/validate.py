@@ -23,11 +23,9 @@ from ..rules.checks import WELL_KNOWN_ADDVARS, LintContext, check_condition
 from ..schemas import validation_errors
 from .items import ITEM_FIELDS, METADATA_PREFIX
 from .shorthand import is_shorthand
-from .steps import LAZY_PARAMS
 from .templates import ITEM, PLACEHOLDER, QUERY, is_request_key
 
 NESTED = ("then_steps", "else_steps")
-PER_ITEM = {"graph_view_expand": "params", "annotate": "fields"}  # params where ${item.…} is filled
 CONDITIONS = {"filter": "where", "conditional": "condition", "early_exit": "when"}
 PIPELINE_KEYS = ("items.count", QUERY)  # what control conditions read besides variables
 RESERVED_ALIASES = frozenset({QUERY, ITEM, "items", "scope", "addVar", "input", "task", "agent", "project",
@@ -120,16 +118,17 @@ def _check_step(step: dict[str, Any], pointer: str, walk: _Walk, has_query: bool
     kind = step.get(type_key)
     if not isinstance(kind, str):
         return has_query  # the schema says what is wrong
-    if lookup_step(kind) is None:
+    spec = lookup_step(kind)
+    if spec is None:
         hints = difflib.get_close_matches(kind, step_names(), n=3, cutoff=0.6)
         walk.add(f"unknown step type {kind!r}" + (f" (did you mean {', '.join(hints)}?)" if hints else ""),
                  "unknown-step", f"{pointer}/{type_key}")
         return has_query
-    lazy = LAZY_PARAMS.get(kind, frozenset())
+    lazy = spec.lazy_params
     for name, value in step.items():
         if name in (type_key, "alias") or (name in lazy and name in NESTED):
             continue
-        allow_item = PER_ITEM.get(kind) == name
+        allow_item = name in lazy and name not in NESTED  # lazy, not nested steps: filled per item
         for path, text in _strings(value, f"{pointer}/{escape_token(name)}"):
             for variable in (m.group(1).strip() for m in PLACEHOLDER.finditer(text)):
                 _check_variable(variable, path, walk, allow_item)

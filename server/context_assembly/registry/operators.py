@@ -57,6 +57,10 @@ class Operator:
     build: Callable[[Any, bool], Predicate]
     absent_matches: bool = False
     ignore_case_default: bool = False
+    # Where a rule tests it among its AND-ed conditions (tests are pure, so order is free): likely
+    # false and cheap first, so a failing rule stops early. 0 for equality (the most selective),
+    # 4 for tests that are usually true (presence, and those an absent field passes).
+    cost: int = 2
     # Optional: the same test as a Python expression, so the generated matcher avoids a call.
     inline: Callable[[Any, bool], Inline] = lambda _value, _fold: None
 
@@ -242,25 +246,25 @@ def _example(operator: str, field: str, value: Any = MISSING) -> dict[str, Any]:
 
 OPERATORS: tuple[Operator, ...] = (
     Operator("exists", (), ValueKind.NONE, "True when the field is present and not null.",
-             _example("exists", "scope.task.task_id"), _always(True),
+             _example("exists", "scope.task.task_id"), _always(True), cost=4,
              inline=lambda _v, _f: ("True", None)),
     Operator("not_exists", (), ValueKind.NONE, "True when the field is absent or null.",
-             _example("not_exists", "addVar.query"), _always(False), absent_matches=True,
+             _example("not_exists", "addVar.query"), _always(False), absent_matches=True, cost=4,
              inline=lambda _v, _f: ("False", None)),
     Operator("eq", ("equals",), ValueKind.ANY,
              'True when the field strictly equals the value (no type coercion: "1" is not 1).',
-             _example("eq", "addVar.phase", "planning"), _equal_to, inline=_inline_equal),
+             _example("eq", "addVar.phase", "planning"), _equal_to, inline=_inline_equal, cost=0),
     Operator("neq", ("not_equals",), ValueKind.ANY,
              "True when the field does not strictly equal the value, or is absent.",
              _example("neq", "scope.agent.agent_type", "reviewer"), _not(_equal_to), absent_matches=True,
-             inline=_inline_not_equal),
+             inline=_inline_not_equal, cost=4),
     Operator("in", (), ValueKind.ARRAY, "True when the field value is one of the values in the array.",
              _example("in", "scope.task.task_type", ["bugfix", "refactor"]), _member_of,
-             inline=_inline_member(False)),
+             inline=_inline_member(False), cost=0),
     Operator("not_in", (), ValueKind.ARRAY,
              "True when the field value is none of the values in the array, or is absent.",
              _example("not_in", "addVar.env", ["prod"]), _not(_member_of), absent_matches=True,
-             inline=_inline_member(True)),
+             inline=_inline_member(True), cost=4),
     Operator("contains", (), ValueKind.SCALAR,
              "A string field contains the value (case-insensitive unless ignore_case is false); "
              "an array field contains an element equal to the value.",
@@ -268,13 +272,13 @@ OPERATORS: tuple[Operator, ...] = (
              inline=_inline_contains(False)),
     Operator("not_contains", (), ValueKind.SCALAR, "The negation of contains; true when the field is absent.",
              _example("not_contains", "input.text", "refund"), _not(_contains),
-             absent_matches=True, ignore_case_default=True, inline=_inline_contains(True)),
+             absent_matches=True, ignore_case_default=True, inline=_inline_contains(True), cost=4),
     Operator("starts_with", ("startsWith",), ValueKind.STRING, "A string field starts with the value.",
              _example("starts_with", "scope.project.project_path", "/srv/"), _affix("startswith"),
-             inline=_inline_affix("startswith")),
+             inline=_inline_affix("startswith"), cost=1),
     Operator("ends_with", ("endsWith",), ValueKind.STRING, "A string field ends with the value.",
              _example("ends_with", "addVar.active_file", ".py"), _affix("endswith"),
-             inline=_inline_affix("endswith")),
+             inline=_inline_affix("endswith"), cost=1),
     Operator("gt", (), ValueKind.NUMBER,
              "Numeric greater-than; numbers and numeric strings compare as numbers, booleans never.",
              _example("gt", "addVar.attempt", 2), _compare(lambda a, b: a > b),

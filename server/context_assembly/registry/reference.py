@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from .ingestion import PROCESSORS, TRIGGERS
 from .operators import OPERATORS
 from .sections import PRIORITIES, SECTIONS
-from .steps import STEP_TYPES
+from .steps import step_types
 from .variables import FIELD_ALIASES, SCOPES
 
 
@@ -48,7 +48,7 @@ def sections() -> str:
 
 
 def steps() -> str:
-    rows = [(f"`{s.name}`", s.group, s.description, ", ".join(f"`{p.name}`" for p in s.params)) for s in STEP_TYPES]
+    rows = [(f"`{s.name}`", s.group, s.description, ", ".join(f"`{p.name}`" for p in s.params)) for s in step_types()]
     return _table(("step", "group", "what it does", "parameters"), rows)
 
 

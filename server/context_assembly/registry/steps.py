@@ -1,9 +1,13 @@
 """Persistent-memory pipeline step types (SPEC §5.2): each defined once, with its parameters.
 
-The JSON Schemas, the linter, completion, hover and `persistentMemory/stepSpecs` read this table,
-so a new step type or parameter is one edit here. A parameter's `schema` is a JSON Schema fragment;
-the fragments in CONDITION_LIST / CONDITIONS / STEP_LIST refer to definitions every schema that
-embeds steps provides in its `$defs` (the condition language of §4.2, and nested steps).
+The JSON Schemas, the linter, completion, hover, the reference docs, `persistentMemory/stepSpecs`
+and the step runner read this table (at call time, through `step_types()` / `lookup_step()`), so
+a new step type or parameter is one edit here: its entry names the function that runs it (`run`,
+written beside its group's steps in `pipelines/steps/`), and nothing else lists step types.
+
+A parameter's `schema` is a JSON Schema fragment; the fragments in CONDITION_LIST / CONDITIONS /
+STEP_LIST refer to definitions every schema that embeds steps provides in its `$defs` (the
+condition language of §4.2, and nested steps).
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class ParamSpec:
     description: str
     required: bool = False
     default: Any = None  # None = no default
+    # the runner leaves `${...}` templates in it unfilled: the step fills them itself (per item, or
+    # nested steps that must see the state at the time they run)
+    lazy: bool = False
 
 
 @frozen
@@ -86,6 +93,13 @@ class StepSpec:
     one_of: tuple[str, ...] = ()
     # the store (URI scheme) the step reads: a write there invalidates cached pipeline results
     reads: str | None = None
+    # the function that runs it, "module:function"; a module starting with "." is in
+    # `context_assembly.pipelines.steps` (the registry names it: it cannot import the pipelines layer)
+    run: str = ""
+
+    @property
+    def lazy_params(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params if p.lazy)
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -111,8 +125,8 @@ COMMON_PARAMS: tuple[ParamSpec, ...] = (
 
 
 def _p(name: str, schema: dict[str, Any], description: str, required: bool = False,
-       default: Any = None) -> ParamSpec:
-    return ParamSpec(name, schema, description, required, default)
+       default: Any = None, lazy: bool = False) -> ParamSpec:
+    return ParamSpec(name, schema, description, required, default, lazy)
 
 
 _LIMIT = "The most items to return."
@@ -125,10 +139,11 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("method", choice("passthrough", "keyword_extract", "llm_rephrase"),
            "passthrough uses the text as it is; keyword_extract keeps the salient words; "
            "llm_rephrase asks the connected client's model to rephrase it.", default="passthrough"),
-    ), {"type": "derive_query", "from": ["input.text", "addVar.query"], "method": "keyword_extract"}),
+    ), {"type": "derive_query", "from": ["input.text", "addVar.query"], "method": "keyword_extract"},
+             run=".input:derive_query"),
     StepSpec("rewrite_query", "input", "Replace the query with a template over variables and the current query.", (
         _p("template", STRING, "The new query text; ${query} is the current query.", required=True),
-    ), {"type": "rewrite_query", "template": "${query} ${scope.project.project_name}"}),
+    ), {"type": "rewrite_query", "template": "${query} ${scope.project.project_name}"}, run=".input:rewrite_query"),
     # retrieval
     StepSpec("vector_search", "retrieval", "Similarity search in a vector collection.", (
         _p("collection", STRING, "The vector collection to search.", required=True),
@@ -137,26 +152,29 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("minScore", number(0, 1), "Drop items scoring below this similarity.", default=0.5),
         _p("mode", choice("vector", "hybrid"),
            "vector, or hybrid = vector + BM25 full text fused by reciprocal rank.", default="vector"),
-    ), {"type": "vector_search", "collection": "docs", "topK": 8, "minScore": 0.3}, reads="vector"),
+    ), {"type": "vector_search", "collection": "docs", "topK": 8, "minScore": 0.3}, reads="vector",
+             run=".retrieval:vector_search"),
     StepSpec("graph_view_read", "retrieval", "Run a named knowledge-graph view.", (
         _p("view", STRING, "The view id (knowledgegraph/views/{id}.json).", required=True),
         _p("params", OBJECT, "Values bound as Cypher parameters (never spliced into the query text)."),
     ), {"type": "graph_view_read", "view": "module-dependencies", "params": {"module": "${addVar.module}"}},
-        reads="graph"),
+        reads="graph", run=".retrieval:graph_view_read"),
     StepSpec("kv_get", "retrieval", "Read keys from the KV store.", (
         _p("instance", STRING, "The KV instance.", default="default"),
         _p("namespace", STRING, "The namespace within the instance.", default="default"),
         _p("keys", STRING_OR_STRINGS, "The key or keys to read (default: every key of the namespace)."),
-    ), {"type": "kv_get", "namespace": "prefs", "keys": ["user-preferences"]}, reads="kv"),
+    ), {"type": "kv_get", "namespace": "prefs", "keys": ["user-preferences"]}, reads="kv", run=".retrieval:kv_get"),
     StepSpec("json_get", "retrieval", "Read a JSON document, or the part a JSON pointer names.", (
         _p("doc", STRING, "The document name.", required=True),
         _p("pointer", {"type": "string", "pattern": r"^(/([^~/]|~[01])*)*$"},
            'A JSON pointer into the document ("" = the whole document).', default=""),
-    ), {"type": "json_get", "doc": "project-config", "pointer": "/conventions"}, reads="json"),
+    ), {"type": "json_get", "doc": "project-config", "pointer": "/conventions"}, reads="json",
+             run=".retrieval:json_get"),
     StepSpec("markdown_read", "retrieval", "Read markdown notes from .codebolt/memory/.", (
         _p("note", STRING, "One note name (.codebolt/memory/<note>.md)."),
         _p("notes", STRINGS, "Several note names."),
-    ), {"type": "markdown_read", "note": "architecture-notes"}, one_of=("note", "notes"), reads="markdown"),
+    ), {"type": "markdown_read", "note": "architecture-notes"}, one_of=("note", "notes"), reads="markdown",
+             run=".retrieval:markdown_read"),
     StepSpec("log_search", "retrieval", "Search the event log, newest first.", (
         _p("instance", STRING, "The event-log instance.", default="default"),
         _p("eventType", STRING_OR_STRINGS, "Only events of this type (or these types)."),
@@ -164,88 +182,98 @@ STEP_TYPES: tuple[StepSpec, ...] = (
            "age such as -7d, -12h, -30m."),
         _p("fields", OBJECT, "Only events whose payload fields equal these values."),
         _p("limit", integer(1), _LIMIT, default=20),
-    ), {"type": "log_search", "eventType": "tool_error", "since": "-7d", "limit": 10}, reads="log"),
+    ), {"type": "log_search", "eventType": "tool_error", "since": "-7d", "limit": 10}, reads="log",
+             run=".retrieval:log_search"),
     StepSpec("episodic_recent", "retrieval", "The thread's most recent turns.", (
         _p("thread_id", STRING, "The thread (default: the request's thread)."),
         _p("limit", integer(1), "How many recent turns.", default=10),
-    ), {"type": "episodic_recent", "limit": 6}, reads="episodic"),
+    ), {"type": "episodic_recent", "limit": 6}, reads="episodic", run=".retrieval:episodic_recent"),
     StepSpec("file_read", "retrieval", "Read a file of the workspace.", (
         _p("path", STRING, "A workspace-relative path.", required=True),
-    ), {"type": "file_read", "path": "${addVar.active_file}"}, reads="file"),
+    ), {"type": "file_read", "path": "${addVar.active_file}"}, reads="file", run=".retrieval:file_read"),
     # expansion
     StepSpec("graph_neighbor_expand", "expansion", "Add the graph neighbours of the items found so far.", (
         _p("depth", integer(1), "How many hops to follow.", default=1),
         _p("edge_kinds", STRINGS, "Follow only these edge kinds (default: all)."),
         _p("limit", integer(1), "The most neighbours to add.", default=20),
-    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["DEPENDS_ON"]}, reads="graph"),
+    ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["DEPENDS_ON"]}, reads="graph",
+             run=".expansion:graph_neighbor_expand"),
     StepSpec("graph_view_expand", "expansion", "Run a named graph view once per item found so far.", (
         _p("view", STRING, "The view id (knowledgegraph/views/{id}.json).", required=True),
-        _p("params", OBJECT, "Cypher parameters; templates may read the current item."),
+        _p("params", OBJECT, "Cypher parameters; templates may read the current item.", lazy=True),
     ), {"type": "graph_view_expand", "view": "callers-of", "params": {"symbol": "${item.metadata.symbol}"}},
-        reads="graph"),
+        reads="graph", run=".expansion:graph_view_expand"),
     # filter
     StepSpec("filter", "filter", "Keep the items for which every condition holds (the condition "
              "language of rules, over item fields such as score or metadata.kind).", (
         _p("where", CONDITION_LIST, "Conditions over item fields; all must hold.", required=True),
-    ), {"type": "filter", "where": [{"field": "score", "operator": "gte", "value": 0.3}]}),
+    ), {"type": "filter", "where": [{"field": "score", "operator": "gte", "value": 0.3}]},
+             run=".filtering:filter_items"),
     StepSpec("deduplicate", "filter", "Drop items that repeat an earlier item's field value.", (
         _p("by", STRING_OR_STRINGS, "The item field (or fields) that identify a duplicate.", default="content"),
-    ), {"type": "deduplicate", "by": "metadata.path"}),
+    ), {"type": "deduplicate", "by": "metadata.path"}, run=".filtering:deduplicate"),
     # aggregation
     StepSpec("group_by", "aggregation", "Group items by a field, one item per group.", (
         _p("field", STRING, "The item field to group by.", required=True),
-    ), {"type": "group_by", "field": "metadata.module"}),
+    ), {"type": "group_by", "field": "metadata.module"}, run=".aggregation:group_by"),
     StepSpec("reduce_latest", "aggregation", "Keep only the newest item per key.", (
         _p("by", STRING, "The item field that identifies a key.", required=True),
         _p("time_field", STRING, "The item field holding the time.", default="metadata.timestamp"),
-    ), {"type": "reduce_latest", "by": "metadata.key", "time_field": "metadata.updated_at"}),
+    ), {"type": "reduce_latest", "by": "metadata.key", "time_field": "metadata.updated_at"},
+             run=".aggregation:reduce_latest"),
     StepSpec("merge", "aggregation", "Merge the outputs of earlier steps.", (
         _p("inputs", STRINGS, "The aliases of the steps to merge (default: all earlier outputs)."),
         _p("strategy", choice("concat", "interleave", "unique"),
            "concat appends in order; interleave alternates; unique drops repeated content.",
            default="concat"),
-    ), {"type": "merge", "inputs": ["docs", "notes"], "strategy": "interleave"}),
+    ), {"type": "merge", "inputs": ["docs", "notes"], "strategy": "interleave"}, run=".aggregation:merge"),
     # ranking
     StepSpec("rank", "ranking", "Order the items.", (
         _p("strategy", choice("score_desc", "recency", "relevance"),
            "score_desc by score; recency newest first; relevance by similarity to the query.",
            default="score_desc"),
         _p("topK", integer(1), "Keep only this many items."),
-    ), {"type": "rank", "strategy": "score_desc", "topK": 5}),
+    ), {"type": "rank", "strategy": "score_desc", "topK": 5}, run=".ranking:rank"),
     StepSpec("score", "ranking", "Recompute each item's score as a weighted sum of its fields.", (
         _p("weights", {"type": "object", "additionalProperties": number()},
            "Item field -> weight.", required=True),
-    ), {"type": "score", "weights": {"score": 1.0, "metadata.recency": 0.5}}),
+    ), {"type": "score", "weights": {"score": 1.0, "metadata.recency": 0.5}}, run=".ranking:score"),
     # transform
     StepSpec("summarize", "transform", "Condense the items into fewer items.", (
         _p("max_items", integer(1), "The most items to keep.", required=True),
-    ), {"type": "summarize", "max_items": 3}),
+    ), {"type": "summarize", "max_items": 3}, run=".transform:summarize"),
     StepSpec("format", "transform", "Render each item's content for the context window.", (
         _p("format", choice(*FORMATS), "A built-in format.", default="bullet_list"),
         _p("template", {"type": "string"}, "A logic-less {{field}} template; wins over format."),
-    ), {"type": "format", "format": "markdown", "template": "### {{title}}\n{{content}}"}),
+    ), {"type": "format", "format": "markdown", "template": "### {{title}}\n{{content}}"},
+             run=".transform:format_items"),
     StepSpec("annotate", "transform", "Add fields and provenance to each item's metadata.", (
-        _p("fields", OBJECT, "Metadata fields to set (values may be templates)."),
+        _p("fields", OBJECT, "Metadata fields to set (values may be templates).", lazy=True),
         _p("provenance", {"type": "boolean"}, "Record the memory, step and store each item came from.",
            default=True),
-    ), {"type": "annotate", "fields": {"origin": "docs"}, "provenance": True}),
+    ), {"type": "annotate", "fields": {"origin": "docs"}, "provenance": True}, run=".transform:annotate"),
     # control
     StepSpec("conditional", "control", "Run then_steps when the condition holds, else else_steps.", (
         _p("condition", CONDITIONS, "A condition (or a list, all of which must hold) over variables.",
            required=True),
-        _p("then_steps", STEP_LIST, "Steps to run when the condition holds.", required=True),
-        _p("else_steps", STEP_LIST, "Steps to run otherwise."),
+        _p("then_steps", STEP_LIST, "Steps to run when the condition holds.", required=True, lazy=True),
+        _p("else_steps", STEP_LIST, "Steps to run otherwise.", lazy=True),
     ), {"type": "conditional",
         "condition": {"field": "addVar.phase", "operator": "eq", "value": "planning"},
-        "then_steps": [{"type": "rank", "strategy": "recency"}]}),
+        "then_steps": [{"type": "rank", "strategy": "recency"}]}, run=".control:conditional"),
     StepSpec("early_exit", "control", "Stop the pipeline here, returning the items so far, when the "
              "condition holds or at least min_items items are present.", (
         _p("when", CONDITIONS, "A condition (or a list, all of which must hold)."),
         _p("min_items", integer(0), "Stop when at least this many items are present."),
-    ), {"type": "early_exit", "min_items": 5}, one_of=("when", "min_items")),
+    ), {"type": "early_exit", "min_items": 5}, one_of=("when", "min_items"), run=".control:early_exit"),
 )
 
-_BY_NAME: dict[str, StepSpec] = {s.name: s for s in STEP_TYPES}
+_INDEX: tuple[tuple[StepSpec, ...], dict[str, StepSpec]] = ((), {})
+
+
+def step_types() -> tuple[StepSpec, ...]:
+    """The step types as the table holds them now (read at call time, so tests may extend it)."""
+    return STEP_TYPES
 
 
 def step_names() -> list[str]:
@@ -253,4 +281,7 @@ def step_names() -> list[str]:
 
 
 def lookup_step(name: object) -> StepSpec | None:
-    return _BY_NAME.get(name) if isinstance(name, str) else None
+    global _INDEX
+    if _INDEX[0] is not STEP_TYPES:
+        _INDEX = (STEP_TYPES, {s.name: s for s in STEP_TYPES})
+    return _INDEX[1].get(name) if isinstance(name, str) else None

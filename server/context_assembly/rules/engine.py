@@ -210,17 +210,9 @@ def _tree(blocks: list[list[str]], lo: int, hi: int, indent: str) -> list[str]:
 
 
 def _cost(node: Node) -> int:
-    """Test order within a rule (`and` commutes: tests are pure): the likely-false and cheap first,
-    so a failing rule stops early. Equality is the most selective; tests that an absent variable
-    passes (negations) and `exists` are usually true, so they go last."""
-    if not isinstance(node, Leaf):
-        return 3
-    if node.operator.absent_matches or node.operator.name == "exists":
-        return 4
-    return _OPERATOR_COST.get(node.operator.name, 2)
-
-
-_OPERATOR_COST = {"eq": 0, "in": 0, "starts_with": 1, "ends_with": 1}
+    """Test order within a rule (`and` commutes: tests are pure): each operator's `cost` from the
+    registry; a nested group sits between the plain tests and the usually-true ones."""
+    return node.operator.cost if isinstance(node, Leaf) else 3
 
 
 def _guard(nodes: list[Node]) -> tuple[Leaf, tuple[str, ...]] | None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry.operators import lookup_operator
+from ..registry.operators import OPERATORS, lookup_operator
 from ..registry.values import as_number, json_equal
 from ..registry.variables import canonical_field
 
-_PRESENCE_FREE = {"not_exists", "neq", "not_in", "not_contains"}
+_PRESENCE_FREE = {op.name for op in OPERATORS if op.absent_matches}  # hold on an absent field
 _BOUNDS = {"gt": (">", False), "gte": (">", True), "lt": ("<", False), "lte": ("<", True)}
 
 

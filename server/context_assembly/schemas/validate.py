@@ -56,6 +56,11 @@ def _schema(name: str) -> Schema:
     return build_schema(name)
 
 
+def built_schema(name: str) -> Schema:
+    """The schema `name`, built once (until `clear_caches`); callers must not change it."""
+    return _schema(name)
+
+
 @functools.cache
 def registry() -> Registry[Any]:
     """Every published schema under its `$id`, so `$ref`s between them (and to them) resolve."""

@@ -6,6 +6,15 @@ from pathlib import Path
 
 from attrs import field, frozen
 
+# kind of definition file -> the WorkspaceLayout property naming its folder
+DEFINITION_DIRS: dict[str, str] = {
+    "rule-engine": "rule_engines_dir",
+    "context-rules": "context_rules_dir",
+    "persistent-memory": "persistent_memory_dir",
+    "ingestion-pipeline": "ingestion_dir",
+    "graph-view": "graph_views_dir",
+}
+
 
 @frozen
 class WorkspaceLayout:
@@ -64,3 +73,8 @@ class WorkspaceLayout:
     @property
     def locks_dir(self) -> Path:
         return self.codebolt / ".locks"
+
+    def directory_of(self, kind: str) -> Path:
+        """The folder of a kind of definition file (`DEFINITION_DIRS`)."""
+        folder: Path = getattr(self, DEFINITION_DIRS[kind])
+        return folder

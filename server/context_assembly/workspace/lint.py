@@ -37,9 +37,9 @@ def _context_key(ctx: LintContext) -> tuple[frozenset[str], frozenset[str], str]
 def declared_variables(workspace: Workspace) -> set[str]:
     declared = set()
     for memory in workspace.memories.values():
-        for var in memory.get("additional_variables") or []:
-            if isinstance(var, dict) and isinstance(var.get("name"), str):
-                declared.add("addVar." + var["name"])
+        for var in memory.declared_variables:
+            if var.name is not None:
+                declared.add("addVar." + var.name)
     return declared
 
 

@@ -15,13 +15,14 @@ from attrs import define, field
 
 from ..documents import ParsedDocument, parse_document
 from ..model.converter import structure
+from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
 from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
-from .layout import WorkspaceLayout
+from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
 from .settings import Settings, load_settings
 
@@ -29,12 +30,9 @@ JSON_SUFFIXES = (".json",)
 ANY_SUFFIXES = (".json", ".yaml", ".yml")
 
 # kind -> (directory attribute of WorkspaceLayout, accepted suffixes)
+_SUFFIXES = {"rule-engine": JSON_SUFFIXES, "graph-view": JSON_SUFFIXES}
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "rule-engine": ("rule_engines_dir", JSON_SUFFIXES),
-    "context-rules": ("context_rules_dir", ANY_SUFFIXES),
-    "persistent-memory": ("persistent_memory_dir", ANY_SUFFIXES),
-    "ingestion-pipeline": ("ingestion_dir", ANY_SUFFIXES),
-    "graph-view": ("graph_views_dir", JSON_SUFFIXES),
+    kind: (attribute, _SUFFIXES.get(kind, ANY_SUFFIXES)) for kind, attribute in DEFINITION_DIRS.items()
 }
 
 
@@ -52,6 +50,7 @@ class SourceFile:
     rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
     engine: RuleEngine | None = None  # rule-engine files, structured
     _compiled: CompiledEngine | None = None
+    _definition: MemoryDefinition | IngestionPipeline | None = None  # made once per file version
     # per-rule work shared by successive versions of one document: the editor hands the previous
     # version's memo to the next version (see workspace/memo.py)
     memo: SourceMemo = field(factory=SourceMemo, repr=False)
@@ -67,6 +66,16 @@ class SourceFile:
         if self._compiled is None and self.engine is not None:
             self._compiled = compile_engine(self.engine)
         return self._compiled
+
+    def definition(self) -> MemoryDefinition | IngestionPipeline | None:
+        """A persistent-memory file as its (normalised) definition, an ingestion file as its
+        pipeline; None for other kinds and for a value that is not an object."""
+        if self._definition is None and isinstance(self.value, dict):
+            if self.kind == "persistent-memory":
+                self._definition = structure(normalise_memory(self.value, self.path.stem), MemoryDefinition)
+            elif self.kind == "ingestion-pipeline":
+                self._definition = structure(self.value, IngestionPipeline)
+        return self._definition
 
     def locate(self, problem: Problem) -> Problem:
         """Fill the problem's file and 1-based line/column from its JSON pointer."""
@@ -87,9 +96,9 @@ class Workspace:
     files: dict[str, SourceFile]
     engines: dict[str, RuleEngine]
     engine_sources: dict[str, SourceFile]  # engine id -> file (context-rules: the first rule file)
-    memories: dict[str, dict[str, Any]]  # id -> canonical definition
+    memories: dict[str, MemoryDefinition]  # id -> canonical definition (shorthand normalised)
     memory_sources: dict[str, SourceFile]
-    ingestion: dict[str, dict[str, Any]]
+    ingestion: dict[str, IngestionPipeline]
     graph_views: dict[str, dict[str, Any]]
     rule_set: RuleSet
     problems: list[Problem]
@@ -248,7 +257,7 @@ class WorkspaceLoader:
         return Workspace(
             root=self.root, layout=self.layout, settings=settings, files=files, engines=engines,
             engine_sources=engine_sources, memories=memories, memory_sources=memory_sources,
-            ingestion=_by_id(files, "ingestion-pipeline"), graph_views=_by_id(files, "graph-view"),
+            ingestion=collect_pipelines(files), graph_views=_by_id(files, "graph-view"),
             rule_set=RuleSet(compiled), problems=problems,
         )
 
@@ -263,18 +272,28 @@ class WorkspaceLoader:
         return engine, compiled
 
 
-def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, dict[str, Any]], dict[str, SourceFile]]:
-    memories: dict[str, dict[str, Any]] = {}
+def collect_memories(files: dict[str, SourceFile]) -> tuple[dict[str, MemoryDefinition], dict[str, SourceFile]]:
+    memories: dict[str, MemoryDefinition] = {}
     sources: dict[str, SourceFile] = {}
     for source in files.values():
-        if source.kind != "persistent-memory" or not isinstance(source.value, dict):
+        definition = source.definition() if source.kind == "persistent-memory" else None
+        if not isinstance(definition, MemoryDefinition):
             continue
-        definition = normalise_memory(source.value, source.path.stem)
-        memory_id = definition.get("id")
+        memory_id = definition.id
         if isinstance(memory_id, str) and memory_id not in memories:
             memories[memory_id] = definition
             sources[memory_id] = source
     return memories, sources
+
+
+def collect_pipelines(files: dict[str, SourceFile]) -> dict[str, IngestionPipeline]:
+    """Ingestion pipelines by id (the file name when the file has none); the first file wins."""
+    out: dict[str, IngestionPipeline] = {}
+    for source in files.values():
+        pipeline = source.definition() if source.kind == "ingestion-pipeline" else None
+        if isinstance(pipeline, IngestionPipeline):
+            out.setdefault(pipeline.id or source.path.stem, pipeline)
+    return out
 
 
 def _by_id(files: dict[str, SourceFile], kind: str) -> dict[str, dict[str, Any]]:

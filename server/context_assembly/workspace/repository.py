@@ -263,43 +263,27 @@ class RuleEngineRepository(DefinitionRepository):
         )
 
 
-def rule_engine_repository(
-    layout: WorkspaceLayout, *, validate: Validator | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-) -> RuleEngineRepository:
-    return RuleEngineRepository(
-        layout.rule_engines_dir,
-        kind="rule engine",
-        id_prefix="engine",
-        lock_dir=layout.locks_dir,
-        validate=validate,
-        lock_timeout=lock_timeout,
-    )
+# kind (as in workspace/loader.KINDS) -> (the kind in messages, the prefix of generated ids)
+REPOSITORY_KINDS: dict[str, tuple[str, str]] = {
+    "rule-engine": ("rule engine", "engine"),
+    "persistent-memory": ("persistent memory", "memory"),
+    "ingestion-pipeline": ("ingestion pipeline", "ingestion"),
+}
 
 
-def persistent_memory_repository(
-    layout: WorkspaceLayout, *, validate: Validator | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-) -> DefinitionRepository:
-    return DefinitionRepository(
-        layout.persistent_memory_dir,
-        kind="persistent memory",
-        id_prefix="memory",
-        lock_dir=layout.locks_dir,
-        validate=validate,
-        lock_timeout=lock_timeout,
-    )
+def definition_repository(layout: WorkspaceLayout, kind: str, *, validate: Validator | None = None,
+                          lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> DefinitionRepository:
+    """The repository of one kind of definition file, in its `.codebolt/` folder."""
+    label, id_prefix = REPOSITORY_KINDS[kind]
+    cls = RuleEngineRepository if kind == "rule-engine" else DefinitionRepository
+    return cls(layout.directory_of(kind), kind=label, id_prefix=id_prefix, lock_dir=layout.locks_dir,
+               validate=validate, lock_timeout=lock_timeout)
 
 
-def ingestion_repository(
-    layout: WorkspaceLayout, *, validate: Validator | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-) -> DefinitionRepository:
-    return DefinitionRepository(
-        layout.ingestion_dir,
-        kind="ingestion pipeline",
-        id_prefix="ingestion",
-        lock_dir=layout.locks_dir,
-        validate=validate,
-        lock_timeout=lock_timeout,
-    )
+def rule_engine_repository(layout: WorkspaceLayout, **options: Any) -> RuleEngineRepository:
+    repository = definition_repository(layout, "rule-engine", **options)
+    assert isinstance(repository, RuleEngineRepository)
+    return repository
 
 
 # -- documents

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
+from ..model.definitions import MemoryDefinition
 from ..model.variables import PossibleVariable, RequiredVariables, VariableUse
 from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, MEMORY_SOURCE, SCOPE_PREFIX, SCOPES
 from ..rules.compile import Leaf, walk
@@ -29,18 +29,17 @@ def _scope_keys(scope: str) -> list[str]:
     return [f"{SCOPE_PREFIX}{scope}.{f}" for f in _SCOPES[scope].fields] if scope in _SCOPES else []
 
 
-def _memory_variables(memory_id: str, memory: dict[str, Any]) -> list[tuple[PossibleVariable, VariableUse]]:
+def _memory_variables(memory_id: str, memory: MemoryDefinition) -> list[tuple[PossibleVariable, VariableUse]]:
     out = []
-    for scope in memory.get("inputs_scope") or []:
-        for key in _scope_keys(scope) if isinstance(scope, str) else []:
+    for scope in memory.scopes:
+        for key in _scope_keys(scope):
             out.append((_variable(key), VariableUse("memory", memory_id=memory_id, required=True)))
-    for var in memory.get("additional_variables") or []:
-        if not isinstance(var, dict) or not isinstance(var.get("name"), str):
+    for var in memory.declared_variables:
+        if var.name is None:
             continue
-        entry = _variable(ADDVAR_PREFIX + var["name"])
-        entry.type = var.get("type") if isinstance(var.get("type"), str) else None
-        entry.description = var.get("description") if isinstance(var.get("description"), str) else None
-        out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.get("required")))))
+        entry = _variable(ADDVAR_PREFIX + var.name)
+        entry.type, entry.description = var.type, var.description
+        out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.required))))
     return out
 
 
@@ -86,8 +85,8 @@ def required_variables(workspace: Workspace, memory_ids: list[str]) -> RequiredV
         if memory is None:
             result.unknown_memory_ids.append(memory_id)
             continue
-        for scope in memory.get("inputs_scope") or []:
-            if isinstance(scope, str) and scope not in result.scopes:
+        for scope in memory.scopes:
+            if scope not in result.scopes:
                 result.scopes.append(scope)
         for entry, use in _memory_variables(memory_id, memory):
             _merge(table, entry, use)

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 
 from ...editor.actions import QUICKFIX, REWRITE, code_actions
+from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
-from .state import current_document, encoding, structure
+from .state import Snapshot, document_of, encoding, off_loop, structure
 
 
-def compute(ls: ContextAssemblyServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    document = current_document(ls, params.text_document.uri)
+def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeActionParams) \
+        -> list[types.CodeAction] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
-    converter = ls.protocol._converter
+    converter = compat.converter_of(ls.protocol)
     diagnostics = [converter.unstructure(d) for d in params.context.diagnostics]
     only = [str(k.value if hasattr(k, "value") else k) for k in params.context.only or []] or None
     found = code_actions(document, diagnostics, ls.require_session().root, encoding(ls), only)
@@ -27,4 +27,4 @@ def register(server: ContextAssemblyServer) -> None:
         code_action_kinds=[types.CodeActionKind(QUICKFIX), types.CodeActionKind(REWRITE)]))
     async def on_code_action(ls: ContextAssemblyServer, params: types.CodeActionParams) \
             -> list[types.CodeAction] | None:
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
+        return await off_loop(ls, compute, params)

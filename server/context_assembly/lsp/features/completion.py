@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from lsprotocol import types
 
 from ...editor.completion import complete
 from ..server import ContextAssemblyServer
-from .state import client_capabilities, current_document, editor_state, encoding, position
+from .state import Snapshot, client_capabilities, document_of, editor_state, encoding, off_loop, position, snapshot
 
 TRIGGERS = ['"', ".", ":", " ", "/"]
 
@@ -21,10 +20,10 @@ def snippets_supported(ls: ContextAssemblyServer) -> bool:
     return bool(item is not None and item.snippet_support)
 
 
-def compute(ls: ContextAssemblyServer, params: types.CompletionParams) -> dict[str, Any] | None:
+def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CompletionParams) -> dict[str, Any] | None:
     """A `CompletionList` as JSON: the editor's items are already LSP-shaped, so they are sent as
     they are rather than converted to lsprotocol types and back (a third of a round trip)."""
-    document = current_document(ls, params.text_document.uri)
+    document = document_of(ls, snap)
     if document is None:
         return None
     enc = encoding(ls)
@@ -36,8 +35,7 @@ def compute(ls: ContextAssemblyServer, params: types.CompletionParams) -> dict[s
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=TRIGGERS))
     async def completion(ls: ContextAssemblyServer, params: types.CompletionParams) -> dict[str, Any] | None:
-        uri = params.text_document.uri
-        open_doc = ls.workspace.text_documents.get(uri)
-        if open_doc is not None and editor_state(ls).ready(uri, open_doc.version):
-            return compute(ls, params)  # all built: answering here saves two thread hand-offs
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
+        snap = snapshot(ls, params.text_document.uri)
+        if snap.source is not None and editor_state(ls).ready(snap.uri, snap.version):
+            return compute(ls, snap, params)  # all built: answering here saves two thread hand-offs
+        return await off_loop(ls, compute, params)

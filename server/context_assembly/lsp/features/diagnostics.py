@@ -16,8 +16,18 @@ from lsprotocol import types
 from ...editor.diagnostics import document_diagnostics
 from ...editor.documents import document_from_source
 from ...methods import Session
+from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
-from .state import client_capabilities, current_document, editor_state, encoding, structure
+from .state import (
+    Snapshot,
+    client_capabilities,
+    current_document,
+    document_of,
+    editor_state,
+    encoding,
+    snapshot,
+    structure,
+)
 
 logger = logging.getLogger(__name__)
 IDENTIFIER = "context-assembly"
@@ -44,8 +54,8 @@ def _debounce_s(ls: ContextAssemblyServer) -> float:
         return 0.3
 
 
-def compute(ls: ContextAssemblyServer, uri: str) -> tuple[int | None, list[types.Diagnostic]] | None:
-    document = current_document(ls, uri)
+def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list[types.Diagnostic]] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     state = editor_state(ls)
@@ -56,7 +66,7 @@ def compute(ls: ContextAssemblyServer, uri: str) -> tuple[int | None, list[types
 def _publish(ls: ContextAssemblyServer, uri: str) -> None:
     """Compute off the event loop, publish on it (unless a newer version arrived meanwhile)."""
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(ls.workers, compute, ls, uri)
+    future = loop.run_in_executor(ls.workers, compute, ls, snapshot(ls, uri))
 
     def done(f: asyncio.Future[Any]) -> None:
         if f.cancelled():
@@ -132,7 +142,7 @@ def register(server: ContextAssemblyServer) -> None:
                                             workspace_diagnostics=True))
     async def pull(ls: ContextAssemblyServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(ls.workers, compute, ls, params.text_document.uri)
+        result = await loop.run_in_executor(ls.workers, compute, ls, snapshot(ls, params.text_document.uri))
         warm(ls, params.text_document.uri)
         items = result[1] if result else []
         result_id = _result_id(ls, items)
@@ -150,7 +160,7 @@ def register(server: ContextAssemblyServer) -> None:
 
 def _result_id(ls: ContextAssemblyServer, items: list[types.Diagnostic]) -> str:
     """Names the report's content: a client that sends it back gets "unchanged" while it holds."""
-    data = orjson.dumps(ls.protocol._converter.unstructure(items))
+    data = orjson.dumps(compat.converter_of(ls.protocol).unstructure(items))
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 

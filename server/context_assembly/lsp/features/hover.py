@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 
 from ...editor.hover import hover
 from ..server import ContextAssemblyServer
-from .state import current_document, editor_state, encoding, position, structure
+from .state import Snapshot, document_of, editor_state, encoding, off_loop, position, structure
 
 
-def compute(ls: ContextAssemblyServer, params: types.HoverParams) -> types.Hover | None:
-    document = current_document(ls, params.text_document.uri)
+def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.HoverParams) -> types.Hover | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     enc = encoding(ls)
@@ -23,4 +21,4 @@ def compute(ls: ContextAssemblyServer, params: types.HoverParams) -> types.Hover
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: ContextAssemblyServer, params: types.HoverParams) -> types.Hover | None:
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
+        return await off_loop(ls, compute, params)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,13 +10,14 @@ from lsprotocol import types
 from ...editor import navigation as nav
 from ...editor.documents import EditorDocument
 from ..server import ContextAssemblyServer
-from .state import current_document, editor_state, encoding, position, structure
+from .state import Snapshot, document_of, editor_state, encoding, off_loop, position, structure
 
 T = TypeVar("T")
 
 
-def _at(ls: ContextAssemblyServer, params: Any) -> tuple[EditorDocument, str, Any, dict[str, EditorDocument]] | None:
-    document = current_document(ls, params.text_document.uri)
+def _at(ls: ContextAssemblyServer, snap: Snapshot, params: Any) \
+        -> tuple[EditorDocument, str, Any, dict[str, EditorDocument]] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     state = editor_state(ls)
@@ -28,8 +28,8 @@ def _at(ls: ContextAssemblyServer, params: Any) -> tuple[EditorDocument, str, An
     return document, memory_id, workspace, {d.relpath: d for d in state.store.all()}
 
 
-def definition(ls: ContextAssemblyServer, params: types.DefinitionParams) -> types.Location | None:
-    found = _at(ls, params)
+def definition(ls: ContextAssemblyServer, snap: Snapshot, params: types.DefinitionParams) -> types.Location | None:
+    found = _at(ls, snap, params)
     if found is None:
         return None
     _doc, memory_id, workspace, open_docs = found
@@ -37,8 +37,9 @@ def definition(ls: ContextAssemblyServer, params: types.DefinitionParams) -> typ
     return structure(ls, where, types.Location) if where else None
 
 
-def references(ls: ContextAssemblyServer, params: types.ReferenceParams) -> list[types.Location] | None:
-    found = _at(ls, params)
+def references(ls: ContextAssemblyServer, snap: Snapshot, params: types.ReferenceParams) \
+        -> list[types.Location] | None:
+    found = _at(ls, snap, params)
     if found is None:
         return None
     _doc, memory_id, workspace, open_docs = found
@@ -46,8 +47,8 @@ def references(ls: ContextAssemblyServer, params: types.ReferenceParams) -> list
             nav.references(memory_id, workspace, open_docs, encoding(ls), params.context.include_declaration)]
 
 
-def rename(ls: ContextAssemblyServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
-    found = _at(ls, params)
+def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    found = _at(ls, snap, params)
     if found is None:
         return None
     _doc, memory_id, workspace, open_docs = found
@@ -55,23 +56,25 @@ def rename(ls: ContextAssemblyServer, params: types.RenameParams) -> types.Works
                      types.WorkspaceEdit)
 
 
-def symbols(ls: ContextAssemblyServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol] | None:
-    document = current_document(ls, params.text_document.uri)
+def symbols(ls: ContextAssemblyServer, snap: Snapshot, params: types.DocumentSymbolParams) \
+        -> list[types.DocumentSymbol] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     return [structure(ls, s, types.DocumentSymbol) for s in nav.document_symbols(document, encoding(ls))]
 
 
-def folding(ls: ContextAssemblyServer, params: types.FoldingRangeParams) -> list[types.FoldingRange] | None:
-    document = current_document(ls, params.text_document.uri)
+def folding(ls: ContextAssemblyServer, snap: Snapshot, params: types.FoldingRangeParams) \
+        -> list[types.FoldingRange] | None:
+    document = document_of(ls, snap)
     if document is None:
         return None
     return [structure(ls, r, types.FoldingRange) for r in nav.folding_ranges(document)]
 
 
-def _off_loop(fn: Callable[[ContextAssemblyServer, Any], T]) -> Callable[[ContextAssemblyServer, Any], Any]:
+def _off_loop(fn: Callable[[ContextAssemblyServer, Snapshot, Any], T]) -> Callable[[ContextAssemblyServer, Any], Any]:
     async def handler(ls: ContextAssemblyServer, params: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, fn, ls, params)
+        return await off_loop(ls, fn, params)
 
     return handler
 

@@ -1,86 +1,45 @@
-"""The editor state of one session: the document store and the workspace as the editor sees it."""
+"""What every editor feature shares: the editor state of the session, the document a request is
+about, and the conversions to lsprotocol types.
+
+A request's document is snapshotted on the event loop (`snapshot`) before any work goes to a worker
+thread: pygls' workspace changes under a worker as edits arrive, so only the event loop reads it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
+from attrs import frozen
 from lsprotocol import types
 
-from ...editor.documents import DocumentStore, EditorDocument, overlay
-from ...methods import Session
-from ...workspace.loader import KINDS, Workspace, stamp_or_none
+from ...editor.documents import EditorDocument
+from .. import pygls_compat as compat
+from ..editor_state import EditorState
 from ..server import ContextAssemblyServer
 
 T = TypeVar("T")
+
+
+class AboutDocument(Protocol):
+    """The params of any request about one document."""
+
+    @property
+    def text_document(self) -> types.TextDocumentIdentifier: ...
+
+
+P = TypeVar("P", bound=AboutDocument)
 _LOCK = threading.Lock()
-
-
-class EditorState:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.store = DocumentStore(session.root)
-        self.timers: dict[str, Any] = {}  # uri -> asyncio.TimerHandle of a pending publish
-        # The client watches `.codebolt/` for us: what is on disk is re-read on its events (and on
-        # saves) instead of on every request, which would stat every definition file per keystroke.
-        self.watched = False
-        self._disk: Workspace | None = None
-        self._token: tuple[Any, ...] | None = None  # settings generation and folder stamps `_disk` was read at
-        self._overlay: tuple[tuple[Any, ...], Workspace] | None = None
-        session.editor_view = self.workspace  # validate checks drafts against what the editor sees
-
-    def workspace(self) -> Workspace:
-        """The workspace on disk with the open documents' unsaved text laid over it (the same
-        object while neither changed)."""
-        token = self._disk_token()
-        disk = self._disk
-        if disk is None or not self.watched or self._token != token:
-            self._token = token
-            disk = self._disk = self.session.workspace()
-        documents = self.store.all()
-        key = (disk, *(document.source for document in documents))
-        cached = self._overlay
-        if cached is not None and _same(cached[0], key):
-            return cached[1]
-        result = overlay(disk, documents)
-        self._overlay = (key, result)
-        return result
-
-    def ready(self, uri: str, version: int | None) -> bool:
-        """Is everything a request on `uri` at `version` reads already built (the document, the
-        workspace)? Then it costs well under a millisecond and may run on the event loop."""
-        document = self.store.get(uri)
-        if document is None or document.version != version or version is None:
-            return False
-        disk, cached = self._disk, self._overlay
-        return self.watched and disk is not None and self._token == self._disk_token() and cached is not None \
-            and _same(cached[0], (disk, *(d.source for d in self.store.all())))
-
-    def _disk_token(self) -> tuple[Any, ...]:
-        """What the cached disk workspace was read at: the settings generation, and the stamps
-        of the definition folders and the settings file. Folder stamps see files created,
-        deleted or atomically replaced (as this server writes them) even before the client's
-        watcher reports them; edits in place are left to the watcher."""
-        layout = self.session.layout
-        paths = [getattr(layout, attribute) for attribute, _ in KINDS.values()] + [layout.settings_path]
-        return self.session.settings_generation, *(stamp_or_none(path) for path in paths)
-
-    def disk_changed(self) -> None:
-        """`.codebolt/` (or the settings) changed: read the disk again on the next request."""
-        self._disk = None
-
-
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def editor_state(ls: ContextAssemblyServer) -> EditorState:
     session = ls.require_session()
     with _LOCK:
-        state: EditorState | None = getattr(ls, "_editor_state", None)
+        state = ls.editor
         if state is None or state.session is not session:
-            state = EditorState(session)
-            ls._editor_state = state  # type: ignore[attr-defined]
+            state = ls.editor = EditorState(session)
     state.watched = ls.watching
     return state
 
@@ -89,18 +48,46 @@ def encoding(ls: ContextAssemblyServer) -> str:
     return ls.require_session().position_encoding
 
 
-def current_document(ls: ContextAssemblyServer, uri: str) -> EditorDocument | None:
-    """The document as the editor has it now (parsed once per version)."""
-    state = editor_state(ls)
+@frozen
+class Snapshot:
+    """An open document's text and version as pygls held them when the request arrived."""
+
+    uri: str
+    source: str | None  # None: the document is not open
+    version: int | None
+
+
+def snapshot(ls: ContextAssemblyServer, uri: str) -> Snapshot:
+    """Read pygls' workspace: on the event loop only."""
     open_doc = ls.workspace.text_documents.get(uri)
     if open_doc is None:
-        return state.store.get(uri)
-    return state.store.update(uri, open_doc.source, open_doc.version)
+        return Snapshot(uri, None, None)
+    return Snapshot(uri, open_doc.source, open_doc.version)
+
+
+def document_of(ls: ContextAssemblyServer, snap: Snapshot) -> EditorDocument | None:
+    """The editor document of a snapshot (parsed once per version); any thread."""
+    state = editor_state(ls)
+    if snap.source is None:
+        return state.store.get(snap.uri)
+    return state.store.update(snap.uri, snap.source, snap.version)
+
+
+def current_document(ls: ContextAssemblyServer, uri: str) -> EditorDocument | None:
+    """The document as the editor has it now: on the event loop only."""
+    return document_of(ls, snapshot(ls, uri))
+
+
+async def off_loop(ls: ContextAssemblyServer, compute: Callable[[ContextAssemblyServer, Snapshot, P], T],
+                   params: P) -> T:
+    """Run `compute(ls, snapshot, params)` on a worker, the request's document snapshotted here first."""
+    snap = snapshot(ls, params.text_document.uri)
+    return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, snap, params)
 
 
 def structure(ls: ContextAssemblyServer, value: Any, cls: type[T]) -> T:
     """An LSP-shaped dict from `editor/` as the lsprotocol type pygls sends."""
-    result: T = ls.protocol._converter.structure(value, cls)
+    result: T = compat.converter_of(ls.protocol).structure(value, cls)
     return result
 
 

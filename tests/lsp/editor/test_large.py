@@ -5,31 +5,25 @@ completion, hover, symbols and go-to-definition, all on the same open document."
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from context_assembly.editor.diagnostics import document_diagnostics
 from context_assembly.editor.documents import build_document, overlay
 from context_assembly.workspace.loader import load_workspace
 
-from ..editor.lsp_support import (
+from ..editor_support import (
     capabilities,
     diagnostics_for,
-    make_editor_client,
     open_doc,
     position_of,
-    start,
-    workspace_copy,
 )
-from .support import SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
+CAPABILITIES = capabilities()
 RULES = 5000
 
 
@@ -39,18 +33,6 @@ def big_engine() -> str:
               "then": {"add_memories": ["architecture-docs"]}} for i in range(RULES)]
     rules[-1]["when"][0]["operator"] = "eqq"
     return json.dumps({"id": "big", "rules": rules}, indent=2)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return workspace_copy(tmp_path_factory.mktemp("editor-large") / "ws")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
-    await start(lsp_client, root, capabilities())
-    yield
-    await lsp_client.shutdown_session()
 
 
 def change(client: LanguageClient, uri: str, version: int, text: str, at: int, removed: int, inserted: str) \

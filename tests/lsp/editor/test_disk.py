@@ -16,7 +16,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from ..editor.lsp_support import (
+from ..editor_support import (
     RecordingProtocol,
     capabilities,
     change_doc,
@@ -25,7 +25,7 @@ from ..editor.lsp_support import (
     start,
     workspace_copy,
 )
-from .support import SERVER
+from ..support import SERVER
 
 pytestmark = pytest.mark.asyncio
 MEMORY = {"id": "written-later", "label": "Later", "retrieval": {"pipeline": []},

@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from ..editor.lsp_support import capabilities, make_editor_client, open_doc, position_of, start, workspace_copy
-from .support import SERVER
+from ..editor_support import capabilities, open_doc, position_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return workspace_copy(tmp_path_factory.mktemp("editor-nav") / "ws")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
-    await start(lsp_client, root, capabilities())
-    yield
-    await lsp_client.shutdown_session()
+CAPABILITIES = capabilities()
 
 
 async def test_symbols_and_folding(client: LanguageClient, root: Path) -> None:

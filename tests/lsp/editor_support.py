@@ -15,7 +15,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
-from ..lsp.support import EXAMPLE, PlainClientProtocol
+from .support import EXAMPLE, PlainClientProtocol
 
 SETTINGS: dict[str, Any] = {"diagnostics_debounce_ms": 0}
 

@@ -4,40 +4,22 @@ each dialect."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from ..editor.lsp_support import (
+from ..editor_support import (
     capabilities,
     change_doc,
     diagnostics_for,
-    make_editor_client,
     open_doc,
     position_of,
-    start,
 )
-from ..editor.lsp_support import workspace_copy as copy
-from .support import SERVER
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_editor_client)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy(tmp_path_factory.mktemp("editor-features") / "ws")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def client(lsp_client: LanguageClient, root: Path) -> AsyncIterator[None]:
-    await start(lsp_client, root, capabilities(pull=False, snippets=True))
-    yield
-    await lsp_client.shutdown_session()
+CAPABILITIES = capabilities(pull=False, snippets=True)
 
 
 async def complete(client: LanguageClient, uri: str, text: str, needle: str, delta: int) -> list[types.CompletionItem]:
