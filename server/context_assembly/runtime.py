@@ -61,4 +61,5 @@ class Runtime:
 
     def close(self) -> None:
         self.executor.close()
+        self.assembler.summaries.close()
         self.memory.close()

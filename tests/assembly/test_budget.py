@@ -1,68 +1,231 @@
-"""Stage 6 as properties: never over budget, always a prefix, a cut only for a lone top item."""
+"""Stage 6: the ladder strategy by strategy, their order, and properties over random items and budgets."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_assembly.assembly.budget import TRUNCATION_MARKER, pack, shorten
+from context_assembly.assembly.budget import Packed, allocation_order, pack
+from context_assembly.assembly.candidates import Candidate
+from context_assembly.assembly.summary import Summariser, SummaryCache, shorten_item
 from context_assembly.assembly.tokens import estimate, token_counter
 from context_assembly.model.context import ContextItem
+from context_assembly.registry.sections import SECTION_NAMES
+from context_assembly.shortening import TRUNCATION_PREFIX, extractive, shorten, split_sentences
+from context_assembly.workspace.settings import BudgetSettings
 
-sentences = st.lists(st.text(alphabet="abcdefg ", min_size=1, max_size=40).map(lambda s: s.strip() + "."),
-                     min_size=1, max_size=6).map(" ".join)
-
-
-def item(index: int, content: str) -> ContextItem:
-    return ContextItem(f"i{index}", content, "m", "kv://x", "knowledge", "medium", None, estimate(content))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(sentences, max_size=12), st.integers(min_value=1, max_value=200))
-def test_estimate_never_exceeds_and_kept_is_a_prefix(contents: list[str], budget: int) -> None:
-    items = [item(i, c) for i, c in enumerate(contents)]
-    packed = pack(items, budget, estimate)
-    assert packed.tokens == sum(i.tokens for i in packed.kept) <= budget
-    if packed.cut is None:
-        assert packed.kept == items[: len(packed.kept)]
-        assert packed.kept + packed.dropped == items
-    else:  # only ever the top item, and only when it alone was over budget
-        assert items[0].tokens > budget and packed.kept == [packed.cut]
-        assert packed.cut.content.endswith(TRUNCATION_MARKER)
-        assert packed.dropped == items[1:]
+MARKER = re.compile(r"\n\[… truncated: (\d+) of (\d+) tokens left out\]$")
+TASK = "fix the login timeout"
+sentence = st.text(alphabet="abcdefg ", min_size=1, max_size=40).map(lambda s: (s.strip() or "x") + ".")
+sentences = st.lists(sentence, min_size=1, max_size=8).map(" ".join)
 
 
-def test_whole_items_are_dropped_from_the_end() -> None:
-    items = [item(0, "a" * 40), item(1, "b" * 40), item(2, "c" * 4)]
-    packed = pack(items, 15, estimate)  # i2 alone would fit, but the kept set is a prefix
-    assert [i.id for i in packed.kept] == ["i0"] and [i.id for i in packed.dropped] == ["i1", "i2"]
-    assert not pack(items, 30, estimate).cut
+def item(index: int, content: str, section: str = "knowledge", priority: str = "medium",
+         score: float | None = None, source: str = "kv://x") -> ContextItem:
+    return ContextItem(f"i{index}", content, "m", source, section, priority, score, estimate(content))
 
 
-def test_no_budget_keeps_everything() -> None:
-    items = [item(0, "x" * 1000)]
-    assert pack(items, None, estimate).kept == items
+def candidates(*items: ContextItem, reference: str = "m") -> list[Candidate]:
+    return [Candidate(it, reference, i) for i, it in enumerate(items)]
 
 
-def test_an_oversized_top_item_is_cut_at_a_sentence_boundary() -> None:
+def run(ordered: list[Candidate], budget: int | None, llm=None, **budget_settings) -> Packed:  # type: ignore[no-untyped-def]
+    summariser = Summariser(SummaryCache(), estimate, TASK, llm, 1.0)
+    return pack(ordered, budget, estimate, BudgetSettings(**budget_settings), summariser)
+
+
+def strategies(packed: Packed) -> list[str]:
+    return [s.strategy for s in packed.steps]
+
+
+# -- truncation and its marker ---------------------------------------------------------------------
+
+
+def test_the_cut_is_at_a_sentence_boundary_with_a_marker_that_counts() -> None:
     text = "First sentence is here. Second sentence follows it. Third one is long enough to matter here."
-    packed = pack([item(0, text)], 20, estimate)
-    assert packed.cut is not None
-    assert packed.cut.content == "First sentence is here. Second sentence follows it." + TRUNCATION_MARKER
-    assert packed.cut.tokens <= 20 and packed.cut.metadata["truncated"] is True
+    cut = shorten(text, 30, estimate)
+    assert cut is not None and cut.startswith("First sentence is here. Second sentence follows it.\n")
+    found = MARKER.search(cut)
+    assert found and int(found.group(2)) == estimate(text)
+    assert int(found.group(1)) == estimate(text) - estimate("First sentence is here. Second sentence follows it.")
+    assert estimate(cut) <= 30
 
 
-def test_cut_falls_back_to_words_then_gives_up() -> None:
-    assert shorten("one two three four five six seven eight nine ten eleven", 12, estimate) == \
-        "one two three four five six seven" + TRUNCATION_MARKER
+def test_the_cut_falls_back_to_words_then_gives_up() -> None:
+    cut = shorten("one two three four five six seven eight nine ten eleven twelve " * 3, 20, estimate)
+    assert cut is not None and cut.split("\n")[0].split()[-1] in "one two three four five six seven eight nine ten"
     assert shorten("word " * 50, 4, estimate) is None  # nothing but the marker would fit
-    assert pack([item(0, "word " * 50)], 4, estimate).kept == []
+    assert shorten_item(item(0, "word " * 50), 4, estimate) is None
 
 
-def test_exact_tokenizers_count_and_still_fit() -> None:
+def test_exact_tokenizers_cut_within_the_budget() -> None:
     count = token_counter("cl100k")
-    assert count("hello world") == 2
-    assert token_counter("o200k")("hello world") == 2
+    assert count("hello world") == 2 and token_counter("o200k")("hello world") == 2
     text = "A sentence about auth. " * 50
-    packed = pack([ContextItem("a", text, None, "kv://a", "knowledge", "high", None, count(text))], 30, count)
-    assert packed.tokens <= 30 and packed.cut is not None
+    long = ContextItem("a", text, None, "kv://a", "knowledge", "high", None, count(text))
+    summariser = Summariser(SummaryCache(), count, "", None, 1)
+    packed = pack([Candidate(long, "a", 0)], 30, count, BudgetSettings(ladder=["truncate"]), summariser)
+    assert packed.tokens <= 30 and packed.cut and TRUNCATION_PREFIX in packed.cut[0].content
+
+
+# -- each strategy ---------------------------------------------------------------------------------
+
+
+def test_relevance_floor_drops_hits_below_the_floor_first_then_each_sources_weakest() -> None:
+    hits = [item(i, f"Hit {i} about the login timeout.", score=s) for i, s in enumerate([0.9, 0.05, 0.6, 0.5])]
+    other = [item(10 + i, f"Other {i} on sessions.", score=s, source="vector://b") for i, s in enumerate([0.8, 0.4])]
+    ordered = candidates(*hits) + [Candidate(o, "other", 10 + i) for i, o in enumerate(other)]
+    total = sum(c.item.tokens for c in ordered)
+    packed = run(ordered, total - 1, ladder=["relevance_floor"])
+    assert [s.item_id for s in packed.steps] == ["i1"]  # the 0.05 hit, below the floor of 0.2
+    packed = run(ordered, total - 20, ladder=["relevance_floor"])
+    # then one round: the weakest of each source, from the lowest-priority end (source "other" first)
+    assert [s.item_id for s in packed.steps] == ["i1", "i11", "i3"]
+    assert all(s.action == "dropped" and s.tokens_after == 0 for s in packed.steps)
+
+
+def test_a_sources_best_hit_is_left_for_later_strategies() -> None:
+    ordered = candidates(item(0, "Only hit. " * 30, score=0.9))
+    packed = run(ordered, 20, ladder=["relevance_floor", "truncate"])
+    assert strategies(packed) == ["truncate"] and packed.kept[0].metadata["truncated"]
+
+
+def test_compress_turns_keeps_the_newest_verbatim_and_summarises_the_older() -> None:
+    turns = [item(i, f"user: turn {i} talks about the login timeout and retries.", "history",
+                  source="episodic://t-1") for i in range(8)]
+    ordered = candidates(*turns)
+    packed = run(ordered, sum(t.tokens for t in turns) - 10, ladder=["compress_turns"], keep_recent_turns=3)
+    [step] = packed.steps
+    assert step.strategy == "compress_turns" and step.action == "compressed" and step.tokens_after < step.tokens_before
+    assert [i.content for i in packed.kept[1:]] == [t.content for t in turns[-3:]]
+    assert packed.kept[0].content.startswith("Earlier turns (5, summarised):")
+    assert packed.kept[0].metadata["compressed_turns"] == [f"i{i}" for i in range(5)]
+
+
+def test_summarize_shortens_long_items_from_the_lowest_priority_end_extractively() -> None:
+    long = " ".join(f"Sentence {i} is filler about nothing in particular." for i in range(40))
+    long += " The login timeout is set in auth.py."
+    a = item(0, long, "knowledge", "high")
+    b = item(1, long.replace("Sentence", "Line"), "suggestions", "low")
+    packed = run(candidates(a, b), a.tokens + 200, ladder=["summarize"])
+    [step] = packed.steps
+    assert step.item_id == "i1" and step.method == "extractive"  # the lower-priority one only
+    summary = packed.kept[1].content
+    assert summary.startswith("Line 0 is filler") and "The login timeout is set in auth.py." in summary
+    assert packed.kept[0].content == long
+
+
+def test_summaries_come_from_the_clients_model_when_offered_and_are_cached() -> None:
+    asked: list[dict] = []
+
+    def llm(request: dict) -> dict:
+        asked.append(request)
+        return {"text": "The timeout lives in auth.py."}
+
+    long = "Filler sentence about many things. " * 100
+    cache = SummaryCache()
+    summariser = Summariser(cache, estimate, TASK, llm, 1.0)
+    for _ in range(2):
+        packed = pack(candidates(item(0, long)), 100, estimate, BudgetSettings(), summariser)
+        assert packed.kept[0].content == "The timeout lives in auth.py." and packed.steps[0].method == "llm"
+    assert len(asked) == 1 and TASK in asked[0]["prompt"]
+
+
+def test_a_model_that_fails_or_is_slow_falls_back_to_the_extractive_summary() -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow(request: dict) -> dict:
+        release.wait(5)
+        return {"text": "late"}
+
+    def broken(request: dict) -> dict:
+        raise RuntimeError("no model")
+
+    long = "Filler sentence about many things. " * 100
+    for llm, why in ((slow, "did not answer within 50 ms"), (broken, "the model failed: no model")):
+        summariser = Summariser(SummaryCache(), estimate, TASK, llm, 0.05)
+        packed = pack(candidates(item(0, long)), 100, estimate, BudgetSettings(), summariser)
+        assert packed.steps[0].method.startswith("extractive") and why in packed.steps[0].method
+    release.set()
+
+
+def test_extractive_summary_prefers_sentences_sharing_words_with_the_task() -> None:
+    text = "Intro sentence here. Cats are nice. The login timeout is 30 s. Dogs bark."
+    assert extractive(text, TASK, 14, estimate) == "Intro sentence here. The login timeout is 30 s."
+
+
+# -- the order and the settings --------------------------------------------------------------------
+
+
+def test_strategies_run_in_the_settings_order_and_stop_once_it_fits() -> None:
+    low = item(0, "Weak hit on sessions.", score=0.05)
+    long = item(1, " ".join(f"Long sentence {i} about the login." for i in range(60)), "suggestions", "low")
+    ordered = candidates(low, long)
+    total = low.tokens + long.tokens
+    assert strategies(run(ordered, total - 2)) == ["relevance_floor"]
+    packed = run(candidates(low, long), 150)
+    assert strategies(packed) == ["relevance_floor", "summarize"]
+    packed = run(candidates(low, long), 150, ladder=["truncate", "relevance_floor"])
+    assert strategies(packed) == ["truncate"] and packed.kept[0].id == "i0"  # reordered: no floor at all
+
+
+def test_with_the_ladder_switched_off_whole_items_are_dropped() -> None:
+    packed = run(candidates(item(0, "A sentence. " * 40)), 20, ladder=[])
+    assert packed.kept == [] and [s.strategy for s in packed.steps] == ["budget"]
+
+
+def test_warnings_are_packed_after_constraints() -> None:
+    warning = item(0, "Warning: " + "memory x missing. " * 20, "warnings", "high")
+    constraint = item(1, "Never push to main.", "constraints", "high")
+    ordered = candidates(warning, constraint)
+    assert [c.item.id for c in allocation_order(ordered)] == ["i1", "i0"]
+    packed = run(ordered, constraint.tokens + 5)
+    assert constraint in packed.kept and warning not in packed.kept
+
+
+# -- properties ------------------------------------------------------------------------------------
+
+item_spec = st.tuples(st.sampled_from(SECTION_NAMES[2:]), st.sampled_from(["critical", "high", "medium", "low"]),
+                      st.one_of(st.none(), st.floats(0, 1)), sentences, st.integers(0, 2))
+
+
+def _in_global_order(specs: list[tuple]) -> list[Candidate]:
+    made = [Candidate(ContextItem(f"i{i}", text, f"m{ref}", f"kv://s{ref}", section, priority, score,
+                                  estimate(text)), f"m{ref}", i)
+            for i, (section, priority, score, text, ref) in enumerate(specs)]
+    return sorted(made, key=lambda c: (SECTION_NAMES.index(c.item.section), c.rank_key))
+
+
+def _whole_sentences(text: str, original: str) -> bool:
+    return all(s in original for s in split_sentences(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(item_spec, max_size=10), st.integers(min_value=1, max_value=300))
+def test_never_over_budget_never_half_a_sentence_never_drops_the_more_important(specs: list[tuple],
+                                                                               budget: int) -> None:
+    ordered = _in_global_order(specs)
+    originals = {c.item.id: c.item for c in ordered}
+    allocation = [c.item.id for c in allocation_order(ordered)]
+    packed = run(list(ordered), budget, summarize_above_tokens=30, summary_tokens=20)
+    assert packed.tokens == sum(i.tokens for i in packed.kept) <= budget
+    for kept in packed.kept:
+        original = originals[kept.id].content
+        body = MARKER.split(kept.content)[0]
+        if MARKER.search(kept.content) is None:  # no marker: only whole sentences of the original
+            assert _whole_sentences(kept.content, original)
+        else:
+            assert original.startswith(body) or _whole_sentences(body.rsplit(" ", 1)[0], original)
+    kept_ids = {i.id for i in packed.kept}
+    room = budget - packed.tokens
+    for dropped, strategy, _ in packed.dropped:
+        if strategy == "relevance_floor":
+            continue  # stage 1 drops weak hits by design, whatever their position
+        for later in allocation[allocation.index(dropped.id) + 1:]:
+            if later in kept_ids:  # could giving up `later` entirely have made room for a cut of `dropped`?
+                freed = next(i for i in packed.kept if i.id == later).tokens
+                assert shorten_item(dropped, room + freed, estimate) is None

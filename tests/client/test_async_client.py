@@ -177,3 +177,24 @@ async def test_llm_callback_answers_llm_complete(workspace: Path) -> None:
         assert result["processors"][0]["status"] == "skipped" and result["warnings"]
         await plain.ingestion.delete("facts")
     assert plain.pid is not None and gone(plain.pid)
+
+
+async def test_a_tight_budget_asks_the_clients_model_for_summaries(workspace: Path) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def model(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {"text": "Short summary of the long note."}
+
+    long = " ".join(f"Sentence {i} of a very long design note about sessions." for i in range(200))
+    async with ContextAssemblyClient(workspace, llm=model) as client:
+        await client.memory.write("markdown://long-design-note", long)
+        request = {**REQUEST, "explicit_memory": ["markdown://long-design-note"], "constraints": {"max_tokens": 900}}
+        result = await client.assemble(request)
+        [note] = [i for i in result["context"]["knowledge"] if i["source"] == "markdown://long-design-note"]
+        assert note["content"] == "Short summary of the long note." and note["metadata"]["summary"] == "llm"
+        assert any(s["strategy"] == "summarize" and s["method"] == "llm" for s in result["trace"]["ladder"])
+        assert asked and "Sentence 0 of a very long design note" in asked[0]["prompt"]
+        again = await client.assemble(request)  # cached by content hash: the model is not asked twice
+        assert len(asked) == 1 and again["meta"]["token_estimate"] <= 900
+        await client.memory.delete("markdown://long-design-note")

@@ -128,3 +128,21 @@ async def test_required_variables(client: LanguageClient) -> None:
     assert error.code == -32602 and paths(error) == ["/memory_ids"]
     error = await error_of(client, "contextAssembly/requiredVariables", {})
     assert error.code == -32602 and error.data["errors"] == [{"path": "/memory_ids", "message": "is required"}]
+
+
+async def test_end_turn_clears_the_threads_working_memory(client: LanguageClient) -> None:
+    for key in ("plan", "draft"):
+        await call(client, "memory/write", {"uri": f"working://turn-t/{key}", "value": {"step": key}})
+    await call(client, "memory/write", {"uri": "working://other-t/plan", "value": 1})
+    assert (await call(client, "memory/read", {"uri": "working://turn-t/plan"}))["exists"] is True
+    result = await call(client, "contextAssembly/endTurn", {"thread_id": "turn-t"})
+    assert result == {"thread_id": "turn-t", "cleared": 2}
+    after = await call(client, "memory/read", {"uri": "working://turn-t/plan"})
+    assert after["exists"] is False and after.get("value") is None
+    assert (await call(client, "memory/read", {"uri": "working://other-t/plan"}))["exists"] is True  # untouched
+    assert (await call(client, "contextAssembly/endTurn", {"thread_id": "turn-t"}))["cleared"] == 0
+    error = await error_of(client, "contextAssembly/endTurn", {"thread_id": "../x"})
+    assert error.code == -32602
+    error = await error_of(client, "contextAssembly/endTurn", {})
+    assert error.code == -32602 and "thread_id" in str(error.data)
+    assert (await call(client, "memory/read", {"uri": "working://turn-t"}))["exists"] is False

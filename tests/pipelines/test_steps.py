@@ -282,6 +282,21 @@ def test_summarize_keeps_the_first_items_and_names_the_rest() -> None:
     assert result.items[-1].metadata["omitted"] == 2
 
 
+def test_summarize_with_max_tokens_summarises_each_long_item_extractively() -> None:
+    long = "Lead sentence here. " + " ".join(f"Filler {i} says nothing." for i in range(30)) + " The login timeout."
+    task = {"input": {"text": "fix the login timeout"}}
+    result = run([SEARCH, {"type": "summarize", "max_tokens": 12}], **with_items((long, 1), ("short one.", 1)),
+                 **task)
+    summary, short = contents(result)
+    assert summary == "Lead sentence here. The login timeout." and short == "short one."
+    assert result.items[0].metadata["summarised"] is True and result.items[0].metadata["original_tokens"] > 100
+    both = run([SEARCH, {"type": "summarize", "max_items": 1, "max_tokens": 12}], **with_items((long, 1), ("b", 1)),
+               **task)
+    assert contents(both)[0] == "Lead sentence here. The login timeout." and len(both.items) == 2
+    failed = run_pipeline(definition([{"type": "summarize"}]), make_request(), example_stores())
+    assert failed.status == "failed" and "'max_items' or 'max_tokens' is required" in (failed.error or "")
+
+
 @pytest.mark.parametrize(("style", "expected"), [
     ("bullet_list", ["- a\n  line", "- b"]),
     ("numbered", ["1. a\n   line", "2. b"]),

@@ -220,7 +220,8 @@ def test_episodic_and_working(memory: MemoryRouter) -> None:
     assert [i["uri"] for i in memory.list("working://t-1/")["items"]] == ["working://t-1/notes",
                                                                           "working://t-1/plan"]
     assert memory.clear_working("t-1") == 2
-    assert memory.read("working://t-1")["value"] == {}
+    # the turn is over: its scratchpad does not exist any more (seed 002)
+    assert memory.read("working://t-1") == {"uri": "working://t-1", "exists": False, "value": None}
     assert memory.read("working://t-2/plan")["exists"] is True
     assert memory.delete("working://t-2")["deleted"] is True
     assert memory.delete("episodic://t-1")["deleted"] is True

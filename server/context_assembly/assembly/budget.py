@@ -1,84 +1,100 @@
-"""Stage 6: fit the context into `max_tokens`.
+"""Stage 6: fit the context into `max_tokens` by the ladder (ladder.py), then the final fit.
 
-Keep the longest prefix of the global order (sections in effective priority order, items in
-section order) that fits, dropping whole items from the lowest-priority end. An item is never cut
-mid-sentence, except when the single top item alone exceeds the budget: then it is cut at a
-sentence boundary (else a word boundary) and ends with a visible marker. The returned estimate
-never exceeds the budget.
+The final fit walks the global order (sections in effective priority order, items in section
+order) and keeps what fits. With `truncate` on the ladder, the item at the budget's edge is cut at
+a sentence (else word) boundary and ends with a marker saying how much was left out, so a
+critical document is shortened rather than lost; what follows it is dropped. Warnings are placed
+after constraints in this walk, so a warning is never the reason a constraint is dropped. The
+returned token count never exceeds the budget.
 """
 
 from __future__ import annotations
 
-import re
+from attrs import define, field
 
-from attrs import define, evolve, field
-
-from ..model.context import ContextItem
+from ..model.context import ContextItem, LadderStep
+from ..workspace.settings import BudgetSettings
+from .candidates import Candidate
+from .ladder import STRATEGIES, Ladder
+from .summary import Summariser, shorten_item
 from .tokens import Counter
-
-TRUNCATION_MARKER = "\n[… truncated]"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD_END = re.compile(r"\s+")
 
 
 @define
 class Packed:
     kept: list[ContextItem]
-    dropped: list[ContextItem] = field(factory=list)
-    cut: ContextItem | None = None  # the top item, shortened, when it alone was over budget
+    dropped: list[tuple[ContextItem, str, str]] = field(factory=list)  # item, strategy, reason
+    cut: list[ContextItem] = field(factory=list)  # items shortened by `truncate`
     tokens: int = 0
+    steps: list[LadderStep] = field(factory=list)
 
     @property
     def truncated(self) -> bool:
-        return bool(self.dropped) or self.cut is not None
+        return bool(self.dropped) or bool(self.cut) or any(s.action != "dropped" for s in self.steps)
 
 
-def pack(ordered: list[ContextItem], max_tokens: int | None, count: Counter) -> Packed:
-    """Keep the longest prefix of `ordered` whose tokens fit in `max_tokens` (None: keep all)."""
-    if max_tokens is None:
-        return Packed(list(ordered), tokens=sum(i.tokens for i in ordered))
-    total = 0
-    for index, item in enumerate(ordered):
-        if total + item.tokens > max_tokens:
-            if index == 0:
-                return _cut_top(ordered, max_tokens, count)
-            return Packed(list(ordered[:index]), list(ordered[index:]), tokens=total)
-        total += item.tokens
-    return Packed(list(ordered), tokens=total)
+def pack(ordered: list[Candidate], max_tokens: int | None, count: Counter, settings: BudgetSettings,
+         summariser: Summariser) -> Packed:
+    """Fit `ordered` into `max_tokens` (None: keep all) by the ladder, then the final fit."""
+    if max_tokens is None or sum(c.item.tokens for c in ordered) <= max_tokens:
+        return Packed([c.item for c in ordered], tokens=sum(c.item.tokens for c in ordered))
+    ladder = Ladder(list(ordered), max_tokens, count, settings, summariser)
+    cut_edge = False
+    for name in settings.ladder:
+        if not ladder.over:
+            break
+        if name == "truncate":
+            cut_edge = True
+            break
+        STRATEGIES[name](ladder)
+    kept, cut = _final_fit(ladder, cut_edge) if ladder.over else (list(ladder.candidates), [])
+    dropped = [(c.item, strategy, reason) for c, strategy, reason in ladder.dropped]
+    return Packed([c.item for c in kept], dropped, cut, sum(c.item.tokens for c in kept), ladder.steps)
 
 
-def _cut_top(ordered: list[ContextItem], max_tokens: int, count: Counter) -> Packed:
-    top = ordered[0]
-    text = shorten(top.content, max_tokens, count)
-    if text is None:
-        return Packed([], list(ordered))
-    cut = evolve(top, content=text, tokens=count(text),
-                 metadata={**top.metadata, "truncated": True, "original_tokens": top.tokens})
-    return Packed([cut], list(ordered[1:]), cut=cut, tokens=cut.tokens)
+def allocation_order(candidates: list[Candidate]) -> list[Candidate]:
+    """The global order with the warnings moved after the constraints (when they come before)."""
+    sections = [c.item.section for c in candidates]
+    if "warnings" not in sections or "constraints" not in sections:
+        return list(candidates)
+    last_constraint = max(i for i, s in enumerate(sections) if s == "constraints")
+    first_warning = sections.index("warnings")
+    if first_warning > last_constraint:
+        return list(candidates)
+    warnings = [c for c in candidates if c.item.section == "warnings"]
+    rest = [c for c in candidates if c.item.section != "warnings"]
+    at = rest.index(candidates[last_constraint]) + 1
+    return rest[:at] + warnings + rest[at:]
 
 
-def _boundaries(text: str, pattern: re.Pattern[str]) -> list[int]:
-    return [m.start() for m in pattern.finditer(text) if m.start() > 0]
+def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[ContextItem]]:
+    remaining = ladder.max_tokens
+    keep: set[int] = set()
+    cut: list[ContextItem] = []
+    edge_reached = False
+    for candidate in allocation_order(ladder.candidates):
+        item = candidate.item
+        if not edge_reached and item.tokens <= remaining:
+            keep.add(id(candidate))
+            remaining -= item.tokens
+            continue
+        shortened = _cut(item, remaining, ladder) if cut_edge and not edge_reached else None
+        if shortened is not None:
+            candidate.item = shortened
+            keep.add(id(candidate))
+            cut.append(shortened)
+            remaining -= shortened.tokens
+            ladder.record("truncate", "truncated", item, shortened.tokens,
+                          f"cut at a sentence boundary to fit the budget of {ladder.max_tokens} tokens")
+            edge_reached = True
+            continue
+        strategy = "truncate" if cut_edge else "budget"
+        ladder.dropped.append((candidate, strategy, f"over the budget of {ladder.max_tokens} tokens"))
+        ladder.record(strategy, "dropped", item, 0, f"over the budget of {ladder.max_tokens} tokens")
+    kept = [c for c in ladder.candidates if id(c) in keep]
+    ladder.candidates = kept
+    return kept, cut
 
 
-def shorten(text: str, max_tokens: int, count: Counter) -> str | None:
-    """The longest sentence-bounded (else word-bounded) prefix + marker within the budget."""
-    for pattern in (_SENTENCE_END, _WORD_END):
-        ends = _boundaries(text, pattern)
-        best = _longest_fitting(text, ends, max_tokens, count)
-        if best is not None:
-            return best
-    return None
-
-
-def _longest_fitting(text: str, ends: list[int], max_tokens: int, count: Counter) -> str | None:
-    """Binary search over boundary positions (token counts grow with the prefix length)."""
-    low, high, best = 0, len(ends) - 1, None
-    while low <= high:
-        middle = (low + high) // 2
-        candidate = text[: ends[middle]].rstrip() + TRUNCATION_MARKER
-        if count(candidate) <= max_tokens:
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
-    return best
+def _cut(item: ContextItem, room: int, ladder: Ladder) -> ContextItem | None:
+    return shorten_item(item, room, ladder.count, ladder.settings.min_truncated_tokens)

@@ -17,6 +17,11 @@ class Candidate:
     order: int  # arrival order: the stable tie-break
     limits: dict[str, Any] = field(factory=dict)  # the definition's contribution max_items / max_tokens
     boost: float = 1.0
+    raw_content: str | None = None  # before a `format` template: what duplicates are recognised by
+
+    @property
+    def dedupe_text(self) -> str:
+        return self.item.content if self.raw_content is None else self.raw_content
 
     @property
     def weight(self) -> int:

@@ -16,6 +16,8 @@ from ..model.context import DroppedItem
 from ..model.rules import Boost, Cap
 from ..registry.sections import PRIORITY_WEIGHTS, SECTION_NAMES
 from .candidates import Candidate
+from .summary import shorten_item
+from .tokens import Counter
 
 # seed 001: state highest; warnings, constraints high; knowledge, history medium; the rest low
 DEFAULT_SECTION_PRIORITY = {
@@ -72,8 +74,9 @@ def apply_boosts(candidates: Iterable[Candidate], boosts: list[Boost]) -> None:
 
 
 def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int | None, kind: str,
-           by: str) -> tuple[list[Candidate], list[DroppedItem]]:
-    """Keep candidates (already in rank order) while both limits hold; report the rest."""
+           by: str, count: Counter | None = None) -> tuple[list[Candidate], list[DroppedItem]]:
+    """Keep candidates (already in rank order) while both limits hold; report the rest. With a
+    counter, the item that crosses `max_tokens` is shortened to the room left rather than dropped."""
     kept: list[Candidate] = []
     dropped: list[DroppedItem] = []
     tokens = 0
@@ -81,6 +84,15 @@ def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int |
         item = candidate.item
         over_items = max_items is not None and len(kept) >= max_items
         over_tokens = max_tokens is not None and tokens + item.tokens > max_tokens
+        if over_tokens and not over_items and count is not None and max_tokens is not None:
+            shortened = shorten_item(item, max_tokens - tokens, count)
+            if shortened is not None:
+                dropped.append(DroppedItem("shortened", f"max_tokens of {by}: cut to {shortened.tokens} tokens",
+                                           item.id, item.memory_id, item.source, item.section, item.tokens, by))
+                candidate.item = shortened
+                kept.append(candidate)
+                tokens += shortened.tokens
+                continue
         if over_items or over_tokens:
             reason = f"{'max_items' if over_items else 'max_tokens'} of {by}"
             dropped.append(DroppedItem(kind if kind == "cap" else ("max_items" if over_items else "max_tokens"),
@@ -92,10 +104,10 @@ def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int |
 
 
 def _apply_limit(sections: dict[str, list[Candidate]], selected: set[int], max_items: int | None,
-                 max_tokens: int | None, kind: str, by: str) -> list[DroppedItem]:
+                 max_tokens: int | None, kind: str, by: str, count: Counter | None = None) -> list[DroppedItem]:
     """Apply one limit to the selected candidates across sections (in section rank order)."""
     group = [c for name in SECTION_NAMES for c in sections[name] if id(c) in selected]
-    kept, dropped = _limit(group, max_items, max_tokens, kind, by)
+    kept, dropped = _limit(group, max_items, max_tokens, kind, by, count)
     keep = {id(c) for c in kept}
     removed = selected - keep
     for name in SECTION_NAMES:
@@ -104,7 +116,7 @@ def _apply_limit(sections: dict[str, list[Candidate]], selected: set[int], max_i
 
 
 def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[str, str],
-               boosts: list[Boost], per_source: dict[str, SourceRules]) -> Contribution:
+               boosts: list[Boost], per_source: dict[str, SourceRules], count: Counter | None = None) -> Contribution:
     apply_boosts(candidates, boosts)
     for candidate in candidates:
         rules = per_source.get(candidate.reference)
@@ -121,7 +133,7 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
         if limits.get("max_items") is not None or limits.get("max_tokens") is not None:
             selected = {id(c) for c in candidates if c.reference == reference}
             dropped += _apply_limit(sections, selected, limits.get("max_items"), limits.get("max_tokens"),
-                                    "limit", f"contribution of {reference}")
+                                    "limit", f"contribution of {reference}", count)
     for cap in caps:
         selected = {id(c) for name in SECTION_NAMES for c in sections[name] if matches_target(cap.target, c)}
         dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", f"cap on {cap.target}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..pipelines.items import Item, render_value
-from ..stores.uri import parse_uri
+from ..stores.uri import DEFAULT, parse_uri
 
 VECTOR_TOP_K = 5
 
@@ -34,13 +34,14 @@ def _event(uri: str, event: Any) -> Item:
     return Item.create(render_value(event), uri, id(event))
 
 
-def read_items(memory: Any, uri: str, query: str) -> list[Item]:
-    """Items for one store URI; raises Miss when there is nothing there."""
+def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0) -> list[Item]:
+    """Items for one store URI; raises Miss when there is nothing there. `min_score`: the floor of a
+    collection searched with the task text."""
     parsed = parse_uri(uri)
     if parsed.scheme == "vector" and len(parsed.parts) == 1:
         if memory.vectors is None:
             raise Miss("the vector store is not configured")
-        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K) if query else []
+        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K, min_score=min_score) if query else []
         return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
                             metadata=dict(h.get("metadata") or {})) for h in hits]
     if parsed.scheme == "graph" and len(parsed.parts) == 1:
@@ -49,6 +50,10 @@ def read_items(memory: Any, uri: str, query: str) -> list[Item]:
         rows = memory.graph.run_view(parsed.parts[0], {})
         return [Item.create(_row_text(row), uri, i, metadata={"row": row}) for i, row in enumerate(rows)]
     result = memory.read(uri)
+    if not result["exists"] and parsed.scheme == "kv":
+        namespace = _kv_namespace(memory, uri, parsed.parts)
+        if namespace:
+            return namespace
     if not result["exists"]:
         raise Miss(f"'{uri}' does not exist")
     value = result["value"]
@@ -58,6 +63,22 @@ def read_items(memory: Any, uri: str, query: str) -> list[Item]:
         return [_event(uri, event) for event in value]
     title = parsed.parts[-1] if parsed.parts else uri
     return [Item.create(render_value(value), uri, 0, title=title)]
+
+
+def _kv_namespace(memory: Any, uri: str, parts: tuple[str, ...]) -> list[Item]:
+    """Seed 002: `kv://<namespace>` (or `kv://<instance>/<namespace>`) that names no key loads the whole
+    namespace, one item per key; a key of that name wins."""
+    written = uri[len("kv://"):].count("/") + 1
+    if written == 1:
+        instance, namespace = DEFAULT, parts[2]
+    elif written == 2:
+        instance, namespace = parts[1], parts[2]
+    else:
+        return []
+    entries = memory.kv.list(instance, namespace)
+    prefix = "kv://" if instance == DEFAULT else f"kv://{instance}/"
+    return [Item.create(f"{e.key}: {render_value(e.value)}", f"{prefix}{namespace}/{e.key}", e.key, title=e.key,
+                        metadata={"namespace": namespace, "key": e.key}) for e in entries if e.key]
 
 
 def _row_text(row: Any) -> str:

@@ -36,7 +36,10 @@ from .merge import deduplicate
 from .request import parse_request
 from .resolve import Reference, resolve
 from .state import active_file_item, task_item, warning_item
+from .summary import Llm, Summariser, SummaryCache
 from .tokens import Counter, token_counter
+from .tools import system_prompt_item, tool_items
+from .warnings import warning_items as warning_items_within
 
 
 @define
@@ -75,12 +78,15 @@ class Assembler:
         self.memory = memory
         self.stores = stores
         self.executor = executor
+        self.summaries = SummaryCache()
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
-                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None) -> AssembledContext:
+                 cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
+                 llm: Llm | None = None) -> AssembledContext:
+        """`llm`: the client's model (llm/complete), used for summaries when the budget is tight."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id)
+            return self._assemble(request, observer, cancelled, assembly_id, llm)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -89,7 +95,7 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str) -> AssembledContext:
+                  assembly_id: str, llm: Llm | None) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
         workspace = self.workspace()
         settings = workspace.settings
@@ -110,7 +116,8 @@ class Assembler:
 
         timeout_s = settings.pipeline_timeout_ms / 1000
         executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
-                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)))
+                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)),
+                                       settings.budget.vector_min_score)
         if cancelled():
             raise CancelledError("the assembly was cancelled")
         self._collect(run, executions, lookup)
@@ -122,14 +129,16 @@ class Assembler:
 
         per_source = self._per_source(run, executions, lookup)
         contribution = contribute(run.candidates, evaluation.caps, evaluation.set_priority, evaluation.boost,
-                                  per_source)
+                                  per_source, run.count)
         run.trace.decisions += contribution.dropped
         run.trace.section_order = contribution.order
         run.stage("contribute")
 
         max_tokens = request.constraints.max_tokens if request.constraints and request.constraints.max_tokens \
             else settings.max_tokens
-        result = self._budget(run, contribution.sections, contribution.order, max_tokens)
+        task = request.input.text if request.input and request.input.text else ""
+        summariser = Summariser(self.summaries, run.count, task, llm, settings.budget.summary_timeout_ms / 1000)
+        result = self._budget(run, contribution.sections, contribution.order, max_tokens, summariser)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
         if settings.snapshots:
@@ -180,7 +189,8 @@ class Assembler:
                     section, priority, item.score, run.count(item.content),
                     {**item.metadata, **({"title": item.title} if item.title else {}), "origin": ref.origin},
                 )
-                run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits))
+                run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
+                                                raw_content=item.raw_content))
             for key in execution.variables_used:
                 if key not in run.trace.variables_used:
                     run.trace.variables_used.append(key)
@@ -192,6 +202,11 @@ class Assembler:
             else:
                 run.candidates.append(Candidate(state, "state", len(run.candidates)))
         run.candidates.insert(0, Candidate(task_item(run.request, run.count), "state", -1))
+        prompt = system_prompt_item(run.request, run.count)
+        if prompt is not None:
+            run.candidates.append(Candidate(prompt, "request:system_prompt", len(run.candidates)))
+        tools, run.trace.tools = tool_items(run.request, run.count, run.workspace.settings.tools)
+        run.candidates += [Candidate(t, "request:tools", len(run.candidates) + i) for i, t in enumerate(tools)]
         run.trace.variables_used.sort()
         run.trace.missing_variables = sorted(set(run.trace.missing_variables) | {
             v for e in executions for v in e.missing_variables})
@@ -212,24 +227,31 @@ class Assembler:
         return out
 
     def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
-                max_tokens: int | None) -> AssembledContext:
-        warning_items = [warning_item(i, message, run.count, **meta) for i, (message, meta) in enumerate(run.warnings)]
+                max_tokens: int | None, summariser: Summariser) -> AssembledContext:
+        settings = run.workspace.settings.budget
+        warning_items, capped = warning_items_within(run.warnings, run.count, settings.warnings_max_tokens)
+        run.trace.decisions += capped
         sections["warnings"] = [Candidate(w, "warnings", i) for i, w in enumerate(warning_items)] + sections["warnings"]
-        ordered = [c.item for name in order for c in sections[name]]
-        packed = pack(ordered, max_tokens, run.count)
-        if packed.truncated:  # tell the agent, inside the budget: re-pack with the warning in place
-            note = warning_item(len(warning_items), _truncation_message(max_tokens), run.count, kind="budget")
+        ordered = [c for name in order for c in sections[name]]
+        note = None
+        if max_tokens is not None and sum(c.item.tokens for c in ordered) > max_tokens:
+            # tell the agent, inside the budget: the note is a warning like the others
+            note = Candidate(warning_item(len(warning_items), _truncation_message(max_tokens), run.count,
+                                          kind="budget"), "warnings", len(warning_items))
             position = sum(len(sections[name]) for name in order[: order.index("warnings") + 1])
-            told = pack(ordered[:position] + [note] + ordered[position:], max_tokens, run.count)
-            if any(item is note for item in told.kept):  # else the budget is too small even for the note
-                packed = told
+            ordered.insert(position, note)
+        packed = pack(ordered, max_tokens, run.count, settings, summariser)
         context: dict[str, list[ContextItem]] = {name: [] for name in SECTION_NAMES}
         for item in packed.kept:
             context[item.section].append(item)
-        for item in packed.dropped:
-            run.trace.decisions.append(DroppedItem("budget", f"over the budget of {max_tokens} tokens", item.id,
-                                                   item.memory_id, item.source, item.section, item.tokens))
-        _section_traces(run.trace, context, packed.cut)
+        for item, strategy, reason in packed.dropped:
+            if note is not None and item is note.item:
+                continue  # the budget is too small even for the note
+            kind = "relevance" if strategy == "relevance_floor" else "budget"
+            run.trace.decisions.append(DroppedItem(kind, reason, item.id, item.memory_id, item.source,
+                                                   item.section, item.tokens, by=strategy))
+        run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
+        _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
                     tokenizer=run.workspace.settings.tokenizer)
         return AssembledContext(context, run.trace, meta)
@@ -307,7 +329,8 @@ def _placement(ref: Reference, definition: MemoryDefinition | None) -> tuple[str
 def _memory_call(execution: Execution) -> MemoryCall:
     ref = execution.reference
     return MemoryCall(ref.reference, list(ref.origin), execution.status, ref.kind, execution.duration_ms,
-                      len(execution.items), execution.error, list(execution.missing_variables), execution.steps)
+                      len(execution.items), execution.error, list(execution.missing_variables), execution.steps,
+                      cached=execution.status == "cached")
 
 
 def _call_summary(execution: Execution) -> dict[str, Any]:
@@ -332,7 +355,7 @@ def _truncation_message(max_tokens: int | None) -> str:
     return f"context was left out to fit the budget of {max_tokens} tokens (see the trace)"
 
 
-def _section_traces(trace: Trace, context: dict[str, list[ContextItem]], cut: ContextItem | None) -> None:
+def _section_traces(trace: Trace, context: dict[str, list[ContextItem]]) -> None:
     dropped: dict[str, int] = {}
     for decision in trace.decisions:
         if decision.section and decision.kind not in ("duplicate", "conflict"):
@@ -341,4 +364,6 @@ def _section_traces(trace: Trace, context: dict[str, list[ContextItem]], cut: Co
         items = context[name]
         count = dropped.get(name, 0)
         trace.sections[name] = SectionTrace(sum(i.tokens for i in items), len(items),
-                                            bool(count) or any(i is cut for i in items), count)
+                                            bool(count) or any(i.metadata.get("truncated") or i.metadata.get(
+                                                "summarised") or i.metadata.get("compressed_turns") for i in items),
+                                            count)

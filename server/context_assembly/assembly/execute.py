@@ -146,10 +146,10 @@ class Executor:
             self.cache.put(key, execution)
         return execution
 
-    def _run_uri(self, ref: Reference, query: str) -> Execution:
+    def _run_uri(self, ref: Reference, query: str, min_score: float) -> Execution:
         started = time.perf_counter()
         try:
-            items = read_items(self.memory, ref.reference, query)
+            items = read_items(self.memory, ref.reference, query, min_score)
             status, error = "ok", None
         except Miss as miss:
             items, status, error = [], "missing", str(miss)
@@ -159,7 +159,7 @@ class Executor:
 
     def run(self, references: list[Reference], memories: dict[str, MemoryDefinition], request: AssemblyRequest,
             lookup: dict[str, Any], timeout_s: float, cancelled: Callable[[], bool],
-            done: Callable[[Execution], None]) -> list[Execution]:
+            done: Callable[[Execution], None], vector_min_score: float = 0.0) -> list[Execution]:
         query = request.input.text if request.input and request.input.text else ""
         deadline = time.monotonic() + timeout_s
         generations = self._generations(references, memories)
@@ -170,7 +170,7 @@ class Executor:
                 task = self.pool.submit(self._run_definition, ref, memories[ref.reference], request, lookup,
                                         deadline, cancelled, generations)
             elif ref.kind == "uri":
-                task = self.pool.submit(self._run_uri, ref, query)
+                task = self.pool.submit(self._run_uri, ref, query, vector_min_score)
             else:
                 results[index] = Execution(ref, "missing", error=ref.error)
                 done(results[index])

@@ -325,3 +325,7 @@ class ContextAssemblyClient:
 
     async def required_variables(self, memory_ids: Sequence[str]) -> JSON:
         return await self.request("contextAssembly/requiredVariables", {"memory_ids": list(memory_ids)})
+
+    async def end_turn(self, thread_id: str) -> JSON:
+        """`contextAssembly/endTurn`: the turn is complete; the thread's working memory is cleared."""
+        return await self.request("contextAssembly/endTurn", {"thread_id": thread_id})

@@ -59,7 +59,7 @@ def assemble(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     assembly_id = _assembly_id(params)
     request = {k: v for k, v in params.items() if k != ASSEMBLY_ID}
     result = session.runtime.assemble(request, observer=_Progress(ctx), cancelled=ctx.cancelled,
-                                      assembly_id=assembly_id)
+                                      assembly_id=assembly_id, llm=ctx.llm)
     return unstructure(result)
 
 
@@ -117,6 +117,18 @@ def memory_types(session: Session, params: dict[str, Any], ctx: CallContext) -> 
     return {"items": items}
 
 
+def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """Seed 002: working memory is discarded once the turn is complete. Clears the thread's scratchpad."""
+    thread_id = params["thread_id"]
+    try:  # one segment of a working:// URI, exactly as given
+        problem = None if parse_uri(f"working://{thread_id}").parts == (thread_id,) else "must be one plain segment"
+    except ContextAssemblyError as exc:
+        problem = exc.message
+    if problem is not None:
+        raise InvalidParamsError(f"invalid thread_id: {problem}", [{"path": "/thread_id", "message": problem}])
+    return {"thread_id": thread_id, "cleared": session.runtime.memory.clear_working(thread_id)}
+
+
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params)
     return unstructure(session.workspace().rule_set.evaluate(request))
@@ -136,4 +148,6 @@ METHODS = (
                summary="Evaluate the enabled (or named) rule engines with the per-condition explanation."),
     MethodSpec(PREFIX + "requiredVariables", required, shape(memory_ids="strings"),
                summary="The scopes and variables the named memories need."),
+    MethodSpec(PREFIX + "endTurn", end_turn, shape(thread_id="string"),
+               summary="The turn is complete: clear the thread's working memory (seed 002)."),
 )

@@ -43,13 +43,31 @@ class MemoryCall:
     error: str | None = None
     missing_variables: list[str] = field(factory=list)
     steps: list[dict[str, Any]] = field(factory=list)
+    cached: bool = False  # the pipeline's result came from the result cache
+
+
+@define
+class LadderStep:
+    """One step of the budget ladder (registry/ladder.py) on one item."""
+
+    strategy: str  # relevance_floor | compress_turns | summarize | truncate
+    action: str  # dropped | compressed | summarised | truncated
+    item_id: str | None
+    tokens_before: int
+    tokens_after: int
+    reason: str
+    memory_id: str | None = None
+    source: str | None = None
+    section: str | None = None
+    method: str | None = None  # summaries: "llm" or "extractive" (and why the model was not used)
 
 
 @define
 class DroppedItem:
     """A decision the trace records: an item left out (or a conflict settled) and why."""
 
-    kind: str  # "duplicate" | "cap" | "max_items" | "max_tokens" | "budget" | "excluded" | "conflict"
+    # "duplicate" | "cap" | "max_items" | "max_tokens" | "shortened" | "budget" | "relevance" | "excluded" | "conflict"
+    kind: str
     reason: str
     item_id: str | None = None
     memory_id: str | None = None
@@ -69,6 +87,8 @@ class Trace:
     decisions: list[DroppedItem] = field(factory=list)
     section_order: list[str] = field(factory=lambda: list(SECTION_NAMES))  # effective packing order
     stages: dict[str, float] = field(factory=dict)  # stage name -> duration in ms
+    ladder: list[LadderStep] = field(factory=list)  # what the budget ladder did, step by step
+    tools: list[dict[str, Any]] = field(factory=list)  # request tools: score, kept or not, and why
 
 
 @define

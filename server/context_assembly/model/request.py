@@ -40,3 +40,5 @@ class AssemblyRequest:
     constraints: Constraints | None = None
     rule_engine_ids: list[str] | None = None
     thread_id: str | None = None
+    system_prompt: str | None = None  # seed 003: the agent's system prompt, into `constraints`
+    tools: list[dict[str, Any]] | None = None  # seed 003: tool schemas, filtered by relevance to the task

@@ -39,6 +39,7 @@ class Item:
     metadata: dict[str, Any] = field(factory=dict)
     id: str = ""  # derived from source + content when not given; steps pass a better discriminator
     origin: str = ""  # the step that produced the item (merge groups by it; annotate records it)
+    raw_content: str | None = None  # the content before a `format` step rendered it (dedupe reads it)
 
     def __attrs_post_init__(self) -> None:
         if not self.id:

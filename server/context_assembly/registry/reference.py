@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from .ingestion import PROCESSORS, TRIGGERS
+from .ladder import LADDER
 from .operators import OPERATORS
 from .sections import PRIORITIES, SECTIONS
 from .steps import step_types
@@ -58,8 +59,15 @@ def ingestion() -> str:
     return _table(("trigger / processor", "meaning"), rows)
 
 
+def ladder() -> str:
+    rows = [(f"{i}. `{s.name}`", s.description, ", ".join(f"`budget.{k}`" for k in s.settings), s.example)
+            for i, s in enumerate(LADDER, start=1)]
+    return _table(("strategy", "what it does", "settings", "a trace step"), rows)
+
+
 TOPICS: dict[str, Callable[[], str]] = {
     "operators": operators, "variables": variables, "sections": sections, "steps": steps, "ingestion": ingestion,
+    "ladder": ladder,
 }
 
 

@@ -239,9 +239,12 @@ STEP_TYPES: tuple[StepSpec, ...] = (
            "Item field -> weight.", required=True),
     ), {"type": "score", "weights": {"score": 1.0, "metadata.recency": 0.5}}, run=".ranking:score"),
     # transform
-    StepSpec("summarize", "transform", "Condense the items into fewer items.", (
-        _p("max_items", integer(1), "The most items to keep.", required=True),
-    ), {"type": "summarize", "max_items": 3}, run=".transform:summarize"),
+    StepSpec("summarize", "transform", "Condense the items: fewer items (max_items), shorter items (max_tokens: "
+             "an extractive summary of each longer item, lead sentence plus those sharing most words with the "
+             "query); at least one of the two.", (
+        _p("max_items", integer(1), "The most items to keep; a last item names the rest."),
+        _p("max_tokens", integer(1), "Items longer than this (ceil(chars/4)) are summarised to it."),
+    ), {"type": "summarize", "max_items": 3, "max_tokens": 200}, run=".transform:summarize"),
     StepSpec("format", "transform", "Render each item's content for the context window.", (
         _p("format", choice(*FORMATS), "A built-in format.", default="bullet_list"),
         _p("template", {"type": "string"}, "A logic-less {{field}} template; wins over format."),

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 
 from attrs import evolve, frozen
 
-from ..registry import ingestion, operators, sections, steps, variables
+from ..registry import ingestion, ladder, operators, sections, steps, variables
 from ..registry.ingestion import ProcessorSpec, Trigger
+from ..registry.ladder import Strategy
 from ..registry.operators import Operator
 from ..registry.sections import Priority, Section
 from ..registry.steps import StepGroup, StepSpec
@@ -29,6 +30,7 @@ class Sources:
     steps: tuple[StepSpec, ...]
     triggers: tuple[Trigger, ...]
     processors: tuple[ProcessorSpec, ...]
+    strategies: tuple[Strategy, ...] = ladder.LADDER
 
     @classmethod
     def current(cls) -> Sources:

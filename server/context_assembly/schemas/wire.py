@@ -56,6 +56,15 @@ def assembly_request(src: Sources) -> Schema:
         }),
         "rule_engine_ids": strings("Evaluate exactly these rule engines (default: every enabled one)."),
         "thread_id": string("The conversation thread (header x-thread-id in the source documents)."),
+        "system_prompt": described({"type": ["string", "null"]}, "The agent's system prompt: packed first in "
+                                   "constraints (critical)."),
+        "tools": described({"type": ["array", "null"], "items": obj(
+            "Tool", "One tool schema as the agent's model API takes it.",
+            {"name": described({"type": "string", "minLength": 1}, "The tool's name."),
+             "description": string("What the tool does (compared with the task).")},
+            ["name"], closed=False)},
+            "Tool schemas ({name, description, parameters | input_schema, ...}): the ones most relevant to the task "
+            "(settings tools.top_k, tools.min_score) go to knowledge (high); the trace says why."),
         "workDoneToken": described({"type": ["integer", "string"]}, "LSP progress token."),
         "partialResultToken": described({"type": ["integer", "string"]}, "LSP partial-result token."),
     }, ["scope_variables"])
@@ -110,6 +119,9 @@ def assembled_context(src: Sources) -> Schema:
         "sections": obj("Sections", "Per-section token use.",
                         {s.name: ref("section_trace") for s in src.sections}),
         "decisions": _open_records("Conflicts settled, caps applied, items dropped, and why."),
+        "ladder": _open_records("Each step of the budget ladder: strategy, action, item, tokens before and "
+                                "after, reason (and a summary's method)."),
+        "tools": _open_records("Each tool of the request: name, score, kept, reason."),
     }, ["memory_calls", "rules_applied", "variables_used", "missing_variables", "sections", "decisions"],
         closed=False)
     meta = obj("Meta", "About this assembly.", {
@@ -127,7 +139,38 @@ def assembled_context(src: Sources) -> Schema:
     )
 
 
-def settings(_src: Sources) -> Schema:
+def _number(description: str, default: float, maximum: float | None = None) -> Schema:
+    schema: Schema = {"type": "number", "minimum": 0}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return described(schema, description, default)
+
+
+def _budget(src: Sources) -> Schema:
+    ladder = described({"type": "array", "items": {"enum": [s.name for s in src.strategies]},
+                        "uniqueItems": True},
+                       "The strategies applied, in this order, when the context is over its budget; leave one "
+                       "out to switch it off (whole items are still dropped from the lowest-priority end).\n"
+                       + listing((s.name, s.description) for s in src.strategies),
+                       [s.name for s in src.strategies])
+    return obj("Budget", "What the assembly does when the context is over its budget (the seed-003 ladder).", {
+        "ladder": ladder,
+        "relevance_floor": _number("relevance_floor: scored hits below this are dropped first.", 0.2, 1),
+        "keep_recent_turns": integer("compress_turns: the newest turns of a thread kept verbatim.", 0, 4),
+        "summarize_above_tokens": integer("summarize: items longer than this are summarised.", 1, 300),
+        "summary_tokens": integer("compress_turns, summarize: the size a summary aims at.", 1, 120),
+        "summary_timeout_ms": integer("summarize: how long the client's model may take per summary before "
+                                      "the extractive summary is used.", 1, 3000),
+        "min_truncated_tokens": integer("truncate: a cut item keeps at least this many tokens, else it is "
+                                        "dropped.", 1, 8),
+        "warnings_max_tokens": integer("The warnings section's own cap (warnings of one kind are folded "
+                                       "first).", 1, 200),
+        "vector_min_score": _number("The score floor of a vector:// collection used directly as a reference.",
+                                    0.2, 1),
+    })
+
+
+def settings(src: Sources) -> Schema:
     max_tokens = described({"type": ["integer", "null"], "minimum": 1},
                            "The default token budget of an assembly (null = no budget).")
     max_tokens["default"] = None
@@ -157,6 +200,11 @@ def settings(_src: Sources) -> Schema:
                                  "same key share every store."),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
+        "budget": _budget(src),
+        "tools": obj("Tools", "Tool schemas a request passes in (`tools`): which are kept.", {
+            "top_k": integer("At most this many tools, the most relevant to the task first.", 0, 8),
+            "min_score": _number("Tools less similar to the task than this are left out.", 0.1, 1),
+        }),
     })
     return document(
         "settings", "Context assembly settings",

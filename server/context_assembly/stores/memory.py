@@ -264,7 +264,8 @@ class MemoryRouter:
 
     def _read_working(self, uri: MemoryUri) -> tuple[bool, Any]:
         if len(uri.parts) == 1:
-            return (True, self.working.list(uri.parts[0]))
+            scratch = self.working.list(uri.parts[0])  # none left (the turn ended): it does not exist
+            return (bool(scratch), scratch or None)
         entry = self.working.get(*uri.parts)
         return (entry is not None, entry.value if entry else None)
 

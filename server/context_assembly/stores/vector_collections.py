@@ -185,7 +185,9 @@ class VectorCollections:
         pool = max(HYBRID_POOL, 4 * top_k)
         fused: dict[int, float] = {}
         cosine = dict(self._vector(collection, query, pool, min_score))
-        for leg in (list(cosine), [i for i, _ in self._keyword(collection, query, pool)]):
+        # with a floor, a keyword-only hit must also clear it (an irrelevant 0.05 hit stays out)
+        keyword = [i for i, _ in self._keyword(collection, query, pool) if min_score <= 0 or i in cosine]
+        for leg in (list(cosine), keyword):
             for rank, chunk_id in enumerate(leg, start=1):
                 fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
         best = 2.0 / (RRF_K + 1)

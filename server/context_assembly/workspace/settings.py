@@ -9,6 +9,7 @@ import attrs
 from attrs import define, field
 
 from ..model.problems import Problem
+from ..registry.ladder import STRATEGY_NAMES
 
 TOKENIZERS = ("estimate", "cl100k", "o200k")
 
@@ -21,6 +22,29 @@ class StoreSettings:
 
 
 @define
+class BudgetSettings:
+    """The budget ladder (registry/ladder.py) and the caps it works with (README "When the budget is tight")."""
+
+    ladder: list[str] = field(factory=lambda: list(STRATEGY_NAMES))  # order; a name left out is switched off
+    relevance_floor: float = 0.2  # scored hits below it go first when over budget
+    keep_recent_turns: int = 4
+    summarize_above_tokens: int = 300
+    summary_tokens: int = 120
+    summary_timeout_ms: int = 3000
+    min_truncated_tokens: int = 8  # a cut shorter than this is a drop
+    warnings_max_tokens: int = 200  # the warnings section's own cap
+    vector_min_score: float = 0.2  # the floor of a vector:// collection used directly as a reference
+
+
+@define
+class ToolSettings:
+    """Tool schemas passed in a request: how many are kept and how relevant they must be."""
+
+    top_k: int = 8
+    min_score: float = 0.1
+
+
+@define
 class Settings:
     max_tokens: int | None = None  # default budget when a request sets none
     tokenizer: str = "estimate"  # "estimate" = ceil(chars / 4), as in the seeds
@@ -29,6 +53,8 @@ class Settings:
     snapshots: bool = False
     stores: StoreSettings = field(factory=StoreSettings)
     diagnostics_debounce_ms: int = 300
+    budget: BudgetSettings = field(factory=BudgetSettings)
+    tools: ToolSettings = field(factory=ToolSettings)
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
@@ -37,8 +63,12 @@ class Settings:
             if key in base and value is not None:
                 base[key] = {**base[key], **value} if isinstance(base[key], dict) and isinstance(value, dict) \
                     else value
-        base["stores"] = StoreSettings(**base["stores"])
+        for key, kind in _NESTED.items():
+            base[key] = kind(**base[key])
         return Settings(**base)
+
+
+_NESTED: dict[str, type] = {"stores": StoreSettings, "budget": BudgetSettings, "tools": ToolSettings}
 
 
 def load_settings(path: Path) -> tuple[Settings, list[Problem]]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ...registry.steps import FORMATS
+from ...shortening import extractive
 from ..context import StepContext, StepError, choice_param, int_param, object_param
 from ..items import Item, item_id
 from ..templates import render_fields
@@ -13,12 +15,23 @@ from ..templates import render_fields
 _MAX_TITLES = 10  # titles named in a summary line
 
 
+def estimate(text: str) -> int:
+    """The seeds' ceil(chars / 4): a step does not know the assembly's tokenizer."""
+    return math.ceil(len(text) / 4)
+
+
 def summarize(params: dict[str, Any], ctx: StepContext) -> None:
-    """Keep the first `max_items` and add one line naming the rest (no model involved)."""
+    """`max_tokens`: each longer item becomes its extractive summary (the lead sentence plus the
+    sentences sharing most words with the query). `max_items`: keep the first ones and add one line
+    naming the rest. No model involved; at least one of the two is required."""
     limit = int_param(params, "max_items", minimum=1)
-    if limit is None:
-        raise StepError("'max_items' is required")
-    if len(ctx.items) <= limit:
+    max_tokens = int_param(params, "max_tokens", minimum=1)
+    if limit is None and max_tokens is None:
+        raise StepError("'max_items' or 'max_tokens' is required")
+    if max_tokens is not None:
+        for item in ctx.items:
+            _summarise(item, max_tokens, ctx.query or str(ctx.lookup.get("input.text") or ""))
+    if limit is None or len(ctx.items) <= limit:
         return
     kept, rest = ctx.items[:limit], ctx.items[limit:]
     titles = [i.title or i.source for i in rest]
@@ -29,6 +42,18 @@ def summarize(params: dict[str, Any], ctx: StepContext) -> None:
                              "sources": sources},
                    id=item_id(sources[0], "summary:" + ",".join(i.id for i in rest)), origin=ctx.step)
     ctx.items = [*kept, summary]
+
+
+def _summarise(item: Item, max_tokens: int, query: str) -> None:
+    tokens = estimate(item.content)
+    if tokens <= max_tokens:
+        return
+    summary = extractive(item.content, query, max_tokens, estimate)
+    if summary:
+        if item.raw_content is None:
+            item.raw_content = item.content
+        item.content = summary
+        item.metadata.update(summarised=True, original_tokens=tokens)
 
 
 def _indent(text: str, prefix: str) -> str:
@@ -57,6 +82,8 @@ def format_items(params: dict[str, Any], ctx: StepContext) -> None:
         raise StepError("'template' must be a string")
     style = choice_param(params, "format", FORMATS, "bullet_list")
     for position, item in enumerate(ctx.items, start=1):
+        if item.raw_content is None:
+            item.raw_content = item.content
         item.content = render_fields(template, item) if template is not None else render(item, style, position)
         item.metadata["format"] = "template" if template is not None else style
 

@@ -1,0 +1,79 @@
+"""Shortening text without leaving half a sentence: a cut at a sentence (else word) boundary that
+ends with a marker saying how much was left out, and an extractive summary (the lead sentence plus
+the sentences sharing most words with a task). Pure functions over text and a token counter; the
+budget ladder and the `summarize` pipeline step both use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+Counter = Callable[[str], int]
+TRUNCATION_PREFIX = "[… truncated"
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD_END = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def truncation_marker(left_out: int, total: int) -> str:
+    return f"[… truncated: {left_out} of {total} tokens left out]"
+
+
+def shorten(text: str, max_tokens: int, count: Counter, total: int | None = None) -> str | None:
+    """The longest sentence-bounded (else word-bounded) prefix plus the marker within `max_tokens`;
+    None when not even one word fits beside the marker. `total` is the size the marker reports
+    (the original item's, when `text` is already a shortened form)."""
+    whole = count(text) if total is None else total
+    for pattern in (SENTENCE_END, _WORD_END):
+        ends = [m.start() for m in pattern.finditer(text) if m.start() > 0]
+        best = _longest_fitting(text, ends, max_tokens, count, whole)
+        if best is not None:
+            return best
+    return None
+
+
+def _cut(text: str, end: int, count: Counter, total: int) -> str:
+    prefix = text[:end].rstrip()
+    return f"{prefix}\n{truncation_marker(max(0, total - count(prefix)), total)}"
+
+
+def _longest_fitting(text: str, ends: list[int], max_tokens: int, count: Counter, total: int) -> str | None:
+    """Binary search over boundary positions (token counts grow with the prefix length)."""
+    low, high, best = 0, len(ends) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        candidate = _cut(text, ends[middle], count, total)
+        if count(candidate) <= max_tokens:
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def extractive(text: str, task: str, max_tokens: int, count: Counter) -> str | None:
+    """The lead sentence, then the sentences sharing most words with the task, in text order."""
+    found = split_sentences(text)
+    if not found:
+        return None
+    words = {w.casefold() for w in _WORD.findall(task)}
+    overlap = [len(words & {w.casefold() for w in _WORD.findall(s)}) for s in found]
+    ranked = [0] + sorted(range(1, len(found)), key=lambda i: (-overlap[i], i))
+    if count(found[0]) > max_tokens:  # even the lead sentence is too long: cut it at a word
+        return shorten(found[0], max_tokens, count)
+    # sum of the parts (+1 per joining space) bounds the whole for ceil(len/4) and is close for
+    # exact encodings; the result is checked once and trimmed from the last choice if need be
+    chosen: list[int] = []
+    used = -1
+    for index in ranked:
+        size = count(found[index]) + 1
+        if used + size <= max_tokens:
+            chosen.append(index)
+            used += size
+    while len(chosen) > 1 and count(" ".join(found[i] for i in sorted(chosen))) > max_tokens:
+        chosen.pop()
+    return " ".join(found[i] for i in sorted(chosen))

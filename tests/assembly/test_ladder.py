@@ -1,0 +1,255 @@
+"""The budget ladder of seed 003 end to end: shorten before dropping, compress before cutting, every
+step traced (README "When the budget is tight")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.model import unstructure
+from context_assembly.runtime import Runtime
+from context_assembly.schemas import validation_errors
+
+from ..workspace.builder import write
+
+SCOPES = {"project": {"project_id": "p"}, "thread": {"thread_id": "t-1"}}
+MARKER = re.compile(r"\[… truncated: (\d+) of (\d+) tokens left out\]$")
+
+
+def definition(memory_id: str, steps: list[dict[str, Any]], section: str = "knowledge", priority: str = "medium",
+               **contribution: Any) -> dict[str, Any]:
+    return {"id": memory_id, "label": memory_id, "status": "active", "retrieval": {"pipeline": steps},
+            "contribution": {"section": section, "priority": priority, **contribution}}
+
+
+def sentences(word: str, count: int) -> str:
+    return " ".join(f"The {word} sentence number {i} says something about the service layout." for i in range(count))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    write(tmp_path, "context-rule-engines/main.json", {"id": "main", "rules": []})
+    (tmp_path / ".codebolt/memory").mkdir(parents=True)
+    return tmp_path
+
+
+@pytest.fixture
+def runtime(root: Path) -> Iterator[Runtime]:
+    rt = Runtime(root)
+    yield rt
+    rt.close()
+
+
+def assemble(rt: Runtime, text: str = "explain the service layout", **extra: Any) -> dict[str, Any]:
+    result = unstructure(rt.assemble({"scope_variables": SCOPES, "input": {"text": text}, "thread_id": "t-1",
+                                      **extra}))
+    assert validation_errors("assembled-context", result) == []
+    assert result["meta"]["token_estimate"] <= (result["meta"].get("max_tokens") or 10**9)
+    return result
+
+
+def items(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for section in result["context"].values() for item in section]
+
+
+def steps(result: dict[str, Any], strategy: str) -> list[dict[str, Any]]:
+    return [s for s in result["trace"]["ladder"] if s["strategy"] == strategy]
+
+
+def test_a_critical_document_over_the_budget_is_shortened_not_lost(runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/arch.json",
+          definition("arch", [{"type": "markdown_read", "note": "arch"}], "constraints", "critical"))
+    (root / ".codebolt/memory/arch.md").write_text(sentences("architecture", 60))
+    result = assemble(runtime, explicit_memory=["arch"], constraints={"max_tokens": 120})
+    [doc] = [i for i in result["context"]["constraints"] if i["memory_id"] == "arch"]
+    found = MARKER.search(doc["content"])
+    assert found and int(found.group(2)) > 900 and doc["metadata"]["truncated"] is True
+    assert doc["content"][: found.start()].rstrip().endswith(".")  # at a sentence boundary
+    assert [s["item_id"] for s in steps(result, "truncate")] == [doc["id"]]
+
+
+def test_any_item_not_only_the_first_is_shortened(runtime: Runtime, root: Path) -> None:
+    (root / ".codebolt/memory/short.md").write_text("A short note about the layout.")
+    (root / ".codebolt/memory/long.md").write_text(sentences("long", 40))
+    full = assemble(runtime, explicit_memory=["markdown://short", "markdown://long"])
+    budget = full["meta"]["token_estimate"] - 200
+    request = {"explicit_memory": ["markdown://short", "markdown://long"], "constraints": {"max_tokens": budget}}
+    result = assemble(runtime, **request)
+    kept = {i["source"]: i for i in result["context"]["knowledge"]}
+    assert set(kept) == {"markdown://short", "markdown://long"}
+    assert kept["markdown://long"]["metadata"]["summary"] == "extractive"  # summarised before any cut
+    assert [s["strategy"] for s in result["trace"]["ladder"]] == ["summarize"]
+    write(root, "context-assembly.json", {"budget": {"ladder": ["truncate"]}})
+    result = assemble(runtime, **request)
+    kept = {i["source"]: i for i in result["context"]["knowledge"]}
+    assert set(kept) == {"markdown://short", "markdown://long"}
+    assert MARKER.search(kept["markdown://long"]["content"])
+
+
+def test_a_per_memory_max_tokens_shortens_its_last_item_rather_than_emptying_the_source(
+        runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/docs.json",
+          definition("docs", [{"type": "markdown_read", "note": "big"}], max_tokens=60))
+    (root / ".codebolt/memory/big.md").write_text(sentences("big", 20))
+    result = assemble(runtime, explicit_memory=["docs"])
+    [doc] = [i for i in result["context"]["knowledge"] if i["memory_id"] == "docs"]
+    assert doc["tokens"] <= 60 and MARKER.search(doc["content"])
+    assert any(d["kind"] == "shortened" and d["by"] == "contribution of docs" for d in result["trace"]["decisions"])
+
+
+def _docs(rt: Runtime) -> None:
+    rt.memory.write("vector://docs/a", {"text": "The login timeout is configured in auth settings."})
+    rt.memory.write("vector://docs/b", {"text": "Bananas are yellow fruit grown in warm places timeout."})
+    rt.memory.write("vector://docs/c", {"text": "Gardening tips for spring tomatoes."})
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_min_score_is_honoured_by_vector_and_hybrid_search(runtime: Runtime, root: Path, mode: str) -> None:
+    _docs(runtime)
+    steps = [{"type": "derive_query", "from": ["input.text"], "method": "passthrough"},
+             {"type": "vector_search", "collection": "docs", "topK": 5, "minScore": 0.5, "mode": mode}]
+    write(root, "PersistentMemory/search.json", definition("search", steps))
+    result = assemble(runtime, "login timeout", explicit_memory=["search"])
+    assert [i["metadata"]["doc_uri"] for i in result["context"]["knowledge"]] == ["a"]
+
+
+def test_a_collection_used_directly_has_a_relevance_floor_from_the_settings(runtime: Runtime, root: Path) -> None:
+    _docs(runtime)
+    result = assemble(runtime, "login timeout", explicit_memory=["vector://docs"])
+    assert {i["source"] for i in result["context"]["knowledge"]} == {"vector://docs/a", "vector://docs/b"}  # not 0.02
+    write(root, "context-assembly.json", {"budget": {"vector_min_score": 0.5}})
+    result = assemble(runtime, "login timeout", explicit_memory=["vector://docs"])
+    assert [i["source"] for i in result["context"]["knowledge"]] == ["vector://docs/a"]
+
+
+def test_dedupe_is_on_the_raw_content_before_format_templates(runtime: Runtime, root: Path) -> None:
+    runtime.memory.write("kv://notes/auth", "Sessions expire after 30 minutes.")
+    write(root, "PersistentMemory/plain.json", definition("plain", [{"type": "kv_get", "namespace": "notes",
+                                                                      "keys": ["auth"]}], priority="high"))
+    write(root, "PersistentMemory/fancy.json", definition("fancy", [
+        {"type": "kv_get", "namespace": "notes", "keys": ["auth"]},
+        {"type": "format", "template": "### Auth\n{{content}}"}]))
+    result = assemble(runtime, explicit_memory=["plain", "fancy"])
+    assert [i["memory_id"] for i in result["context"]["knowledge"]] == ["plain"]
+    [duplicate] = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
+    assert duplicate["memory_id"] == "fancy"
+
+
+def test_warnings_of_one_kind_are_folded_capped_and_never_crowd_out_a_constraint(
+        runtime: Runtime, root: Path) -> None:
+    write(root, "PersistentMemory/rules.json",
+          definition("rules", [{"type": "markdown_read", "note": "rules"}], "constraints", "high"))
+    (root / ".codebolt/memory/rules.md").write_text("Never push to main. Always run the tests before a commit.")
+    missing = [f"kv://gone-{i}" for i in range(15)]
+    result = assemble(runtime, explicit_memory=["rules", *missing], constraints={"max_tokens": 90})
+    assert [i["memory_id"] for i in result["context"]["constraints"]] == ["rules"]
+    folded = [w for w in result["context"]["warnings"] if w["metadata"].get("folded")]
+    assert folded and folded[0]["content"].startswith("Warning: 15 memory references do not resolve: kv://gone-0")
+    assert folded[0]["metadata"]["references"] == missing
+    wide = assemble(runtime, explicit_memory=["rules", *missing])
+    assert sum(w["tokens"] for w in wide["context"]["warnings"]) <= 200  # budget.warnings_max_tokens
+    write(root, "context-assembly.json", {"budget": {"warnings_max_tokens": 30}})
+    capped = assemble(runtime, explicit_memory=["rules", *missing])
+    assert sum(w["tokens"] for w in capped["context"]["warnings"]) <= 30
+    assert "truncated" in capped["context"]["warnings"][0]["content"]
+
+
+def test_a_kv_reference_naming_a_namespace_loads_all_of_it_under_the_caps(runtime: Runtime, root: Path) -> None:
+    for key, value in (("tone", "terse"), ("lang", "en"), ("editor", {"name": "vim"})):
+        runtime.memory.write(f"kv://prefs/{key}", value)
+    runtime.memory.write("kv://team/prefs/tone", "formal")
+    runtime.memory.write("kv://flags", {"beta": True})  # a key of the default namespace wins over a namespace
+    result = assemble(runtime, explicit_memory=["kv://prefs", "kv://team/prefs", "kv://flags"])
+    contents = [i["content"].split(":")[0] for i in result["context"]["knowledge"]]
+    assert contents[:3] == ["editor", "lang", "tone"] and len(contents) == 5
+    assert "tone: formal" in [i["content"] for i in result["context"]["knowledge"]]
+    sources = {i["source"] for i in result["context"]["knowledge"]}
+    assert {"kv://prefs/tone", "kv://team/prefs/tone", "kv://flags"} <= sources
+    write(root, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "cap", "when": [], "then": {"caps": [{"target": "kv://prefs", "max_items": 2}]}}]})
+    capped = assemble(runtime, explicit_memory=["kv://prefs"])
+    assert len(capped["context"]["knowledge"]) == 2
+    assert any(d["kind"] == "cap" for d in capped["trace"]["decisions"])
+    missing = assemble(runtime, explicit_memory=["kv://nothing-here"])
+    assert "kv://nothing-here" in missing["context"]["warnings"][0]["content"]
+
+
+TOOLS = [
+    {"name": "read_file", "description": "Read a file of the project from disk.",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    {"name": "run_tests", "description": "Run the test suite and report failing tests.",
+     "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}},
+    {"name": "send_email", "description": "Send an email message to a recipient."},
+    {"name": "weather", "description": "Current weather forecast for a city."},
+]
+
+
+def test_system_prompt_and_relevant_tools_from_the_request(runtime: Runtime, root: Path) -> None:
+    write(root, "context-assembly.json", {"tools": {"top_k": 2, "min_score": 0.05}})
+    result = assemble(runtime, "read the file and run the failing tests", system_prompt="You are a careful coder.",
+                      tools=TOOLS)
+    [prompt] = [i for i in result["context"]["constraints"] if i["id"] == "request:system_prompt"]
+    assert prompt["content"] == "You are a careful coder." and prompt["priority"] == "critical"
+    tools = [i for i in result["context"]["knowledge"] if i["metadata"].get("kind") == "tool"]
+    assert {t["metadata"]["tool"] for t in tools} == {"read_file", "run_tests"}
+    assert all(t["priority"] == "high" and '"path"' in t["content"] or '"pattern"' in t["content"] for t in tools)
+    told = {t["name"]: t for t in result["trace"]["tools"]}
+    assert set(told) == {t["name"] for t in TOOLS}
+    assert told["read_file"]["kept"] is True and told["send_email"]["kept"] is False
+    assert "top_k" in told["send_email"]["reason"] or "min_score" in told["send_email"]["reason"]
+    assert all(isinstance(t["score"], float) for t in told.values())
+
+
+def test_tools_below_the_floor_are_left_out_and_bad_tools_are_refused(runtime: Runtime, root: Path) -> None:
+    write(root, "context-assembly.json", {"tools": {"top_k": 8, "min_score": 0.99}})
+    result = assemble(runtime, "read the file", tools=TOOLS)
+    assert not [i for i in result["context"]["knowledge"] if i["metadata"].get("kind") == "tool"]
+    assert all("min_score" in t["reason"] for t in result["trace"]["tools"])
+    from context_assembly.errors import InvalidParamsError
+
+    with pytest.raises(InvalidParamsError) as caught:
+        runtime.assemble({"scope_variables": SCOPES, "tools": [{"description": "no name"}], "system_prompt": 3})
+    paths = {e["path"] for e in caught.value.errors}
+    assert "/tools/0" in paths and "/system_prompt" in paths
+
+
+def test_memory_calls_say_when_the_result_came_from_the_cache(runtime: Runtime, root: Path) -> None:
+    runtime.memory.write("kv://notes/auth", "Sessions expire after 30 minutes.")
+    write(root, "PersistentMemory/plain.json", definition("plain", [{"type": "kv_get", "namespace": "notes",
+                                                                      "keys": ["auth"]}]))
+    first, second = (assemble(runtime, explicit_memory=["plain"])["trace"]["memory_calls"][0] for _ in range(2))
+    assert (first["cached"], second["cached"]) == (False, True) and second["status"] == "cached"
+
+
+def test_older_turns_are_compressed_end_to_end_and_every_step_is_traced(runtime: Runtime) -> None:
+    for i in range(12):
+        runtime.memory.write("episodic://t-1", {"role": "user" if i % 2 else "assistant",
+                                                "content": f"Turn {i} discusses the service layout in detail. " * 3})
+    full = assemble(runtime, explicit_memory=["episodic://t-1"])
+    result = assemble(runtime, explicit_memory=["episodic://t-1"],
+                      constraints={"max_tokens": full["meta"]["token_estimate"] - 100})
+    [step] = [s for s in result["trace"]["ladder"] if s["strategy"] == "compress_turns"]
+    assert step["tokens_after"] < step["tokens_before"] and step["method"] == "extractive"
+    history = result["context"]["history"]
+    assert history[0]["content"].startswith("Earlier turns (8, summarised):")
+    assert [h["content"] for h in history[1:]] == [h["content"] for h in full["context"]["history"][-4:]]
+    assert result["trace"]["sections"]["history"]["truncated"] is True
+
+
+def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp_path: Path) -> None:
+    from context_assembly.workspace.settings import load_settings
+
+    path = tmp_path / "context-assembly.json"
+    path.write_text('{"budget": {"ladder": ["truncate", "shrink"]}, "tools": {"top_k": 2}}')
+    settings, problems = load_settings(path)
+    assert [p.path for p in problems] == ["/budget/ladder/1"]
+    assert settings.budget.ladder == ["relevance_floor", "compress_turns", "summarize", "truncate"]
+    assert settings.tools.top_k == 2
+    path.write_text('{"budget": {"ladder": ["summarize", "truncate"], "keep_recent_turns": 2}}')
+    settings, problems = load_settings(path)
+    assert problems == [] and settings.budget.ladder == ["summarize", "truncate"]
+    assert settings.budget.keep_recent_turns == 2 and settings.budget.summary_tokens == 120
