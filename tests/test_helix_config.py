@@ -1,10 +1,11 @@
 """The Helix snippet (`editor-clients/helix/languages.toml`): valid TOML, the server entry starts
-`context-assembly serve` with settings the server accepts, and JSON and YAML use it next to Helix's
-default servers. (Helix itself is not packaged for Debian; what the server does with the
-non-definition files Helix sends it is checked with a real editor in test_neovim_client.py.)"""
+`context-assembly serve` with settings the server accepts, and only files under `.codebolt/` get the
+two languages that use it (JSON and YAML elsewhere keep Helix's own servers). Helix itself is not
+packaged for Debian, so its glob rule is reproduced here."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import tomllib
 from pathlib import Path
@@ -15,8 +16,6 @@ import jsonschema
 REPO = Path(__file__).resolve().parent.parent
 HELIX = REPO / "editor-clients" / "helix"
 SERVER = "context-assembly"
-# Helix's built-in servers for these languages: the snippet replaces the list, so it must keep them
-DEFAULT_SERVERS = {"json": "vscode-json-language-server", "yaml": "yaml-language-server"}
 
 
 def _config() -> dict[str, Any]:
@@ -46,20 +45,45 @@ def test_settings_reach_both_places_the_server_reads_and_are_valid() -> None:
     assert config["settings"], "the snippet should show at least one setting"
 
 
-def test_json_and_yaml_use_the_server_next_to_the_defaults() -> None:
+def _helix_glob_matches(glob: str, path: str) -> bool:
+    """Helix's rule: a relative glob gets `*/` in front and is matched against the absolute path,
+    with `*` crossing `/` (globset's default)."""
+    pattern = glob if glob.startswith(("/", "*")) else "*/" + glob
+    return fnmatch.fnmatchcase(path, pattern)
+
+
+def test_only_files_under_codebolt_get_the_languages_that_start_the_server() -> None:
     languages = {entry["name"]: entry for entry in _config()["language"]}
-    assert set(languages) == {"json", "yaml"}
+    assert set(languages) == {"codebolt-json", "codebolt-yaml"}, "json and yaml themselves stay Helix's"
+    cases = {
+        "codebolt-json": (["/home/u/shop/.codebolt/context-rule-engines/planning.json",
+                           "/home/u/shop/.codebolt/knowledgegraph/views/dependents.json",
+                           "/srv/mono/svc/.codebolt/PersistentMemory/docs.json"],
+                          ["/home/u/shop/package.json", "/home/u/shop/.codebolt-old/a.json",
+                           "/home/u/shop/.codebolt/PersistentMemory/a.yaml"]),
+        "codebolt-yaml": (["/home/u/shop/.codebolt/ContextRuleEngine/02_security.yaml",
+                           "/home/u/shop/.codebolt/PersistentMemory/notes.yml"],
+                          ["/home/u/shop/.github/workflows/ci.yml", "/home/u/shop/codebolt/a.yaml"]),
+    }
     for name, language in languages.items():
-        servers = _server_names(language)
-        assert SERVER in servers, name
-        assert DEFAULT_SERVERS[name] in servers, f"{name}: the built-in server would be dropped"
-        assert len(servers) == len(set(servers)), name
-        assert language.get("roots") == [".codebolt"], name
-        # only what is needed: everything else of the language stays Helix's built-in configuration
-        assert set(language) <= {"name", "language-servers", "roots"}, name
+        assert _server_names(language) == [SERVER], name
+        fmt = name.removeprefix("codebolt-")
+        assert language["grammar"] == fmt and language["language-id"] == fmt, name
+        assert language["roots"] == [".codebolt"] and language["scope"].startswith("source."), name
+        globs = [entry["glob"] for entry in language["file-types"]]
+        matching, other = cases[name]
+        for path in matching:
+            assert any(_helix_glob_matches(glob, path) for glob in globs), (name, path)
+        for path in other:
+            assert not any(_helix_glob_matches(glob, path) for glob in globs), (name, path)
+        # the grammar's highlighting, indentation and text objects, found by language name
+        queries = HELIX / "runtime" / "queries" / name
+        for query in ("highlights.scm", "indents.scm", "textobjects.scm"):
+            assert (queries / query).read_text(encoding="utf-8").strip() == f"; inherits: {fmt}", (name, query)
 
 
 def test_readme_names_the_places_and_the_health_check() -> None:
     readme = (HELIX / "README.md").read_text(encoding="utf-8")
-    for needle in ("~/.config/helix/languages.toml", ".helix/languages.toml", "hx --health", "language-servers"):
+    for needle in ("~/.config/helix/languages.toml", ".helix/languages.toml", "hx --health codebolt-json",
+                   "~/.config/helix/runtime/queries/", "Helix 24.03", "pipx install ."):
         assert needle in readme, needle

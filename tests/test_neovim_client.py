@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from context_assembly.formatting import format_text
 from context_assembly.registry.operators import lookup_operator
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,6 +120,32 @@ local function run()
   vim.wait(config.timeout_ms, function() return vim.api.nvim_get_current_buf() ~= before end, 50)
   out.command_output = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
   vim.cmd('close')
+
+  -- inlay hints and semantic tokens as Neovim's client asks for them (0.7 renders neither itself)
+  local last = vim.api.nvim_buf_line_count(bufnr)
+  local function ask_document(method, extra)
+    local params = vim.tbl_extend('force', { textDocument = { uri = uri } }, extra or {})
+    local responses, err = vim.lsp.buf_request_sync(bufnr, method, params, config.timeout_ms)
+    if responses == nil then error(method .. ': ' .. tostring(err)) end
+    for _, response in pairs(responses) do
+      if response.err then error(method .. ': ' .. vim.inspect(response.err)) end
+      return response.result
+    end
+  end
+  out.inlay_hints = ask_document('textDocument/inlayHint',
+    { range = { start = { line = 0, character = 0 }, ['end'] = { line = last, character = 0 } } })
+  out.semantic_tokens = ask_document('textDocument/semanticTokens/full')
+  local provider = client.server_capabilities and client.server_capabilities.semanticTokensProvider
+  out.legend = provider and provider.legend
+
+  -- Neovim's own formatting command on the rule buffer (0.8+: format, 0.7: formatting_sync)
+  vim.api.nvim_set_current_buf(bufnr)
+  if vim.lsp.buf.format then
+    vim.lsp.buf.format({ bufnr = bufnr, timeout_ms = config.timeout_ms })
+  else
+    vim.lsp.buf.formatting_sync(nil, config.timeout_ms)
+  end
+  out.formatted = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), '\n') .. '\n'
 
   -- a JSON file outside .codebolt/: the module does not attach; a client that sends every JSON file
   -- (as Helix does) is answered with nothing: no diagnostics, no completion, no hover
@@ -263,6 +290,25 @@ def test_neovim_client_against_the_server(example_copy: Path, tmp_path: Path) ->
 
     # :ContextAssemblyEvaluate shows the same result
     assert "matched: architecture-docs" in out["command_output"], context
+
+    # (e) inlay hints: where a field is read from, a memory's section and priority
+    lines = RULE_FILE.splitlines()
+    hints = {(lines[h["position"]["line"]][:h["position"]["character"]].strip(), h["label"])
+             for h in out["inlay_hints"]}
+    assert ('{ "field": "addVar.phase"', "← additional_variables.phase") in hints, context
+    assert ('"then": { "add_memories": ["architecture-docs"', "knowledge · high") in hints, context
+
+    # (f) semantic tokens against the legend the server announced
+    legend, data, decoded, line, start = out["legend"], out["semantic_tokens"]["data"], [], 0, 0
+    for i in range(0, len(data), 5):
+        line += data[i]
+        start = start + data[i + 1] if data[i] == 0 else data[i + 1]
+        decoded.append((lines[line][start:start + data[i + 2]], legend["tokenTypes"][data[i + 3]]))
+    assert ("scope.agent.agent_name", "variable") in decoded and ("eq", "operator") in decoded, context
+    assert ("architecture-docs", "type") in decoded and ("equal", "operator") not in decoded, context
+
+    # (g) formatting through the editor's own command gives the formatter's layout
+    assert out["formatted"] == format_text(RULE_FILE, "broken.json", "rule-engine"), context
 
     # other JSON files: not attached by the module; a client that sends them anyway gets nothing back
     assert out["other_attached"] is False, context

@@ -73,8 +73,42 @@ def quiet() -> Any:
     return open(os.devnull, "w")  # noqa: SIM115 - the sidecar's log, for the client's lifetime
 
 
+FLOOR = Path(__file__).resolve().parent / "floor_server.py"
+INIT_RATIO_TARGET = 1.3  # ours ÷ the floor, spawn → initialize answered
+
+
+async def raw_initialize(command: list[str], root: Path) -> float:
+    """Spawn `command`, send `initialize` with LSP framing, and time until its answer is read (then exit)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server")}
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                                                env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}}).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    await proc.stdin.drain()
+    length = 0
+    while True:
+        line = await proc.stdout.readline()
+        if line in (b"\r\n", b""):
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    answer = json.loads(await proc.stdout.readexactly(length))
+    elapsed = time.perf_counter() - started
+    assert answer.get("id") == 1 and "result" in answer, answer
+    proc.kill()
+    await proc.wait()
+    return elapsed
+
+
 async def startup(workspace: Path, request: dict[str, Any], spawns: int) -> dict[str, list[float]]:
-    init, first = [], []
+    init, first, floor, ours_raw = [], [], [], []
+    for _ in range(spawns):  # the floor and ours alternately, through the same raw client
+        floor.append(await raw_initialize([sys.executable, str(FLOOR)], workspace))
+        ours_raw.append(await raw_initialize([sys.executable, "-m", "context_assembly", "serve"], workspace))
     for _ in range(spawns):
         with quiet() as log:
             client = ContextAssemblyClient(workspace, stderr=log)
@@ -84,7 +118,7 @@ async def startup(workspace: Path, request: dict[str, Any], spawns: int) -> dict
             await client.assemble(request)
             first.append(time.perf_counter() - started)
             await client.close()
-    return {"initialize": init, "first_assemble": first}
+    return {"initialize": init, "first_assemble": first, "floor_initialize": floor, "ours_raw_initialize": ours_raw}
 
 
 async def timed(call: Any, count: int) -> list[float]:
@@ -144,11 +178,20 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         label = "spawn → initialize answered" if name == "initialize" else "spawn → first assemble answered"
         lines.append(f"| {label} | {ms(statistics.median(values))} | {ms(max(values))} (max) | "
                      f"{ms(statistics.fmean(values))} | {len(values)} |")
+    startup = results["startup"]
+    for name, label in (("floor_initialize", "floor: minimal pygls server, spawn → initialize answered (raw client)"),
+                        ("ours_raw_initialize", "ours, spawn → initialize answered (raw client)")):
+        values = startup[name]
+        lines.append(f"| {label} | {ms(statistics.median(values))} | {ms(max(values))} (max) | "
+                     f"{ms(statistics.fmean(values))} | {len(values)} |")
     for name in ("evaluateRules", "assemble (cached pipelines)", "assemble (every pipeline runs)", "memory/read"):
         values = results["steady"][name]
         lines.append(f"| {name} round trip | {ms(percentile(values, 50))} | {ms(percentile(values, 99))} | "
                      f"{ms(statistics.fmean(values))} | {len(values)} |")
     steady = results["steady"]
+    ratio = statistics.median(startup["ours_raw_initialize"]) / statistics.median(startup["floor_initialize"])
+    lines += ["", f"Start-up, ours ÷ floor (p50): {ratio:.2f}× (target ≤ {INIT_RATIO_TARGET}×) "
+              f"{'PASS' if ratio <= INIT_RATIO_TARGET else 'MISS'}; load average {os.getloadavg()[0]:.2f}."]
     lines += ["", f"evaluateRules with 8 in flight: {steady['evaluateRules_concurrent_per_s']:.0f} requests/s.", "",
               f"Resident memory of the server over {args.requests} more requests (evaluateRules and assemble "
               "alternately):", "", "| after requests | RSS MiB |", "| --- | --- |"]

@@ -24,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 SIZES = ("small", "medium", "large")
 JRE, REF, OURS = "json-rules-engine", "reference", "ours"
 TARGETS = {JRE: 30.0, REF: 3.0}  # on large: minimum throughput ratio ours / peer
+# evaluateRules through the sidecar over stdio, on medium and large: minimum ratio to json-rules-engine
+SIDECAR_TARGETS = {"ours via sidecar, full trace": 10.0, 'ours via sidecar, explain="none"': 30.0}
 
 
 def run_ours(workload: Path, out: Path, runs: int) -> dict[str, Any]:
@@ -37,6 +39,15 @@ def run_ours(workload: Path, out: Path, runs: int) -> dict[str, Any]:
     return peers.read_json(stats)  # type: ignore[no-any-return]
 
 
+def run_sidecar(workload: Path, stats: Path, runs: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(HERE / "sidecar.py"), "--workload", str(workload), "--stats", str(stats),
+           "--runs", str(runs)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"sidecar.py failed:\n{proc.stdout}\n{proc.stderr}")
+    return peers.read_json(stats)  # type: ignore[no-any-return]
+
+
 def bench_size(size: str, out: Path, runs: int, modules: Path) -> tuple[dict[str, dict], list[str]]:
     """Run everything on one size: ({row name: stats}, cross-check failures)."""
     workload = peers.gen_workload(size, out / "data")
@@ -44,11 +55,15 @@ def bench_size(size: str, out: Path, runs: int, modules: Path) -> tuple[dict[str
              ((OURS, "ours"), ("ours-explain", "ours-explain"), (REF, "ref"), (JRE, "jre"))}
     print(f"[{size}] ours ...", flush=True)
     ours = run_ours(workload, files[OURS], runs)
+    print(f"[{size}] ours via the sidecar ...", flush=True)
+    sidecar = run_sidecar(workload, out / f"{size}.sidecar.stats.json", runs)
+    STARTS[size] = sidecar
     print(f"[{size}] reference ...", flush=True)
     ref = peers.run_reference(workload, files[REF], out / f"{size}.ref.stats.json", runs)
     print(f"[{size}] json-rules-engine ...", flush=True)
     jre = peers.run_json_rules_engine(workload, files[JRE], out / f"{size}.jre.stats.json", runs, modules)
-    rows = {JRE: jre, REF: ref, OURS: ours, **{v["impl"]: v for v in ours.get("variants", [])}}
+    rows = {JRE: jre, REF: ref, OURS: ours, **{v["impl"]: v for v in ours.get("variants", [])},
+            **{v["impl"]: v for v in sidecar["variants"]}}
     failures = []
     for expected, actual in ((REF, OURS), (JRE, OURS), (REF, JRE), (REF, "ours-explain")):
         ok, report = peers.check_outputs(files[expected], files[actual])
@@ -82,11 +97,24 @@ def table(results: dict[str, dict[str, dict]]) -> list[str]:
     return lines
 
 
+STARTS: dict[str, dict[str, Any]] = {}  # size -> the sidecar's stats (first answer, answer after an edit)
+
+
 def verdicts(results: dict[str, dict[str, dict]]) -> list[str]:
+    out = []
+    for size in ("medium", "large"):
+        for label, target in SIDECAR_TARGETS.items():
+            if size in results and label in results[size]:
+                ratio = results[size][label]["evals_per_s"] / results[size][JRE]["evals_per_s"]
+                out.append(f"{size}, {label} ÷ {JRE}: {ratio:.2f}× (target ≥ {target:g}×) "
+                           f"{'PASS' if ratio >= target else 'MISS'}")
+    for size, stats in STARTS.items():
+        out.append(f"{size}: spawn → first evaluateRules answered {stats['first_s']:.2f} s"
+                   + (" (target ≤ 1.0 s on large)" if size == "large" else "")
+                   + f"; after one rule file edit {stats['after_edit_s'] * 1000:.0f} ms")
     rows = results.get("large")
     if rows is None:
-        return ["targets apply to `large` (not run)"]
-    out = []
+        return [*out, "targets apply to `large` (not run)"]
     for peer, target in TARGETS.items():
         ratio = rows[OURS]["evals_per_s"] / rows[peer]["evals_per_s"]
         out.append(f"large, ours ÷ {peer}: {ratio:.2f}× (target ≥ {target:g}×) "

@@ -120,6 +120,29 @@ async def test_evaluate_rules_explains_each_condition(client: LanguageClient) ->
     assert "scope.agent.agent_name" in result["variables_used"] or result["variables_used"]
 
 
+async def test_evaluate_rules_explain_option_trims_the_trace(client: LanguageClient) -> None:
+    full = await call(client, "contextAssembly/evaluateRules", {**REQUEST, "explain": "all"})
+    matched = await call(client, "contextAssembly/evaluateRules", {**REQUEST, "explain": "matched"})
+    bare = await call(client, "contextAssembly/evaluateRules", {**REQUEST, "explain": "none"})
+    assert full == await call(client, "contextAssembly/evaluateRules", REQUEST)  # "all" is the default
+    for result in (matched, bare):
+        assert {k: v for k, v in result.items() if k != "engine_results"} == \
+            {k: v for k, v in full.items() if k != "engine_results"}
+    fired = [(e["engine_id"], r["rule_id"]) for e in full["engine_results"] for r in e["rules"] if r["matched"]]
+    assert fired and any(not r["matched"] for e in full["engine_results"] for r in e["rules"])
+    for result in (matched, bare):
+        assert [(e["engine_id"], r["rule_id"]) for e in result["engine_results"] for r in e["rules"]] == fired
+    conditions = {(e["engine_id"], r["rule_id"]): r["conditions"] for e in full["engine_results"] for r in e["rules"]}
+    assert any(conditions[key] for key in fired)
+    assert all(r["conditions"] == conditions[e["engine_id"], r["rule_id"]]
+               for e in matched["engine_results"] for r in e["rules"])
+    assert all(r["conditions"] == [] for e in bare["engine_results"] for r in e["rules"])
+    one = await call(client, "contextRuleEngine/evaluate", {**REQUEST, "id": "planning", "explain": "none"})
+    assert [e["engine_id"] for e in one["engine_results"]] == ["planning"]
+    error = await error_of(client, "contextAssembly/evaluateRules", {**REQUEST, "explain": "some"})
+    assert error.code == -32602 and paths(error) == ["/explain"]
+
+
 async def test_required_variables(client: LanguageClient) -> None:
     result = await call(client, "contextAssembly/requiredVariables", {"memory_ids": ["architecture-docs", "ghost"]})
     assert result["scopes"] == ["project"] and result["unknown_memory_ids"] == ["ghost"]

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_assembly.errors import InvalidParamsError, StorageError
 from context_assembly.stores import interfaces
@@ -156,3 +158,55 @@ def test_workspace_files_listing_and_generation(tmp_path: Path) -> None:
     assert files.generation() == generation
     (tmp_path / "src" / "a.py").write_text("changed")
     assert files.generation() != generation
+
+
+def _age(root: Path) -> None:
+    """Every folder under `root` last modified long ago (beyond the racy window)."""
+    for folder, _, _ in os.walk(root):
+        os.utime(folder, ns=(0, 1_000_000_000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["api-write", "api-delete", "new", "replace", "remove", "edit", "folder"]),
+                          st.sampled_from(["a", "b", "sub/c", "sub/deeper/d"]), st.text(max_size=6)), max_size=12))
+def test_watched_note_generation_agrees_with_a_full_scan(tmp_path_factory: Any, steps: list[Any]) -> None:
+    root = tmp_path_factory.mktemp("notes")
+    layout = WorkspaceLayout(root)
+    watched = MarkdownNotes(layout.memory_dir, layout.locks_dir)
+    watched.watch()
+    plain = MarkdownNotes(layout.memory_dir, layout.locks_dir)
+    for action, name, text in steps:
+        path = layout.memory_dir / f"{name}.md"
+        if action == "api-write":
+            watched.write(name, text)
+        elif action == "api-delete":
+            watched.delete(name)
+        elif action in ("new", "replace") and (action == "new" or path.exists()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(".tmp-" + path.name)
+            temporary.write_text(text + "!")  # another process's atomic write: the folder's mtime moves
+            os.replace(temporary, path)
+        elif action == "remove" and path.exists():
+            path.unlink()
+        elif action == "edit" and path.exists():
+            with open(path, "a") as handle:  # in place: only the watcher tells
+                handle.write(text + "?")
+            watched.changed()
+        elif action == "folder":
+            (layout.memory_dir / name).mkdir(parents=True, exist_ok=True)
+        assert watched.generation() == plain.generation()
+        if layout.memory_dir.exists():
+            _age(layout.memory_dir)  # so that the next check may trust the folders' mtimes
+        assert watched.generation() == plain.generation()
+
+
+def test_watched_notes_skip_the_scan_until_something_changes(notes: MarkdownNotes, tmp_path: Path) -> None:
+    notes.watch()
+    notes.write("a", "x")
+    memory_dir = notes.memory_dir
+    _age(memory_dir)
+    first = notes.generation()
+    (memory_dir / "a.md").write_text("longer text")  # in place, unreported: the watched stamp keeps its answer
+    assert notes.generation() == first
+    notes.changed()
+    assert notes.generation() != first

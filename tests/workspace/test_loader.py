@@ -83,6 +83,27 @@ def test_empty_workspace(tmp_path: Path) -> None:
     assert workspace.engines == {} and workspace.problems == []
 
 
+def test_a_rule_file_edit_recompiles_only_its_engine(tmp_path: Path) -> None:
+    rule = {"id": "r", "when": [{"field": "addVar.a", "operator": "eq", "value": 1}], "then": {"add_memories": ["m"]}}
+    path = write(tmp_path, "context-rule-engines/e.json", {"id": "e", "rules": [rule]})
+    write(tmp_path, "context-rule-engines/f.json", {"id": "f", "rules": [rule]})
+    loader = WorkspaceLoader(tmp_path)
+    request = structure({"scope_variables": {}, "additional_variables": {"a": 1}}, AssemblyRequest)
+    first = loader.load()
+    first.rule_set.evaluate_wire(request)  # builds each engine's trace program
+    before = {e.id: e for e in first.rule_set.engines}
+    write(tmp_path, "context-rule-engines/e.json", {"id": "e", "rules": [{**rule, "id": "r2"}]})
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    changed = loader.load()
+    after = {e.id: e for e in changed.rule_set.engines}
+    assert after["f"] is before["f"] and after["f"].trace is before["f"].trace is not None  # kept as built
+    assert after["e"] is not before["e"] and after["e"].trace is None  # recompiled; its trace on first use
+    rules = changed.rule_set.evaluate_wire(request)["engine_results"]
+    assert [(e["engine_id"], [r["rule_id"] for r in e["rules"] if r["matched"]]) for e in rules] == \
+        [("e", ["r2"]), ("f", ["r"])]
+
+
 def test_unchanged_definitions_are_the_same_objects_after_a_reload(example_copy: Path) -> None:
     """Structured once per file version: callers key their own caches on the definition object
     (the ingestion engine's validation, assembly's cache keys)."""

@@ -84,11 +84,13 @@ def test_factories_write_where_the_spec_says(layout: WorkspaceLayout) -> None:
 # -- create / get / list / update / delete
 
 
-def test_create_writes_pretty_json_in_the_given_key_order(memories: DefinitionRepository) -> None:
-    doc = {"id": "arch", "label": "Architecture", "zeta": 1, "alpha": {"b": 2, "a": 1}}
+def test_create_writes_the_file_as_the_formatter_lays_it_out(memories: DefinitionRepository) -> None:
+    doc = {"zeta": 1, "status": "active", "id": "arch", "alpha": {"b": 2, "a": 1}, "label": "Architecture"}
     assert memories.create(doc) == doc
     text = (memories.directory / "arch.json").read_text()
-    assert text == json.dumps(doc, indent=2) + "\n"
+    # the schema's keys in its order, then the others as given; scalar-only objects on one line
+    assert text == '{\n  "id": "arch",\n  "label": "Architecture",\n  "status": "active",\n  "zeta": 1,\n' \
+                   '  "alpha": { "b": 2, "a": 1 }\n}\n'
 
 
 def test_generated_id_goes_first_or_after_schema(engines: RuleEngineRepository) -> None:
@@ -156,7 +158,7 @@ def test_update_merges_top_level_keys_and_keeps_unknown_ones(memories: Definitio
     }
     assert updated == expected
     assert memories.get("m") == expected
-    assert list(stored(memories.directory / "m.json")) == list(expected)
+    assert list(stored(memories.directory / "m.json")) == ["id", "label", "status", "contribution", "x-custom"]
 
 
 def test_update_accepts_its_own_id_and_refuses_another(memories: DefinitionRepository) -> None:
@@ -298,7 +300,7 @@ def test_yaml_definitions_are_read_and_written_back_as_yaml(memories: Definition
     memories.update("short", {"status": "disabled"})
     assert not (memories.directory / "notes.json").exists()
     assert not (memories.directory / "short.json").exists()
-    assert list(yaml.safe_load(path.read_text())) == ["id", "label", "retrieval", "status"]
+    assert list(yaml.safe_load(path.read_text())) == ["id", "label", "status", "retrieval"]  # the schema's order
     assert yaml.safe_load(path.read_text())["label"] == "Notes 2"
     assert yaml.safe_load((memories.directory / "short.yml").read_text()) == {
         "id": "short",

@@ -11,7 +11,8 @@
 
 import * as path from "node:path";
 
-export const INSTALL_COMMAND = "pip install context-assembly";
+/** The server is not published on a package index: it installs from a checkout or from its wheel file. */
+export const INSTALL_COMMAND = "python -m pip install <checkout-or-wheel>";
 export const EXECUTABLE = "context-assembly";
 export const MODULE = "context_assembly";
 
@@ -143,7 +144,9 @@ function pythonServer(python: string, source: CommandSource): ServerCommand {
 export function notFoundMessage(): string {
   return (
     "Context Assembly: the server was not found. Install it into your Python environment with " +
-    `\`${INSTALL_COMMAND}\`, or set "contextAssembly.server.command" (or "contextAssembly.server.python").`
+    `\`${INSTALL_COMMAND}\` (a checkout of the context-assembly repository, or its ` +
+    "context_assembly-<version>-py3-none-any.whl file; `pipx install` of either puts only the command on PATH), " +
+    'or set "contextAssembly.server.command" (or "contextAssembly.server.python").'
   );
 }
 

@@ -128,7 +128,7 @@ suite("the bundled extension", () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       const error = vscode.calls.find((c) => c.method === "showErrorMessage");
       assert.ok(error, JSON.stringify(vscode.calls.map((c) => c.method)));
-      assert.match(String(error.args[0]), /pip install context-assembly/);
+      assert.match(String(error.args[0]), /pip install <checkout-or-wheel>/);
       assert.deepEqual(error.args.slice(1), ["Open Settings", "Copy Install Command"]);
       assert.deepEqual(vscode.calls.find((c) => c.method === "getExtension")?.args, ["ms-python.python"]);
       assert.deepEqual(vscode.calls.find((c) => c.method === "executeCommand")?.args,

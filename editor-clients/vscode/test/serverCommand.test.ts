@@ -74,7 +74,9 @@ suite("server command resolution order", () => {
     const r = await resolveServerCommand({}, deps());
     assert.equal(r.ok, false);
     assert.ok(!r.ok && r.reason.includes(INSTALL_COMMAND));
-    assert.ok(notFoundMessage().includes("pip install context-assembly"));
+    assert.ok(notFoundMessage().includes("pip install <checkout-or-wheel>"));
+    assert.ok(notFoundMessage().includes("pipx install"));
+    assert.ok(!notFoundMessage().includes("pip install context-assembly"), "no such package is published");
     assert.ok(notFoundMessage().includes("contextAssembly.server.command"));
   });
 

@@ -61,13 +61,18 @@ def _pipeline(memory: MemoryDefinition) -> list[str]:
     return [str(s.get("type")) for s in memory.steps or [] if isinstance(s, dict)]
 
 
-def memory_markdown(memory_id: str, memory: MemoryDefinition, relpath: str | None) -> str:
+def memory_placement(memory: MemoryDefinition) -> tuple[str, str]:
+    """The section and priority a memory contributes to (the defaults when it names none)."""
     contribution = memory.contribution or Contribution()
+    return contribution.section or "knowledge", contribution.priority or "medium"
+
+
+def memory_markdown(memory_id: str, memory: MemoryDefinition, relpath: str | None) -> str:
     lines = [f"**{memory.label or memory_id}** (`{memory_id}`)"]
     if memory.description:
         lines += ["", memory.description]
-    lines += ["", f"Section: `{contribution.section or 'knowledge'}` · "
-                  f"priority: `{contribution.priority or 'medium'}`"]
+    section, priority = memory_placement(memory)
+    lines += ["", f"Section: `{section}` · priority: `{priority}`"]
     steps = _pipeline(memory)
     if steps:
         lines += ["", "Pipeline: " + " → ".join(steps)]

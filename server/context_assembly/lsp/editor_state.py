@@ -20,6 +20,7 @@ class EditorState:
         # The client watches `.codebolt/` for us: what is on disk is re-read on its events (and on
         # saves) instead of on every request, which would stat every definition file per keystroke.
         self.watched = False
+        self.asked: set[str] = set()  # pull-style features the client has requested (refreshed when stale)
         self._disk: Workspace | None = None
         self._token: tuple[Any, ...] | None = None  # settings generation and folder stamps `_disk` was read at
         self._overlay: tuple[tuple[Any, ...], Workspace] | None = None

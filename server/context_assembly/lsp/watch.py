@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 GLOB = "**/.codebolt/**"
 MARKER = "/.codebolt/"
+NOTES = "/.codebolt/memory/"
 
 
 def can_register(server: ContextAssemblyServer) -> bool:
@@ -42,6 +43,8 @@ async def register_watcher(server: ContextAssemblyServer) -> None:
         logger.warning("client/registerCapability failed: %s", exc)
         return
     server.watching = True
+    if server.session is not None:  # markdown notes: stamped by folder mtimes and these events
+        server.session.runtime.memory.notes.watch()
 
 
 def reload(server: ContextAssemblyServer) -> None:
@@ -61,5 +64,7 @@ def register(server: ContextAssemblyServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def did_change(ls: ContextAssemblyServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if ls.session is not None and any(NOTES in change.uri for change in params.changes):
+            ls.session.runtime.memory.notes.changed()
         if any(MARKER in change.uri for change in params.changes):
             await asyncio.get_running_loop().run_in_executor(ls.workers, reload, ls)

@@ -47,13 +47,14 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     """One engine by `id` (enabled or not: naming it is an explicit request), or every enabled one."""
     engine_id = params.get(ENGINE_ID)
     request = parse_request({k: v for k, v in params.items() if k != ENGINE_ID})
+    explain = params.get("explain", "all")
     rule_set = session.workspace().rule_set
     if engine_id is None:
-        return unstructure(rule_set.evaluate(request))
+        return rule_set.evaluate_wire(request, explain=explain)
     compiled = next((e for e in rule_set.engines if e.id == engine_id), None)
     if compiled is None:
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
-    return unstructure(RuleSet([compiled]).evaluate(attrs.evolve(request, rule_engine_ids=[engine_id])))
+    return RuleSet([compiled]).evaluate_wire(attrs.evolve(request, rule_engine_ids=[engine_id]), explain=explain)
 
 
 def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -59,6 +59,21 @@ def canonical_field(field: str) -> str:
     return FIELD_ALIASES.get(field, field)
 
 
+def variable_origin(field: str) -> str | None:
+    """Where a condition's field is read from in an assembly request (`scope_variables.agent.
+    agent_name`, `additional_variables.phase`, `input.text`), else None for an unknown field."""
+    key = canonical_field(field)
+    if key == INPUT_TEXT:
+        return "input.text"
+    if key == MEMORY_SOURCE:
+        return "each memory reference's source"
+    if key.startswith(ADDVAR_PREFIX) and _ADDVAR_NAME.fullmatch(key[len(ADDVAR_PREFIX):]):
+        return "additional_variables." + key[len(ADDVAR_PREFIX):]
+    if (match := _SCOPE_FIELD.fullmatch(key)) is not None:
+        return f"scope_variables.{match.group(1)}.{match.group(2)}"
+    return None
+
+
 def field_problem(field: str) -> str | None:
     """Why `field` can never be a variable key, or None when it is well-formed.
 

@@ -77,6 +77,9 @@ class CompiledEngine:
     rule_at: Callable[[int], CompiledRule] = field(init=False)
     matched_result_at: Callable[[int], RuleResult] = field(init=False)
     memories_at: Callable[[int], tuple[str, ...]] = field(init=False)
+    # trace.py's per-engine state, made on first use: the matched templates (explain "none") or
+    # the TraceProgram (explain "all" / "matched")
+    trace: Any = field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))

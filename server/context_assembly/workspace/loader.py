@@ -7,6 +7,7 @@ JSON pointer, line and column. Files are parsed and engines compiled once per fi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -189,19 +190,43 @@ class WorkspaceLoader:
         self._last: tuple[tuple[int, int] | None, Workspace] | None = None  # (settings stamp, workspace)
 
     def discover(self) -> list[tuple[Path, str]]:
+        return [(Path(path), kind) for path, kind, _, _ in self._scan()]
+
+    def _scan(self) -> list[tuple[str, str, str, tuple[int, int] | None]]:
+        """(path, kind, relative path, stamp) of every definition file: one `scandir` per folder and
+        one `stat` per file (this runs on every method call)."""
         found = []
         for kind, (attribute, suffixes) in KINDS.items():
             directory: Path = getattr(self.layout, attribute)
-            if directory.is_dir():
-                found += [(p, kind) for p in sorted(directory.iterdir())
-                          if p.suffix in suffixes and p.is_file() and not p.name.startswith(".")]
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:  # absent (or not a folder)
+                continue
+            prefix = directory.relative_to(self.root).as_posix() + "/"
+            for entry in entries:
+                if entry.name.startswith(".") or os.path.splitext(entry.name)[1] not in suffixes:
+                    continue
+                try:
+                    if not entry.is_file():
+                        continue
+                    st = entry.stat()
+                    stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+                except OSError:
+                    stamp = None
+                found.append((entry.path, kind, prefix + entry.name, stamp))
         return found
 
-    def _source(self, path: Path, kind: str) -> SourceFile:
-        relpath = path.relative_to(self.root).as_posix()
+    def _source(self, where: Path | str, kind: str, relpath: str | None = None,
+                stamp: tuple[int, int] | None = None) -> SourceFile:
+        if relpath is not None and stamp is not None:  # the common case: unchanged, no Path made
+            known = self._cache.get(relpath)
+            if known is not None and known.stamp == stamp:
+                return known
+        path = Path(where)
+        relpath = path.relative_to(self.root).as_posix() if relpath is None else relpath
         cached = self._cache.get(relpath)
         try:
-            if cached is not None and cached.stamp == _stamp(path):
+            if cached is not None and cached.stamp == (_stamp(path) if stamp is None else stamp):
                 return cached
             source = _read(path, relpath, kind)
         except OSError as exc:
@@ -214,8 +239,8 @@ class WorkspaceLoader:
 
     def load(self) -> Workspace:
         files = {}
-        for path, kind in self.discover():
-            source = self._source(path, kind)
+        for path, kind, relpath, stamp in self._scan():
+            source = self._source(path, kind, relpath, stamp)
             files[source.relpath] = source
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files

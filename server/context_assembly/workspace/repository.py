@@ -192,7 +192,7 @@ class DefinitionRepository:
     def _write(self, path: Path, doc: Document) -> None:
         if self.validate is not None and (problems := self.validate(doc)):
             raise InvalidParamsError(f"invalid {self.kind}", problems)
-        data = _serialise(doc, yaml_format=path.suffix in _YAML_SUFFIXES)
+        data = _serialise(doc, yaml_format=path.suffix in _YAML_SUFFIXES, schema=_SCHEMAS.get(self.kind))
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -297,12 +297,17 @@ def _parse(path: Path) -> Document:
     return data
 
 
-def _serialise(doc: Document, *, yaml_format: bool) -> bytes:
+# the schema each kind's files follow (kinds are named as their schemas): the formatter's key order
+_SCHEMAS = {label: kind for kind, (label, _prefix) in REPOSITORY_KINDS.items()}
+
+
+def _serialise(doc: Document, *, yaml_format: bool, schema: str | None = None) -> bytes:
+    """The file text, laid out as `context-assembly format` would (so saved files stay formatted)."""
+    from ..formatting import FormatError, format_value
+
     try:
-        if yaml_format:
-            return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode()
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    except (TypeError, yaml.YAMLError) as exc:  # orjson.JSONEncodeError is a TypeError
+        return format_value(doc, schema, yaml=yaml_format).encode()
+    except (TypeError, FormatError) as exc:
         raise _invalid("definition cannot be stored", "", str(exc)) from exc
 
 

@@ -7,7 +7,7 @@ from ..server import ContextAssemblyServer
 
 
 def register(server: ContextAssemblyServer) -> None:
-    from . import actions, completion, diagnostics, documents, hover, navigation
+    from . import actions, completion, diagnostics, documents, formatting, hover, navigation, semantics
 
-    for feature in (documents, diagnostics, completion, hover, actions, navigation):
+    for feature in (documents, diagnostics, completion, hover, actions, navigation, formatting, semantics):
         feature.register(server)

@@ -18,6 +18,7 @@ from ...editor.documents import document_from_source
 from ...methods import Session
 from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
+from . import semantics
 from .state import (
     Snapshot,
     client_capabilities,
@@ -117,6 +118,7 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
 
 def refresh_others(ls: ContextAssemblyServer, changed_uri: str | None) -> None:
     """Re-check the other open documents (their meaning depends on the rest of the workspace)."""
+    semantics.refresh(ls)  # their inlay hints and tokens depend on it too
     if pull_supported(ls):
         if refresh_supported(ls):
             ls.protocol.send_request(types.WORKSPACE_DIAGNOSTIC_REFRESH, None)

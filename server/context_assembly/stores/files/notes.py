@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 from ...errors import StorageError
@@ -22,7 +23,20 @@ SNAPSHOTS = "context"  # .codebolt/memory/context/: assembly snapshots, not note
 LOCK = "memory-notes"
 MAX_NOTE_BYTES = 8 * 1024 * 1024
 
+RACY_S = 2  # folder mtimes this recent may not show a write in the same clock tick yet
+
 _Found = list[tuple[str, os.stat_result]]
+
+
+def _folders_unchanged(folders: dict[str, int]) -> bool:
+    for folder, mtime in folders.items():
+        try:
+            if os.stat(folder).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            if mtime != -1:
+                return False
+    return True
 
 
 def note_name(name: object, pointer: str = "/uri") -> str:
@@ -37,6 +51,9 @@ class MarkdownNotes:
         self.memory_dir = Path(memory_dir)
         self.locks_dir = Path(locks_dir)
         self.max_bytes = max_bytes
+        self._watched = False
+        self._changes = 0  # changes reported by a watcher, and writes through this object
+        self._last: tuple[int, int, dict[str, int]] | None = None  # (generation, _changes, folder -> mtime)
 
     def path(self, name: str, pointer: str = "/uri") -> Path:
         """The real path of a note, refused when it would leave the memory directory."""
@@ -89,6 +106,7 @@ class MarkdownNotes:
             except OSError as exc:
                 raise StorageError(f"cannot create the folder of markdown note {name!r}: {exc.strerror}") from exc
             write_atomic(target, data)
+            self._changes += 1
             stat = target.stat()
         return NoteInfo(note_name(name), stat.st_size, stat.st_mtime)
 
@@ -97,6 +115,7 @@ class MarkdownNotes:
             target = self.path(name)
             if target.is_dir():
                 return False
+            self._changes += 1
             return remove_file(target)
 
     def list(self, prefix: str = "") -> list[NoteInfo]:
@@ -107,21 +126,47 @@ class MarkdownNotes:
                 notes.append(NoteInfo(name, stat.st_size, stat.st_mtime))
         return sorted(notes, key=lambda note: note.name)
 
+    def watch(self, on: bool = True) -> None:
+        """A file watcher reports every change under the memory folder to `changed` from now on:
+        `generation` can then trust folder mtimes and those reports instead of stat-ing every note."""
+        self._watched = on
+
+    def changed(self) -> None:
+        """A watcher saw a change under the memory folder (an edit in place leaves folder mtimes alone)."""
+        self._changes += 1
+
     def generation(self) -> int:
         """A fingerprint of the notes (count, sizes, newest mtime of notes and folders): changes on every write.
 
         Cheap on purpose, since caches ask before every assembly: one `scandir` pass with the
         entries' own stat (no realpath per note), where `_scan` validates every path. Assembly
-        snapshots (`memory/context/`) are not notes and are left out.
+        snapshots (`memory/context/`) are not notes and are left out. With a watcher (`watch`), the
+        last pass is reused while no change was reported and no folder's mtime moved (a note
+        created, deleted or atomically replaced moves its folder's): a `stat` per folder, none per
+        note. Folder mtimes within the last `RACY_S` seconds are not trusted (a write in the same
+        clock tick would not move them).
         """
+        last = self._last
+        if last is not None and self._watched and last[1] == self._changes and _folders_unchanged(last[2]):
+            return last[0]
+        changes = self._changes
+        fingerprint, folders = self._walk()
+        trusted = time.time_ns() - RACY_S * 1_000_000_000
+        self._last = (fingerprint, changes, folders) if all(m < trusted for m in folders.values()) else None
+        return fingerprint
+
+    def _walk(self) -> tuple[int, dict[str, int]]:
         count, total, newest = 0, 0, 0
+        folders: dict[str, int] = {}
         pending: list[tuple[str, bool]] = [(os.fspath(self.memory_dir), True)]
         while pending:
             directory, top = pending.pop()
             try:
-                newest = max(newest, os.stat(directory).st_mtime_ns)
+                folders[directory] = mtime = os.stat(directory).st_mtime_ns
+                newest = max(newest, mtime)
                 entries = list(os.scandir(directory))
             except OSError:
+                folders[directory] = -1
                 continue
             for entry in entries:
                 if entry.name.startswith("."):
@@ -136,7 +181,7 @@ class MarkdownNotes:
                 except OSError:
                     continue
         digest = hashlib.blake2b(f"{count}:{total}:{newest}".encode(), digest_size=7).digest()
-        return int.from_bytes(digest, "big")
+        return int.from_bytes(digest, "big"), folders
 
     def _scan(self) -> tuple[_Found, int]:
         """(relative path, stat) of every visible `*.md` file that resolves inside the memory directory,

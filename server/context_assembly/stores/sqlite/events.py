@@ -7,7 +7,9 @@ across processes.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -23,16 +25,49 @@ STORE = "log"
 MAX_LIMIT = 10_000
 
 
+# A payload field an index can be built on: its name goes into SQL text (an index expression
+# cannot take a parameter), so only plain names qualify; others are searched by scanning.
+_INDEXABLE = re.compile(r"[A-Za-z0-9_\-.:@/ ]{1,64}")
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                  "instance TEXT NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, ts REAL NOT NULL)")
     conn.execute("CREATE INDEX IF NOT EXISTS events_by_time ON events(instance, ts, id)")
     conn.execute("CREATE INDEX IF NOT EXISTS events_by_type ON events(instance, event_type, ts, id)")
+    # Per instance: how many events and the newest time, kept by `append`, so `instances` reads one
+    # row per instance instead of counting every event. Filled from the events when it is new.
+    new = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_instances'"
+                       ).fetchone() is None
+    conn.execute("CREATE TABLE IF NOT EXISTS event_instances (instance TEXT PRIMARY KEY, count INTEGER NOT NULL, "
+                 "last_ts REAL NOT NULL) WITHOUT ROWID")
+    if new:
+        conn.execute("INSERT INTO event_instances SELECT instance, count(*), max(ts) FROM events GROUP BY instance")
+
+
+def _field_sql(name: str) -> str | None:
+    """`json_extract(payload, '$."name"')`, the expression of the field's index; None when not indexable."""
+    return f"""json_extract(payload, '$."{name}"')""" if _INDEXABLE.fullmatch(name) else None
+
+
+def _field_test(name: str, value: Any) -> tuple[str, tuple[Any, ...]] | None:
+    """An SQL test every event whose payload has `name` equal to `value` passes (a superset: the
+    exact JSON comparison follows in Python), or None when SQL cannot narrow it."""
+    expression = _field_sql(name)
+    if expression is None or isinstance(value, list | dict):
+        return None
+    if value is None:
+        return f"{expression} IS NULL", ()
+    if isinstance(value, float) and not math.isfinite(value) or \
+            isinstance(value, int) and not -(2**63) <= value < 2**63:  # beyond what SQLite binds
+        return None
+    return f"{expression} = ?", (int(value) if isinstance(value, bool) else value,)
 
 
 class SqliteEventLog:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._indexed: set[str] = set()  # payload fields known to have their index
         db.register("events", _migrate)
 
     def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
@@ -49,6 +84,8 @@ class SqliteEventLog:
         with self.db.transaction() as conn:
             cursor = conn.execute("INSERT INTO events(instance, event_type, payload, ts) VALUES (?, ?, ?, ?)",
                                   (instance, event_type, text, float(ts)))
+            conn.execute("INSERT INTO event_instances VALUES (?, 1, ?) ON CONFLICT(instance) DO UPDATE SET "
+                         "count = count + 1, last_ts = max(last_ts, excluded.last_ts)", (instance, float(ts)))
             self.db.bump(conn, STORE)
         return {"id": cursor.lastrowid, "instance": instance, "event_type": event_type, "payload": payload,
                 "ts": float(ts)}
@@ -74,6 +111,13 @@ class SqliteEventLog:
             params.append(since)
         equal = fields if isinstance(fields, Mapping) else None
         keep = list(fields) if fields is not None and not isinstance(fields, Mapping) else None
+        for name, value in (equal or {}).items():
+            test = _field_test(name, value) if isinstance(name, str) else None
+            if test is not None:
+                where.append(test[0])
+                params += test[1]
+        if equal:
+            self._index_field(next((n for n in equal if isinstance(n, str) and _field_test(n, equal[n])), None))
         sql = (f"SELECT id, instance, event_type, payload, ts FROM events WHERE {' AND '.join(where)} "
                "ORDER BY ts DESC, id DESC")
         if equal is None:
@@ -100,8 +144,21 @@ class SqliteEventLog:
                 event["payload"] = {k: event["payload"][k] for k in keep if k in event["payload"]}
         return events
 
+    def _index_field(self, name: str | None) -> None:
+        """The index on one payload field, built by the first search by that field (seconds on a
+        million events, once; every process then shares it)."""
+        if name is None or name in self._indexed:
+            return
+        expression = _field_sql(name)
+        if expression is None:
+            return
+        index = "events_field_" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+        with self.db.transaction() as conn:
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON events(instance, {expression}, ts, id)")
+        self._indexed.add(name)
+
     def instances(self) -> list[ThreadInfo]:
-        rows = self.db.read("SELECT instance, count(*), max(ts) FROM events GROUP BY instance ORDER BY instance")
+        rows = self.db.read("SELECT instance, count, last_ts FROM event_instances ORDER BY instance")
         return [ThreadInfo(name, count, last) for name, count, last in rows]
 
     def generation(self) -> int:

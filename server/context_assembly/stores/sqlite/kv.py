@@ -31,6 +31,19 @@ def _check(instance: str, namespace: str, key: str) -> None:
     check_key(key, what="KV key")
 
 
+def _prefix_end(prefix: str) -> str | None:
+    """The least string above every string starting with `prefix` (text compares by code point, as
+    UTF-8 bytes do), or None when there is none (the prefix is all U+10FFFF)."""
+    while prefix:
+        last = ord(prefix[-1]) + 1
+        if last == 0xD800:  # surrogates never occur in stored text
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return prefix[:-1] + chr(last)
+        prefix = prefix[:-1]
+    return None
+
+
 class SqliteKVStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -79,6 +92,13 @@ class SqliteKVStore:
              *, values: bool = True) -> list[KVEntry]:
         where = ["substr(key, 1, ?) = ?"]
         params: list[Any] = [len(key_prefix), key_prefix]
+        if key_prefix:  # a range the primary key's index answers (substr alone makes SQLite read every key)
+            where.append("key >= ?")
+            params.append(key_prefix)
+            above = _prefix_end(key_prefix)
+            if above is not None:
+                where.append("key < ?")
+                params.append(above)
         if instance is not None:
             where.append("instance = ?")
             params.append(instance)

@@ -1,0 +1,68 @@
+"""Definition files in YAML, through ruamel.yaml's round trip: comments, quoting and flow style are
+kept, keys take the canonical order (a comment travels with the key it follows), block mappings are
+indented by two spaces and block sequences by two more, with the dash in between."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import yaml as pyyaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from .json_text import FormatError
+from .order import Schema, item_schemas, ordered_keys
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096  # never re-wrap a long string
+    return yaml
+
+
+def format_yaml(text: str, node: Schema | None, root: Schema) -> str:
+    yaml = _yaml()
+    try:
+        data = yaml.load(text)
+    except YAMLError as exc:
+        raise FormatError(str(exc).strip().splitlines()[-1] if str(exc).strip() else "invalid YAML") from exc
+    if data is None:
+        return text
+    _reorder(data, node, root)
+    stream = io.StringIO()
+    try:
+        yaml.dump(data, stream)
+    except YAMLError as exc:
+        raise FormatError(str(exc)) from exc
+    out = stream.getvalue()
+    if isinstance(data, CommentedSeq):  # a top-level list starts at column 0, like a top-level mapping
+        out = "".join(line[2:] if line.startswith("  ") else line for line in out.splitlines(keepends=True))
+    return out
+
+
+def dump_yaml(value: Any, node: Schema | None, root: Schema) -> str:
+    """A plain value (as the server builds it) written as a formatted YAML document."""
+    # PyYAML writes it first: it quotes what YAML 1.1 readers (PyYAML, the loader) would otherwise
+    # take for another type (`yes`, `on`, `010`), and the round trip below keeps those quotes
+    try:
+        text = pyyaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=4096)
+    except pyyaml.YAMLError as exc:
+        raise FormatError(str(exc)) from exc
+    return format_yaml(text, node, root)
+
+
+def _reorder(value: Any, node: Schema | None, root: Schema) -> None:
+    if isinstance(value, CommentedMap):
+        keys, children = ordered_keys(dict(value), node, root)
+        if list(value) != keys:
+            for key in keys:
+                value.move_to_end(key)  # comments are kept by key, so they move with it
+        for key in keys:
+            _reorder(value[key], children.get(key), root)
+    elif isinstance(value, CommentedSeq):
+        for item, sub in zip(value, item_schemas(list(value), node, root), strict=True):
+            _reorder(item, sub, root)

@@ -1,0 +1,223 @@
+"""The per-condition trace, compiled: what `explain` answers, straight in its wire form.
+
+The plain path (`CompiledConditions.explain`, then the converter) builds one attrs object per
+condition and walks the tree in Python: on a 17,400-rule workspace that was ~0.9 s per request.
+Here each engine gets, on first use, one generated function that computes every distinct
+condition's outcome into a preallocated list of slots (the same inline tests as the matcher);
+the JSON-ready dicts are then copies of templates built once from the plain path's own output,
+with the outcome (and the actual value) filled in. Identical conditions within an engine share a
+slot. Tests check on arbitrary input that this and the plain path give equal JSON.
+
+Modes (the request option `explain`): "all" (every rule, every condition), "matched" (only the
+rules that matched, with their conditions), "none" (only the matched rules, no conditions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..model.converter import unstructure
+from ..registry.values import MISSING
+from .compile import Broken, Group, Leaf, Node
+from .engine import CompiledEngine, CompiledRule, _Emitter, _names
+from .lookup import Lookup, complete
+
+EXPLAIN_MODES = ("all", "matched", "none")
+Wire = dict[str, Any]
+
+
+class _Slot:
+    """One distinct condition: its outcome slot, and how its dict is made."""
+
+    __slots__ = ("index", "kind", "present", "absent", "children", "key", "expression")
+
+    def __init__(self, index: int, kind: str, absent: Wire, present: Wire | None, key: str | None,
+                 children: tuple[int, ...], expression: str) -> None:
+        self.index, self.kind, self.key, self.expression = index, kind, key, expression
+        self.absent, self.present, self.children = absent, present, children
+
+
+class TraceProgram:
+    """One engine's trace: slots for every distinct condition, templates for every rule. The
+    generated functions are built on first use of each mode."""
+
+    def __init__(self, engine: CompiledEngine) -> None:
+        self._slots: list[_Slot] = []
+        self._leaf_slot: dict[tuple[Any, ...], int] = {}
+        self._emitter = _Emitter()
+        # per rule: (top-level slots, template when unmatched, template when matched)
+        self.rules = [(tuple(self._node(node) for node in rule.conditions.nodes), *_rule_templates(rule))
+                      for rule in engine.rules]
+        self.keys = list(self._emitter.keys)
+        self._outcomes: Callable[[Lookup], list[bool]] | None = None
+        self._all: Callable[[Lookup, set[int]], list[Wire]] | None = None
+
+    def _node(self, node: Node) -> int:
+        if isinstance(node, Leaf):
+            signature = (node.source.field, node.source.operator, _frozen(node.source.value),
+                         _frozen(node.source.ignore_case))
+            if signature not in self._leaf_slot:
+                self._leaf_slot[signature] = self._add(
+                    "leaf", _leaf_template(node, False), _leaf_template(node, True), node.key,
+                    expression=self._emitter.expr(node))
+            return self._leaf_slot[signature]
+        if isinstance(node, Group):
+            children = tuple(self._node(child) for child in node.children)
+            if node.kind == "not":
+                expression = f"not o{children[0]}"
+            else:
+                joined = (" or " if node.kind == "any" else " and ").join(f"o{c}" for c in children)
+                expression = f"({joined})" if children else ("False" if node.kind == "any" else "True")
+            template = {"result": False, "group": node.kind, "conditions": None}
+            return self._add("group", template, children=children, expression=expression)
+        assert isinstance(node, Broken)
+        return self._add("broken", unstructure(node.explain({})), expression="False")
+
+    def _add(self, kind: str, absent: Wire, present: Wire | None = None, key: str | None = None,
+             children: tuple[int, ...] = (), expression: str = "False") -> int:
+        self._slots.append(_Slot(len(self._slots), kind, absent, present, key, children, expression))
+        return len(self._slots) - 1
+
+    def _function(self, name: str, parameters: str, lines: list[str]) -> Any:
+        """Outcomes first (`o3 = …`, children before groups), then `lines`."""
+        emitter = self._emitter
+        body = [f"o{slot.index} = {slot.expression}" for slot in self._slots]
+        source = "\n".join([f"def {name}({parameters}):",
+                            *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines])])
+        return emitter._define(source, name)
+
+    def outcomes(self, values: Lookup) -> list[bool]:
+        if self._outcomes is None:
+            self._outcomes = self._function("outcomes", "V", [
+                f"return [{', '.join(f'o{slot.index}' for slot in self._slots)}{',' if self._slots else ''}]"])
+        return self._outcomes(values)
+
+    def all_rules(self, values: Lookup, hits: set[int]) -> list[Wire]:
+        """Every rule's dict with its conditions': one generated function, dict displays over
+        templates, each distinct condition's dict made once and shared by the rules that hold it."""
+        if self._all is None:
+            namespace = self._emitter.globals
+            lines = []
+            for slot in self._slots:
+                i = slot.index
+                if slot.kind == "leaf":
+                    namespace[f"P{i}"], namespace[f"A{i}"] = slot.present, slot.absent
+                    var = self._emitter.var(slot.key)  # type: ignore[arg-type]
+                    lines.append(f'c{i} = {{**A{i}, "result": o{i}}} if {var} is M else '
+                                 f'{{**P{i}, "result": o{i}, "actual": {var}}}')
+                elif slot.kind == "group":
+                    children = ", ".join(f"c{c}" for c in slot.children)
+                    lines.append(f'c{i} = {{"result": o{i}, "group": {slot.absent["group"]!r}, '
+                                 f'"conditions": [{children}]}}')
+                else:
+                    namespace[f"B{i}"] = slot.absent
+                    lines.append(f"c{i} = {{**B{i}}}")
+            rules = []
+            for r, (slots, unmatched, matched) in enumerate(self.rules):
+                namespace[f"U{r}"], namespace[f"T{r}"] = unmatched, matched
+                conditions = ", ".join(f"c{s}" for s in slots)
+                rules.append(f'    {{**(T{r} if {r} in H else U{r}), "conditions": [{conditions}]}},')
+            self._all = self._function("all_rules", "V, H", [*lines, "return [", *rules, "]"])
+        return self._all(values, hits)
+
+    def engine(self, engine: CompiledEngine, hits: list[int], lookup: Lookup, mode: str) -> Wire:
+        """The engine's entry of `engine_results` in its wire form (`lookup` holds no None)."""
+        if mode == "none":
+            rules = [{**self.rules[i][2]} for i in hits]
+        elif mode == "matched":
+            outcomes = self.outcomes(complete(lookup, self.keys))
+            made: dict[int, Wire] = {}
+            rules = [{**self.rules[i][2], "conditions": [self._condition(s, outcomes, lookup, made)
+                                                         for s in self.rules[i][0]]} for i in hits]
+        else:
+            rules = self.all_rules(complete(lookup, self.keys), set(hits))
+        return {"engine_id": engine.id, "rules": rules, "enabled": engine.enabled}
+
+    def _condition(self, index: int, outcomes: list[bool], lookup: Lookup, made: dict[int, Wire]) -> Wire:
+        found = made.get(index)
+        if found is not None:
+            return found
+        slot = self._slots[index]
+        if slot.kind == "leaf":
+            actual = lookup.get(slot.key, MISSING)  # type: ignore[arg-type]
+            found = {**slot.absent} if actual is MISSING else {**slot.present, "actual": actual}  # type: ignore[dict-item]
+        else:
+            found = {**slot.absent}
+            if slot.kind == "group":
+                found["conditions"] = [self._condition(c, outcomes, lookup, made) for c in slot.children]
+        found["result"] = outcomes[index]
+        made[index] = found
+        return found
+
+
+def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
+    """The plain path's dicts for the rule (`rule_result`, then the converter, which leaves out
+    None), unmatched and matched, with empty conditions; built by hand, as they are many."""
+    head = {"rule_id": rule.rule_id, "matched": False}
+    tail: Wire = {"conditions": [], "memories": [], "excluded": [], "per_source": rule.per_source}
+    for key, value in (("name", rule.rule.name), ("priority", rule.rule.priority)):
+        if value is not None:
+            head[key] = _plain(value)
+    error = {} if rule.error is None else {"error": rule.error}
+    matched = {**head, "matched": True, **tail, "memories": list(rule.memories),
+               "excluded": list(rule.rule.then.exclude_memories) if not rule.plain else [], **error}
+    return {**head, **tail, **error}, matched
+
+
+def _leaf_template(leaf: Leaf, present: bool) -> Wire:
+    """The plain path's dict for this leaf (`Leaf.explain`, then the converter), with a placeholder
+    outcome and actual value."""
+    source = leaf.source
+    made: Wire = {"result": False, "field": source.field, "operator": source.operator}
+    if source.value is not MISSING and source.value is not None:
+        made["value"] = _plain(source.value)
+    if present:
+        made["actual"] = _PLACEHOLDER
+    made["present"] = present
+    if source.ignore_case is not None:
+        made["ignore_case"] = _plain(source.ignore_case)
+    return made
+
+
+def _plain(value: Any) -> Any:
+    return value if value.__class__ in (str, int, float, bool) else unstructure(value)
+
+
+_PLACEHOLDER = "actual"  # any non-None value: it keeps the key's place in the template
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a JSON value that tells 1, 1.0 and True apart."""
+    if isinstance(value, dict):
+        return ("{", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[", tuple(_frozen(v) for v in value))
+    if isinstance(value, float):
+        return ("float", repr(value))  # -0.0 and 0.0 print differently
+    return (type(value).__name__, value if value is None or isinstance(value, str | int | bool) else id(value))
+
+
+def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
+    """The engine's entry with only its matched rules, without conditions (`explain: none`): the
+    matched templates are made for the rules that match, when they first do."""
+    made: dict[int, Wire] | None = engine.trace if isinstance(engine.trace, dict) else None
+    if engine.trace is not None and made is None:
+        return engine.trace.engine(engine, hits, {}, "none")
+    if made is None:
+        made = engine.trace = {}
+    rules = []
+    for i in hits:
+        template = made.get(i)
+        if template is None:
+            template = made[i] = _rule_templates(engine.rules[i])[1]
+        rules.append({**template})
+    return {"engine_id": engine.id, "rules": rules, "enabled": engine.enabled}
+
+
+def program(engine: CompiledEngine) -> TraceProgram:
+    """The engine's trace program, built on first use and kept with the engine."""
+    built = engine.trace
+    if not isinstance(built, TraceProgram):
+        built = engine.trace = TraceProgram(engine)
+    return built
