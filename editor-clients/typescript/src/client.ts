@@ -52,6 +52,7 @@ import type {
   RequiredVariables,
   Rule,
   RuleDeleted,
+  TurnEnded,
   RuleEngine,
   StepSpec,
   ValidationResult,
@@ -689,6 +690,14 @@ export class ContextAssemblyClient {
   /** `contextAssembly/requiredVariables`: the scopes and variables the named memories need. */
   requiredVariables(memoryIds: readonly string[]): Promise<RequiredVariables> {
     return this.request("contextAssembly/requiredVariables", { memory_ids: [...memoryIds] });
+  }
+
+  /**
+   * `contextAssembly/endTurn`: the turn is complete; the thread's working memory (`working://<thread>/…`)
+   * is cleared, so a later read says it does not exist.
+   */
+  endTurn(threadId: string): Promise<TurnEnded> {
+    return this.request("contextAssembly/endTurn", { thread_id: threadId });
   }
 }
 

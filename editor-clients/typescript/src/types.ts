@@ -361,6 +361,13 @@ export interface RequiredVariables {
   [key: string]: unknown;
 }
 
+/** `contextAssembly/endTurn`: the thread's working memory is cleared (seed 002). */
+export interface TurnEnded {
+  thread_id: string;
+  /** How many working-memory entries of the thread were removed. */
+  cleared: number;
+}
+
 export interface Deleted {
   id: string;
   deleted: true;

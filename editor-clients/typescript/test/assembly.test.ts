@@ -115,6 +115,24 @@ test("validate, memoryTypes, evaluateRules and requiredVariables", { timeout: TE
     assert.ok(required.variables.some((v) => v.key.startsWith("scope.project.")));
   }));
 
+test("endTurn clears the thread's working memory and only that thread's", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    await client.memory.write("working://ts-turn/plan", ["read the logs", "fix the timeout"]);
+    await client.memory.write("working://ts-turn/notes", "the timeout is 5 s");
+    await client.memory.write("working://ts-other/plan", ["keep me"]);
+
+    assert.deepEqual(await client.endTurn("ts-turn"), { thread_id: "ts-turn", cleared: 2 });
+    assert.deepEqual(await client.memory.read("working://ts-turn/plan"), {
+      uri: "working://ts-turn/plan", exists: false, value: null,
+    });
+    assert.deepEqual((await client.memory.read("working://ts-other/plan")).value, ["keep me"]);
+    assert.deepEqual(await client.endTurn("ts-turn"), { thread_id: "ts-turn", cleared: 0 });
+
+    await assert.rejects(client.endTurn("a/b"), (error: unknown) =>
+      error instanceof ContextAssemblyError && error.code === ErrorCodes.InvalidParams);
+    assert.equal((await client.memory.read("working://ts-other/plan")).exists, true, "the server keeps serving");
+  }));
+
 test("an AbortSignal cancels a call; the server keeps serving", { timeout: TEST_TIMEOUT_MS }, () =>
   withClient(async (client) => {
     const early = new AbortController();

@@ -1,6 +1,7 @@
 /**
  * The VS Code extension: starts `context-assembly serve` over stdio with vscode-languageclient,
- * forwards the `contextAssembly` settings, and offers "Restart server" and "Assemble context…".
+ * forwards the `contextAssembly` settings, and offers "Restart server", "Assemble context…" and
+ * "Show trace page…".
  * The logic that does not need VS Code lives in modules tested under plain Node (see test/).
  */
 
@@ -20,6 +21,7 @@ import {
 
 import { renderAssembly, renderError } from "./render";
 import { schemaForUrn } from "./schemas";
+import { TRACE_PAGE_METHOD, tracePageHtml, tracePageParams, tracePageTitle } from "./tracePage";
 import {
   describe,
   findOnPath,
@@ -47,6 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     { dispose: () => void current.stop() },
     vscode.commands.registerCommand("contextAssembly.restartServer", () => current.restart()),
     vscode.commands.registerCommand("contextAssembly.assemble", () => current.assemble()),
+    vscode.commands.registerCommand("contextAssembly.showTracePage", () => current.showTracePage()),
     vscode.workspace.registerTextDocumentContentProvider("urn", new SchemaProvider(context.extensionUri)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (RESTART_SECTIONS.some((section) => event.affectsConfiguration(section)) && current.started) {
@@ -170,23 +173,64 @@ class Controller {
     }
   }
 
-  async assemble(): Promise<void> {
+  private async runningClient(): Promise<LanguageClient | undefined> {
     await this.start();
     const client = this.client;
-    if (client === undefined) return; // could not be found or started: already reported
+    if (client === undefined) return undefined; // could not be found or started: already reported
     if (client.state !== State.Running) {
       const choice = await vscode.window.showErrorMessage("Context Assembly: the server is not running.", SHOW_OUTPUT);
       if (choice === SHOW_OUTPUT) this.output.show(true);
-      return;
+      return undefined;
     }
+    return client;
+  }
+
+  private async taskText(title: string): Promise<string | undefined> {
     const text = await vscode.window.showInputBox({
-      title: "Assemble context",
+      title,
       prompt: "The task text the context is assembled for",
       placeHolder: "e.g. fix the login timeout",
       ignoreFocusOut: true,
       validateInput: (value) => (value.trim() === "" ? "Enter the task text" : undefined),
     });
-    if (text === undefined || text.trim() === "") return;
+    return text === undefined || text.trim() === "" ? undefined : text;
+  }
+
+  /** The server's trace page of an assembly (the same page as `assemble --html`), in a web view. */
+  async showTracePage(): Promise<void> {
+    const client = await this.runningClient();
+    if (client === undefined) return;
+    const text = await this.taskText("Show trace page");
+    if (text === undefined) return;
+    let html: string;
+    let title = tracePageTitle(undefined, text);
+    const cancel = new vscode.CancellationTokenSource();
+    try {
+      const answer = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Assembling context…", cancellable: true },
+        (_progress, token) => {
+          token.onCancellationRequested(() => cancel.cancel());
+          return client.sendRequest(TRACE_PAGE_METHOD, tracePageParams(text), cancel.token);
+        },
+      );
+      title = tracePageTitle(answer, text);
+      html = tracePageHtml(answer) ?? renderError("The server answered without a trace page.", [], { nonce: randomBytes(18).toString("base64") });
+    } catch (error) {
+      if (cancel.token.isCancellationRequested) return;
+      html = renderError(errorText(error), error instanceof ResponseError ? errorDetails(error.data) : [], { nonce: randomBytes(18).toString("base64") });
+    } finally {
+      cancel.dispose();
+    }
+    const panel = vscode.window.createWebviewPanel("contextAssembly.tracePage", title, vscode.ViewColumn.Beside,
+      { enableScripts: false, enableCommandUris: false, localResourceRoots: [] });
+    panel.webview.html = html;
+  }
+
+  async assemble(): Promise<void> {
+    const client = await this.runningClient();
+    if (client === undefined) return;
+    const text = await this.taskText("Assemble context");
+    if (text === undefined) return;
 
     let html: string;
     const nonce = randomBytes(18).toString("base64");

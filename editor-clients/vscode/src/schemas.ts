@@ -9,7 +9,7 @@
  * completions). So the extension answers the `urn:` documents itself:
  *
  * - kinds the server serves in the editor (rule engines, context rules, persistent memory, ingestion
- *   pipelines, graph views) get a permissive schema — the server is the single source of their
+ *   pipelines, graph views, rule tests) get a permissive schema — the server is the single source of their
  *   schema and meaning diagnostics, completion and hover;
  * - kinds the server does not serve in the editor (settings `.codebolt/context-assembly.json`,
  *   assembly requests and results) get the real published schema.
@@ -24,6 +24,7 @@ export const SERVER_VALIDATED: readonly string[] = [
   "persistent-memory",
   "ingestion-pipeline",
   "graph-view",
+  "rule-test",
 ];
 
 /** Not served by the server in the editor: VS Code's JSON service gets the published schema. */

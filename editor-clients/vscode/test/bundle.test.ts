@@ -103,7 +103,7 @@ suite("the bundled extension", () => {
     const methods = vscode.calls.map((c) => c.method);
     assert.deepEqual(vscode.calls.filter((c) => c.method === "createOutputChannel").map((c) => c.args[0]), ["Context Assembly"]);
     assert.deepEqual(vscode.calls.filter((c) => c.method === "registerCommand").map((c) => c.args[0]),
-      ["contextAssembly.restartServer", "contextAssembly.assemble"]);
+      ["contextAssembly.restartServer", "contextAssembly.assemble", "contextAssembly.showTracePage"]);
     assert.ok(!methods.includes("getExtension"), "no server lookup before a .codebolt/ document");
     assert.equal(vscode.openListeners.length, 1, "waits for a .codebolt/ document");
 

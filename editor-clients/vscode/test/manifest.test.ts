@@ -25,11 +25,12 @@ suite("package.json", () => {
     assert.match(source, /getExtension\("ms-python\.python"\)/);
   });
 
-  test("the two commands", () => {
+  test("the three commands", () => {
     const commands = Object.fromEntries(manifest.contributes.commands.map((c: { command: string; title: string; category: string }) => [c.command, `${c.category}: ${c.title}`]));
     assert.deepEqual(commands, {
       "contextAssembly.restartServer": "Context Assembly: Restart server",
       "contextAssembly.assemble": "Context Assembly: Assemble context…",
+      "contextAssembly.showTracePage": "Context Assembly: Show trace page…",
     });
     const source = readFileSync(path.join(PACKAGE, "src", "extension.ts"), "utf8");
     for (const command of Object.keys(commands)) assert.ok(source.includes(`registerCommand("${command}"`), command);

@@ -82,11 +82,12 @@ class Assembler:
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
                  cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
-                 llm: Llm | None = None) -> AssembledContext:
-        """`llm`: the client's model (llm/complete), used for summaries when the budget is tight."""
+                 llm: Llm | None = None, snapshot: bool = True) -> AssembledContext:
+        """`llm`: the client's model (llm/complete), used for summaries when the budget is tight.
+        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent)."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id, llm)
+            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -95,7 +96,7 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str, llm: Llm | None) -> AssembledContext:
+                  assembly_id: str, llm: Llm | None, snapshot: bool = True) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
         workspace = self.workspace()
         settings = workspace.settings
@@ -141,7 +142,7 @@ class Assembler:
         result = self._budget(run, contribution.sections, contribution.order, max_tokens, summariser)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
-        if settings.snapshots:
+        if settings.snapshots and snapshot:
             self._snapshot(run, result)
         run.emit("complete", meta=unstructure(result.meta))
         return result

@@ -31,6 +31,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     source.add_argument("--text", help="just the task text (a request with empty scope variables)")
     parser.add_argument("--max-tokens", type=int, help="the token budget (overrides the request and settings)")
     parser.add_argument("--json", action="store_true", help="print the assembled context as JSON")
+    parser.add_argument("--html", metavar="FILE", help="also write the trace page (one self-contained HTML file)")
     parser.set_defaults(run=run)
 
 
@@ -66,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         runtime.close()
+    if args.html:
+        from ..trace_page import assembly_page
+
+        Path(args.html).write_text(assembly_page(unstructure(result)), encoding="utf-8")
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:

@@ -29,6 +29,8 @@ from ..workspace.lint import declared_variables
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
+from . import settings as settings_file
+from . import tests
 from .docs import (
     memory_markdown,
     operator_markdown,
@@ -169,6 +171,20 @@ class Completer:
         return [self.item(cursor, p.name, VALUE, "processor", processor_markdown(p), sort=f"{i:02d}")
                 for i, p in enumerate(PROCESSORS)]
 
+    def setting_values(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
+        """Strategy names in `budget.ladder` (those not listed yet first), else the schema's enum."""
+        tokens = cursor.tokens
+        if settings_file.is_strategy(tokens):
+            listed = self.document.parsed.value
+            ladder = listed.get("budget", {}).get("ladder") if isinstance(listed, dict) \
+                and isinstance(listed.get("budget"), dict) else None
+            present = set(ladder) if isinstance(ladder, list) and all(isinstance(n, str) for n in ladder) else set()
+            return [self.item(cursor, name, ENUM, "budget ladder strategy", markdown,
+                              sort=f"{int(name in present and name != cursor.typed)}{i:02d}")
+                    for i, (name, markdown) in enumerate(settings_file.strategies())]
+        return [self.item(cursor, value, ENUM, ".".join(tokens), sort=f"{i:02d}")
+                for i, value in enumerate(settings_file.enum_values(tokens))]
+
     def pipeline_values(self, cursor: ctx.Cursor) -> list[dict[str, Any]] | None:
         """Statuses and destination schemes in an ingestion pipeline (None: not such a place)."""
         tokens = cursor.tokens
@@ -176,6 +192,18 @@ class Completer:
             return [self.item(cursor, s, ENUM, "status") for s in PIPELINE_STATUSES]
         if len(tokens) == 3 and tokens[0] == "routing" and tokens[2] == "write_to":
             return [self.item(cursor, f"{s}://", MODULE, "store", retrigger=True) for s in DESTINATION_SCHEMES]
+        return None
+
+    def test_values(self, cursor: ctx.Cursor) -> list[dict[str, Any]] | None:
+        """Rule references, memory ids and sections in a rule-test file (None: not such a place)."""
+        where = tests.place(cursor.tokens)
+        if where == "rule":
+            return [self.item(cursor, ref, REFERENCE, name or "rule", tests.rule_markdown(ref, self.workspace),
+                            sort=f"{i:05d}") for i, (ref, name) in enumerate(tests.rule_choices(self.workspace))]
+        if where == "memory":
+            return self.references(cursor)
+        if where == "section":
+            return self.sections(cursor)
         return None
 
     # -- keys -----------------------------------------------------------------------------------
@@ -186,6 +214,8 @@ class Completer:
         last = container[-1] if container else ""
         parent = container[-2] if n >= 2 else ""
         plain: list[tuple[str, str | None]] = []
+        if kind == "settings":
+            return settings_file.setting_keys(container)
         if kind == "rule-engine":
             if n == 0:
                 return schema_keys(kind)
@@ -210,6 +240,8 @@ class Completer:
                     return schema_keys(kind, "rule_004")
         elif kind == "ingestion-pipeline":
             return self.pipeline_keys(container)
+        elif kind == "rule-test":
+            return tests.key_choices(container)
         elif kind == "persistent-memory":
             if n == 0:
                 return schema_keys(kind, skip=SHORTHAND_KEYS)
@@ -293,6 +325,12 @@ class Completer:
             if ctx.is_section(cursor):
                 return self.sections(cursor)
             return self.keys(cursor)
+        if self.document.kind == "settings":
+            return self.setting_values(cursor)
+        if self.document.kind == "rule-test" and cursor.part == "value":
+            found = self.test_values(cursor)
+            if found is not None:
+                return found
         if ctx.is_field(cursor):
             return self.fields(cursor)
         if ctx.is_operator(cursor):

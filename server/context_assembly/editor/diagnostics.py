@@ -4,13 +4,16 @@ places for duplicates, and a range on the offending key or value — never the w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..model.problems import Problem, Severity
+from ..testing.run import CaseResult
 from ..workspace.lint import duplicates_across_files, file_problems
 from ..workspace.loader import SourceFile, Workspace
 from .documents import EditorDocument, Range
+from .tests import case_problems, case_results
 
 SOURCE = "context-assembly"
 # The codes are documented in a file shipped with the package, so the link works offline.
@@ -71,18 +74,25 @@ def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspa
     return out
 
 
-def document_problems(document: EditorDocument, workspace: Workspace) -> list[Problem]:
-    """Every problem of the document, in stage order (syntax, schema, meaning), duplicates included."""
+def document_problems(document: EditorDocument, workspace: Workspace,
+                      ran: Sequence[CaseResult] = ()) -> list[Problem]:
+    """Every problem of the document, in stage order (syntax, schema, meaning), duplicates included;
+    in a rule-test file also its failing cases (rules-only ones run here, `ran`: the results of
+    cases run by the "Run test" lens on this text)."""
     source = document.source
     for problem in source.problems:  # the loader's problems are reused: reset what locate fills
         problem.file = None
     problems = file_problems(source, workspace)
     if source.value is not None and not document.parsed.syntax_errors:
         problems += [p for p in duplicates_across_files(workspace) if p.file == document.relpath]
+        if document.kind == "rule-test" and not any(p.is_error for p in problems):
+            results = {r.name: r for r in case_results(document, workspace)}
+            results.update({r.name: r for r in ran if r.mode == "assemble"})
+            problems += [source.locate(p) for p in case_problems(list(results.values()))]
     return problems
 
 
-def document_diagnostics(document: EditorDocument, workspace: Workspace,
-                         encoding: str = "utf-16") -> list[dict[str, Any]]:
+def document_diagnostics(document: EditorDocument, workspace: Workspace, encoding: str = "utf-16",
+                         ran: Sequence[CaseResult] = ()) -> list[dict[str, Any]]:
     """`workspace` should be the overlay that holds `document.source` (see `documents.overlay`)."""
-    return [to_diagnostic(p, document, workspace, encoding) for p in document_problems(document, workspace)]
+    return [to_diagnostic(p, document, workspace, encoding) for p in document_problems(document, workspace, ran)]

@@ -8,6 +8,7 @@ import json
 from ..model.definitions import Contribution, MemoryDefinition
 from ..model.variables import PossibleVariable
 from ..registry.ingestion import ProcessorSpec, Trigger
+from ..registry.ladder import Strategy
 from ..registry.operators import Operator
 from ..registry.sections import Priority, Section
 from ..registry.steps import StepSpec
@@ -109,3 +110,9 @@ def processor_markdown(processor: ProcessorSpec) -> str:
 
 def trigger_markdown(trigger: Trigger) -> str:
     return f"**{trigger.name}** (ingestion trigger)\n\n{trigger.description}"
+
+
+def strategy_markdown(strategy: Strategy) -> str:
+    settings = ", ".join(f"`budget.{name}`" for name in strategy.settings)
+    return (f"**{strategy.name}** (budget ladder strategy)\n\n{strategy.description}\n\n"
+            f"Settings: {settings}\n\nIn the trace: `{strategy.example}`")

@@ -11,14 +11,14 @@ import attrs
 
 from ..documents import ParsedDocument, parse_document
 from ..model.problems import Problem
-from ..workspace.layout import WorkspaceLayout
+from ..workspace.layout import DEFINITION_FILES, WorkspaceLayout
 from ..workspace.loader import KINDS, SourceFile, Workspace, collect_memories, prepare_source
 from ..workspace.uris import uri_to_path
 
 # `$schema` fragments -> kind, for definition files outside their usual directory
 SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persistent-memory"),
                 ("context-rules", "context-rules"), ("ingestion-pipeline", "ingestion-pipeline"),
-                ("graph-view", "graph-view"))
+                ("graph-view", "graph-view"), ("rule-test", "rule-test"))
 Position = dict[str, int]
 Range = dict[str, Position]
 
@@ -26,6 +26,10 @@ Range = dict[str, Position]
 def kind_of_path(path: Path, root: Path) -> str | None:
     """The definition kind of a file by where it lives under `.codebolt/`, else None."""
     layout = WorkspaceLayout(root)
+    for kind, attribute in DEFINITION_FILES.items():
+        named: Path = getattr(layout, attribute)
+        if path == named or path.name == named.name and path.parent.name == ".codebolt":
+            return kind
     for kind, (attribute, suffixes) in KINDS.items():
         directory: Path = getattr(layout, attribute)
         if path.parent == directory and path.suffix in suffixes:
@@ -58,7 +62,7 @@ class EditorDocument:
     text: str
     path: Path
     relpath: str
-    kind: str  # rule-engine | context-rules | persistent-memory | ingestion-pipeline | graph-view
+    kind: str  # a kind of workspace/layout.DEFINITION_DIRS or DEFINITION_FILES (settings)
     parsed: ParsedDocument
     source: SourceFile  # as the workspace loader would have read it (dialect, normalised rules)
 
@@ -159,6 +163,8 @@ def overlay(workspace: Workspace, documents: list[EditorDocument]) -> Workspace:
     files = dict(workspace.files)
     changed = memories_changed = False
     for document in documents:
+        if document.kind in DEFINITION_FILES:
+            continue  # not a workspace file: the settings are read from disk (load_settings)
         on_disk = files.get(document.relpath)
         if on_disk is not document.source:
             files[document.relpath] = document.source

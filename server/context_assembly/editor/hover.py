@@ -13,6 +13,7 @@ from ..registry.steps import lookup_step
 from ..workspace.loader import Workspace
 from ..workspace.variables import possible_variables
 from . import context as ctx
+from . import tests
 from .docs import (
     memory_markdown,
     operator_markdown,
@@ -24,6 +25,7 @@ from .docs import (
     variable_markdown,
 )
 from .documents import EditorDocument
+from .settings import setting_hover
 
 
 def _value_span(document: EditorDocument, tokens: tuple[str, ...]) -> tuple[int, int] | None:
@@ -35,12 +37,34 @@ def _token_text(document: EditorDocument, cursor: ctx.Cursor) -> str:
     return document.text[cursor.start:cursor.end]
 
 
+def _test_hover(document: EditorDocument, cursor: ctx.Cursor, word: str, workspace: Workspace) -> str | None:
+    """Rule-test files: their keys (from the rule-test schema), rule references, memory ids, sections."""
+    if cursor.part == "key":
+        return tests.key_description(cursor.tokens)
+    where = tests.place(cursor.tokens)
+    if where == "rule":
+        return tests.rule_markdown(word, workspace)
+    if where == "memory" and word in workspace.memories:
+        source = workspace.memory_sources.get(word)
+        return memory_markdown(word, workspace.memories[word], source.relpath if source else None)
+    if where == "section":
+        section = next((s for s in SECTIONS if s.name == word), None)
+        return section_markdown(section) if section else None
+    return None
+
+
 def hover(document: EditorDocument, offset: int, workspace: Workspace, encoding: str = "utf-16") \
         -> dict[str, Any] | None:
     cursor = ctx.cursor_at(document, offset)
     word = _token_text(document, cursor)
     markdown = None
-    if cursor.part == "key" and ctx.is_section(cursor):
+    if document.kind == "settings":
+        markdown = setting_hover(cursor.tokens, cursor.part, word)
+    elif document.kind == "rule-test":
+        markdown = _test_hover(document, cursor, word, workspace)
+    if markdown is not None or document.kind == "settings":
+        pass
+    elif cursor.part == "key" and ctx.is_section(cursor):
         section = next((s for s in SECTIONS if s.name == cursor.last), None)
         markdown = section_markdown(section) if section else None
     elif cursor.part == "value":

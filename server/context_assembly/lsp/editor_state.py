@@ -24,6 +24,8 @@ class EditorState:
         self._disk: Workspace | None = None
         self._token: tuple[Any, ...] | None = None  # settings generation and folder stamps `_disk` was read at
         self._overlay: tuple[tuple[Any, ...], Workspace] | None = None
+        # uri -> (the text they ran on, results of a test file's full-assembly cases run by "Run test")
+        self.test_runs: dict[str, tuple[str, list[Any]]] = {}
         session.editor_view = self.workspace  # validate checks drafts against what the editor sees
 
     def workspace(self) -> Workspace:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import assembly, ingestion, memory, persistent_memory, rule_engines
+from . import assembly, ingestion, memory, persistent_memory, replay, rule_engines, testing
 from .call import CallContext, MethodSpec
 from .params import check, require_object
 from .session import Session
 
-FAMILIES = (assembly, rule_engines, persistent_memory, ingestion, memory)
+FAMILIES = (assembly, rule_engines, persistent_memory, ingestion, memory, testing, replay)
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for family in FAMILIES for spec in family.METHODS}
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from . import memory, rules, wire
+from . import memory, rules, tests, wire
 from .fragments import Schema, schema_id
 from .sources import Sources
 
@@ -22,6 +22,7 @@ _BUILDERS: dict[str, Builder] = {
     "assembly-request": wire.assembly_request,
     "assembled-context": wire.assembled_context,
     "settings": wire.settings,
+    "rule-test": tests.rule_test,
 }
 
 SCHEMA_NAMES: tuple[str, ...] = tuple(_BUILDERS)

@@ -13,6 +13,12 @@ DEFINITION_DIRS: dict[str, str] = {
     "persistent-memory": "persistent_memory_dir",
     "ingestion-pipeline": "ingestion_dir",
     "graph-view": "graph_views_dir",
+    "rule-test": "tests_dir",
+}
+# kind of a single definition file -> the WorkspaceLayout property naming it (an editor document,
+# read by load_settings rather than the loader's directory walk)
+DEFINITION_FILES: dict[str, str] = {
+    "settings": "settings_path",
 }
 
 
@@ -41,6 +47,10 @@ class WorkspaceLayout:
     @property
     def ingestion_dir(self) -> Path:
         return self.codebolt / "MemoryIngestion"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.codebolt / "tests"
 
     @property
     def db_path(self) -> Path:

@@ -21,6 +21,8 @@ SCHEMA_OF = {
     "persistent-memory": "persistent-memory",
     "ingestion-pipeline": "ingestion-pipeline",
     "graph-view": "graph-view",
+    "rule-test": "rule-test",
+    "settings": "settings",
 }
 
 

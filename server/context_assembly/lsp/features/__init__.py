@@ -7,7 +7,7 @@ from ..server import ContextAssemblyServer
 
 
 def register(server: ContextAssemblyServer) -> None:
-    from . import actions, completion, diagnostics, documents, formatting, hover, navigation, semantics
+    from . import actions, completion, diagnostics, documents, formatting, hover, lens, navigation, semantics
 
-    for feature in (documents, diagnostics, completion, hover, actions, navigation, formatting, semantics):
+    for feature in (documents, diagnostics, completion, hover, actions, navigation, formatting, semantics, lens):
         feature.register(server)

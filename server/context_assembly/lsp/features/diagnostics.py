@@ -60,8 +60,14 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list
     if document is None:
         return None
     state = editor_state(ls)
-    found = document_diagnostics(document, state.workspace(), encoding(ls))
+    found = document_diagnostics(document, state.workspace(), encoding(ls), ran_on(state, document))
     return document.version, [structure(ls, d, types.Diagnostic) for d in found]
+
+
+def ran_on(state: Any, document: Any) -> list[Any]:
+    """Results of "Run test" on exactly this text of the document (none once it changed)."""
+    text, results = state.test_runs.get(document.uri, ("", []))
+    return results if text == document.text else []
 
 
 def _publish(ls: ContextAssemblyServer, uri: str) -> None:
@@ -175,7 +181,7 @@ def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None 
     for relpath, source in workspace.files.items():
         document = open_docs.get(relpath) or document_from_source(source)
         found = [structure(ls, d, types.Diagnostic)
-                 for d in document_diagnostics(document, workspace, encoding(ls))]
+                 for d in document_diagnostics(document, workspace, encoding(ls), ran_on(state, document))]
         result_id = _result_id(ls, found)
         if (previous or {}).get(document.uri) == result_id:
             items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(

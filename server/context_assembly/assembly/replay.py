@@ -1,0 +1,87 @@
+"""Replaying a stored assembly (seed 003): the snapshot's request run again against today's
+definitions and stores, and what drifted since.
+
+Snapshots are `.codebolt/memory/context/{assembly_id}.json` holding `{request, result}` (written
+when settings enable `snapshots`). A replay is never itself kept as a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidParamsError
+from ..model.context import AssembledContext
+from ..model.converter import unstructure
+from ..stores.confine import resolve_inside
+from ..workspace.layout import WorkspaceLayout
+from ..workspace.repository import is_safe_id
+from .diff import diff
+
+Assemble = Callable[[dict[str, Any]], AssembledContext]
+
+
+def snapshot_parts(document: Any, where: str = "/snapshot") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(request, result) of a snapshot document; InvalidParams when it is not one."""
+    if not isinstance(document, dict) or not isinstance(document.get("request"), dict) \
+            or not isinstance(document.get("result"), dict):
+        message = "not an assembly snapshot: expected an object with `request` and `result`"
+        raise InvalidParamsError(message, [{"path": where, "message": message}])
+    return document["request"], document["result"]
+
+
+def replay(document: Any, assemble: Assemble, where: str = "/snapshot") -> dict[str, Any]:
+    """`{request, before, after, drift}`: the stored result, today's, and the diff between them."""
+    request, before = snapshot_parts(document, where)
+    after = unstructure(assemble(request))
+    drift = diff(before, after)
+    return {"request": request, "before": before, "after": after, "drift": drift, "drifted": not drift["identical"]}
+
+
+def _refuse(message: str, where: str) -> InvalidParamsError:
+    return InvalidParamsError(message, [{"path": where, "message": message}])
+
+
+def read_json_inside(root: Path, relative: Any, where: str, what: str = "file") -> Any:
+    """A JSON file named relative to the workspace root (never outside it)."""
+    path = resolve_inside(root, relative, what=what, pointer=where)
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise _refuse(f"no such {what}: {relative}", where) from None
+    except OSError as exc:
+        raise _refuse(f"cannot read {relative}: {exc.strerror}", where) from None
+    except orjson.JSONDecodeError as exc:
+        raise _refuse(f"{relative} is not valid JSON: {exc}", where) from None
+
+
+def snapshot_relpath(reference: str) -> str:
+    """An assembly id names `.codebolt/memory/context/{id}.json`; anything else is a path relative
+    to the workspace root."""
+    if is_safe_id(reference) and not reference.endswith(".json"):
+        layout = WorkspaceLayout(Path("."))
+        return (layout.snapshots_dir / f"{reference}.json").as_posix()
+    return reference
+
+
+def read_snapshot(root: Path, reference: Any, where: str = "/snapshot") -> Any:
+    if not isinstance(reference, str) or not reference:
+        raise _refuse("a snapshot is named by its assembly_id or a path", where)
+    return read_json_inside(root, snapshot_relpath(reference), where, "snapshot")
+
+
+def resolve_side(value: Any, root: Path, assemble: Assemble, where: str) -> dict[str, Any]:
+    """One side of a diff as an assembled context (JSON): a snapshot (named, or the document),
+    an assembled context, or a request (assembled now)."""
+    if isinstance(value, str):
+        value = read_snapshot(root, value, where)
+    if not isinstance(value, dict):
+        raise _refuse("expected a snapshot (assembly_id, path or document), an assembled context or a request", where)
+    if isinstance(value.get("result"), dict) and "request" in value:
+        return dict(value["result"])
+    if "context" in value and "trace" in value:
+        return value
+    return unstructure(assemble(value))

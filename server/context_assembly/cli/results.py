@@ -1,0 +1,167 @@
+"""Printing rule-test results: text for people, JUnit XML for CI dashboards, GitHub Actions
+workflow commands (annotations at the failing case)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from xml.etree import ElementTree
+
+from ..model.problems import Problem
+from ..testing import CaseResult, Failure, TestRun
+from .evaluate import _condition_lines
+from .report import text_line
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def failure_lines(failure: Failure, indent: str = "    ") -> list[str]:
+    lines = [f"{indent}{failure.message}",
+             f"{indent}  expected: {_show(failure.expected)}",
+             f"{indent}  actual:   {_show(failure.actual)}"]
+    for explanation in failure.explanations:
+        rule = explanation.rule
+        state = "fired" if rule.matched else "did not fire"
+        what = []
+        if explanation.adds:
+            what.append("adds " + ", ".join(explanation.adds))
+        if explanation.excludes:
+            what.append("excludes " + ", ".join(explanation.excludes))
+        lines.append(f"{indent}  rule {explanation.engine_id}/{rule.rule_id} {state}"
+                     + (f" ({'; '.join(what)})" if what else "") + (f"  ERROR: {rule.error}" if rule.error else ""))
+        for condition in rule.conditions:
+            lines += [indent + line for line in _condition_lines(condition, 1)]
+    return lines
+
+
+def _where(result: CaseResult, failure: Failure | None = None) -> str:
+    if failure is not None and failure.line:
+        return f"{result.file}:{failure.line}:{failure.column or 1}"
+    if result.error is not None and result.error.line:
+        return f"{result.file}:{result.error.line}:{result.error.column or 1}"
+    return result.file
+
+
+def as_text(run: TestRun) -> str:
+    lines = [text_line(p) for p in run.problems]
+    for result in run.results:
+        mark = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}[result.status]
+        lines.append(f"{mark} {result.id} [{result.mode}]")
+        if result.error is not None:
+            lines.append(f"    {_where(result)}: {result.error.message}")
+        for failure in result.failures:
+            lines.append(f"  {_where(result, failure)}:")
+            lines += failure_lines(failure)
+    summary = run.summary()
+    lines.append(f"{summary['passed']} passed, {summary['failed']} failed, {summary['error']} error(s), "
+                 f"{summary['skipped']} skipped, {summary['file_errors']} broken file problem(s) "
+                 f"in {summary['duration_ms'] / 1000:.2f} s")
+    return "\n".join(lines)
+
+
+def coverage_text(report: dict[str, Any], minimum: float | None) -> str:
+    lines = ["", f"Coverage: {report['percent']}% ({report['covered']} of {report['outcomes']} rule and condition "
+                 f"outcomes, {report['cases']} case(s), {report['rules']} rule(s))"]
+    if minimum is not None:
+        verdict = "below" if report["percent"] < minimum else "meets"
+        lines.append(f"  {verdict} the minimum of {minimum}%")
+    for key, title in (("rules_never_fired", "Rules never fired"), ("rules_never_failed", "Rules never failed"),
+                       ("conditions_never_true", "Conditions never true"),
+                       ("conditions_never_false", "Conditions never false"),
+                       ("memories_never_activated", "Memories never activated")):
+        lines.append(f"{title} ({len(report[key])})" + (":" if report[key] else ""))
+        for entry in report[key]:
+            lines.append(f"  {entry['rule']} {entry['path']}: {entry['condition']}" if isinstance(entry, dict)
+                         else f"  {entry}")
+    return "\n".join(lines)
+
+
+# -- JUnit XML -----------------------------------------------------------------------------------
+
+
+def as_junit(run: TestRun) -> str:
+    summary = run.summary()
+    suites = ElementTree.Element("testsuites", name="context-assembly test", tests=str(summary["cases"]),
+                                 failures=str(summary["failed"]), errors=str(summary["error"] + len(run.problems)),
+                                 skipped=str(summary["skipped"]), time=f"{run.duration_ms / 1000:.3f}")
+    by_file: dict[str, list[CaseResult]] = {}
+    for result in run.results:
+        by_file.setdefault(result.file, []).append(result)
+    for problem in run.problems:
+        by_file.setdefault(problem.file or "", [])
+    for file, results in by_file.items():
+        problems = [p for p in run.problems if (p.file or "") == file]
+        suite = ElementTree.SubElement(suites, "testsuite", name=file, tests=str(len(results) + len(problems)),
+                                       failures=str(sum(r.status == "failed" for r in results)),
+                                       errors=str(sum(r.status == "error" for r in results) + len(problems)),
+                                       skipped=str(sum(r.status == "skipped" for r in results)))
+        for problem in problems:
+            case = ElementTree.SubElement(suite, "testcase", classname=file, name=f"{file} (file)")
+            ElementTree.SubElement(case, "error", message=problem.message, type=problem.code).text = text_line(problem)
+        for result in results:
+            _junit_case(suite, result)
+    ElementTree.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
+
+
+def _junit_case(suite: ElementTree.Element, result: CaseResult) -> None:
+    case = ElementTree.SubElement(suite, "testcase", classname=result.file, name=result.name,
+                                  time=f"{result.duration_ms / 1000:.3f}")
+    if result.status == "skipped":
+        ElementTree.SubElement(case, "skipped")
+    elif result.status == "error" and result.error is not None:
+        ElementTree.SubElement(case, "error", message=result.error.message,
+                               type=result.error.code).text = f"{_where(result)}: {result.error.message}"
+    elif result.status == "failed":
+        body = []
+        for failure in result.failures:
+            body.append(f"{_where(result, failure)}:")
+            body += failure_lines(failure)
+        ElementTree.SubElement(case, "failure", message="; ".join(f.message for f in result.failures),
+                               type="expectation").text = "\n".join(body)
+
+
+# -- GitHub Actions ------------------------------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _annotation(level: str, file: str, line: int | None, column: int | None, title: str, message: str) -> str:
+    props = [f"file={_escape_property(file)}"]
+    if line:
+        props += [f"line={line}", f"col={column or 1}"]
+    props.append(f"title={_escape_property(title)}")
+    return f"::{level} {','.join(props)}::{_escape_data(message)}"
+
+
+def _problem_annotation(problem: Problem) -> str:
+    level = "error" if problem.is_error else "warning"
+    return _annotation(level, problem.file or ".", problem.line, problem.column, f"test file: {problem.code}",
+                       problem.message)
+
+
+def as_github(run: TestRun, minimum: float | None = None) -> str:
+    lines = [_problem_annotation(p) for p in run.problems]
+    for result in run.results:
+        if result.status == "error" and result.error is not None:
+            lines.append(_annotation("error", result.file, result.error.line, result.error.column,
+                                     f"{result.name}: cannot run", result.error.message))
+        for failure in result.failures:
+            lines.append(_annotation("error", result.file, failure.line, failure.column, f"{result.name}: failed",
+                                     "\n".join(failure_lines(failure, ""))))
+    lines.append(as_text(run))
+    if run.coverage is not None:
+        report = run.coverage.report()
+        if minimum is not None and report["percent"] < minimum:
+            lines.append(_annotation("error", ".codebolt/tests", None, None, "coverage",
+                                     f"rule test coverage {report['percent']}% is below {minimum}%"))
+        lines.append(coverage_text(report, minimum))
+    return "\n".join(lines)

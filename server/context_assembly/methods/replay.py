@@ -1,0 +1,68 @@
+"""`contextAssembly/replay` and `contextAssembly/diff` (seed 003: replay an assembly and see what
+was included, dropped and why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..assembly.replay import read_snapshot, resolve_side
+from ..assembly.replay import replay as replay_snapshot
+from ..errors import InvalidParamsError
+from ..model.context import AssembledContext
+from .call import CallContext, MethodSpec
+from .params import prefixed, shape
+from .session import Session
+
+
+def _assemble(session: Session, where: str) -> Any:
+    def assemble(request: dict[str, Any]) -> AssembledContext:
+        try:
+            return session.runtime.assemble(request, snapshot=False)
+        except InvalidParamsError as exc:  # point at the request inside these params
+            raise InvalidParamsError(exc.message, prefixed(exc.errors, where)) from None
+    return assemble
+
+
+def replay(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{snapshot: assembly_id | path | snapshot document}` -> `{request, before, after, drift, drifted}`."""
+    snapshot = params["snapshot"]
+    document = read_snapshot(session.root, snapshot) if isinstance(snapshot, str) else snapshot
+    return replay_snapshot(document, _assemble(session, "/snapshot/request"))
+
+
+def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{a, b}`, each a snapshot (assembly_id, path or document), an assembled context or a request."""
+    from ..assembly.diff import diff as compare
+
+    before = resolve_side(params["a"], session.root, _assemble(session, "/a"), "/a")
+    after = resolve_side(params["b"], session.root, _assemble(session, "/b"), "/b")
+    return compare(before, after)
+
+
+def trace_page(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """`{request}` (assembled now), `{result}` (an assembled context) or `{snapshot}` -> `{assembly_id, html}`:
+    the trace page an editor shows in a web view."""
+    from ..model.converter import unstructure
+    from ..trace_page import assembly_page
+
+    given = [key for key in ("request", "result", "snapshot") if params.get(key) is not None]
+    if len(given) != 1:
+        message = "give exactly one of request, result or snapshot"
+        raise InvalidParamsError(message, [{"path": "", "message": message}])
+    if given[0] == "request":
+        result = unstructure(_assemble(session, "/request")(params["request"]))
+    else:
+        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0]), "/" + given[0])
+    meta = result.get("meta") if isinstance(result.get("meta"), dict) else {}
+    return {"assembly_id": meta.get("assembly_id"), "html": assembly_page(result)}
+
+
+METHODS = (
+    MethodSpec("contextAssembly/replay", replay, shape(snapshot="any"),
+               summary="Re-run a stored assembly against today's definitions and stores; report the drift."),
+    MethodSpec("contextAssembly/diff", diff, shape(a="any", b="any"),
+               summary="Compare two assemblies (snapshots or requests): items added, removed, moved, re-ranked; "
+                       "tokens per section."),
+    MethodSpec("contextAssembly/tracePage", trace_page, shape(request="object?", result="object?", snapshot="any?"),
+               summary="The trace page (one self-contained HTML document) of an assembly, for an editor's web view."),
+)

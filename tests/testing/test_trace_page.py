@@ -1,0 +1,106 @@
+"""The trace page (`assemble --html`, `replay --html`, `diff --html`): self-contained, escaped,
+generic about trace entries it does not know, and rendered by headless Chromium with every section."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from context_assembly.cli.main import main
+from context_assembly.trace_page import COLOURS, assembly_page
+
+from .chromium import dump_dom, pixels, screenshot
+
+
+@pytest.fixture
+def seeded(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    assert main(["memory", "import", str(example_copy / "seed.json"), "--workspace", str(example_copy)]) == 0
+    capsys.readouterr()
+    return example_copy
+
+
+def _assemble_html(root: Path, page: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    assert main(["assemble", "--workspace", str(root), "--request", str(root / "request.json"), "--json",
+                 "--html", str(page), *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_page_is_self_contained_and_escaped(seeded: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    note = seeded / ".codebolt" / "memory" / "coding-standards.md"
+    note.write_text("# Standards <script>alert('x')</script> & \"quotes\"\n")
+    page = tmp_path / "page.html"
+    result = _assemble_html(seeded, page, capsys, "--max-tokens", "600")
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<script" not in html and "alert('x')" not in html and "&lt;script&gt;" in html
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", html)  # nothing loaded from elsewhere
+    assert "default-src 'none'" in html
+    for section in ("budget", "sections", "rules", "dropped", "timings", "variables"):
+        assert f"<section id={section}>" in html
+    assert f"{result['meta']['token_estimate']} of 600 tokens used" in html
+    assert 'data-rule="planning/arch-in-planning"' in html and "addVar.phase eq" in html
+    for kind in {d["kind"] for d in result["trace"]["decisions"]}:
+        assert f'data-kind="{kind}"' in html  # what was dropped, and why
+    for strategy in {s["strategy"] for s in result["trace"]["ladder"]}:
+        assert f'data-strategy="{strategy}"' in html  # each step of the budget ladder
+    assert result["trace"]["ladder"]
+    for stage in result["trace"]["stages"]:
+        assert f"<td>{stage}</td>" in html
+
+
+def test_unknown_trace_entries_are_still_shown() -> None:
+    result = {
+        "context": {"state": [{"id": "s", "content": "task", "memory_id": None, "source": "assembly://state",
+                               "section": "state", "priority": "critical", "score": None, "tokens": 1,
+                               "metadata": {}}]},
+        "trace": {"decisions": [{"kind": "summarise_step", "reason": "summarised the older turns",
+                                 "item_id": "t1", "ratio": 0.4}],
+                  "ladder": [{"strategy": "compress_turns", "freed_tokens": 120}],
+                  "rerank": [{"step": "x", "moved": 2}],
+                  "stages": {"validate": 0.1, "new_stage": 2.5}},
+        "meta": {"assembly_id": "a1", "token_estimate": 1, "total_items": 1, "duration_ms": 3.0},
+    }
+    html = assembly_page(result)
+    assert 'data-kind="summarise_step"' in html and "<th>ratio</th>" in html and "0.4" in html
+    assert 'data-strategy="compress_turns"' in html and "<th>freed_tokens</th>" in html
+    assert 'data-trace-key="rerank"' in html and "<th>moved</th>" in html
+    assert "<td>new_stage</td>" in html
+
+
+def test_chromium_renders_every_section(seeded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "page.html"
+    result = _assemble_html(seeded, page, capsys)
+    dom = dump_dom(page, tmp_path / "profile-dom")
+    for name in result["context"]:
+        assert f'id="section-{name}"' in dom
+    assert dom.count('class="item"') == result["meta"]["total_items"]
+    width, height, colours = pixels(screenshot(page, tmp_path / "profile-shot", tmp_path / "shot.png"))
+    assert (width, height) == (1200, 3000)
+    # each section that holds tokens has its coloured bar (and swatch) on the screen
+    for name, items in result["context"].items():
+        if items:
+            colour = tuple(int(COLOURS[name][i:i + 2], 16) for i in (1, 3, 5))
+            assert colour in colours, name
+
+
+def test_replay_and_diff_pages(seeded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = seeded / ".codebolt" / "context-assembly.json"
+    settings.write_text(settings.read_text().replace('"snapshots": false', '"snapshots": true'))
+    first = _assemble_html(seeded, tmp_path / "a.html", capsys)["meta"]["assembly_id"]
+    replay_page, diff_page = tmp_path / "replay.html", tmp_path / "diff.html"
+    assert main(["replay", first, "--workspace", str(seeded), "--html", str(replay_page)]) == 0
+    other = json.loads((seeded / "request.json").read_text())
+    other["constraints"] = {"max_tokens": 300}
+    (tmp_path / "small.json").write_text(json.dumps(other))
+    assert main(["diff", first, str(tmp_path / "small.json"), "--workspace", str(seeded),
+                 "--html", str(diff_page)]) == 0
+    capsys.readouterr()
+    replay_dom = dump_dom(replay_page, tmp_path / "p1")
+    assert "no drift" in replay_dom and 'id="before"' in replay_dom and 'id="after"' in replay_dom
+    diff_dom = dump_dom(diff_page, tmp_path / "p2")
+    assert "removed (" in diff_dom and "Tokens per section" in diff_dom
+    assert diff_dom.count('id="section-knowledge"') == 2  # A and B
