@@ -21,7 +21,7 @@ def server_built() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("server_built")
-@pytest.mark.parametrize("uri", ["file:///C:/work/.codebolt/a.json", "file://share/c$/a.json",
+@pytest.mark.parametrize("uri", ["file:///C:/proj/.codebolt/a.json", "file://share/c$/a.json",
                                  "file:///tmp/a%20b.json", "untitled:x"])
 def test_the_core_reads_uris_as_pygls_does(uri: str) -> None:
     expected = to_fs_path(uri)
@@ -31,5 +31,5 @@ def test_the_core_reads_uris_as_pygls_does(uri: str) -> None:
 
 @pytest.mark.usefixtures("server_built")
 def test_a_windows_drive_letter_is_read_as_a_drive() -> None:
-    found = uris.uri_to_path("file:///C:/work/a.json")
+    found = uris.uri_to_path("file:///C:/proj/a.json")
     assert found is not None and str(found).lower().startswith("c:")

@@ -195,8 +195,16 @@ def settings(src: Sources) -> Schema:
         "snapshots": boolean("Write each assembled context to .codebolt/memory/context/{assembly_id}.json "
                              "for replay.", False),
         "stores": obj("Stores", "Store backends.", {
-            "backend": enum(("embedded",), "The store implementation: embedded SQLite, Kuzu and "
-                            "files under .codebolt/.", "embedded", title="Store backend"),
+            "backend": enum(("embedded", "postgres"), "The store implementation.\n" + listing((
+                ("embedded", "SQLite, Kuzu and files under .codebolt/: nothing to install or start"),
+                ("postgres", "one PostgreSQL database with pgvector that many sidecars share (stores.dsn)"),
+            )), "embedded", title="Store backend"),
+            "dsn": described({"type": "string", "minLength": 1}, "PostgreSQL connection string "
+                             "(postgresql://user@host/db, or ?host=/socket/dir); the environment variable "
+                             "CONTEXT_ASSEMBLY_DSN overrides it, so passwords stay out of this file."),
+            "project": described({"type": "string", "minLength": 1, "maxLength": 128}, "The project key in the "
+                                 "shared database (default: the workspace folder's name); sidecars with the "
+                                 "same key share every store."),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
         "budget": _budget(src),

@@ -18,6 +18,8 @@ TOKENIZERS = ("estimate", "cl100k", "o200k")
 @define
 class StoreSettings:
     backend: str = "embedded"
+    dsn: str | None = None  # postgres: the connection string (CONTEXT_ASSEMBLY_DSN overrides it)
+    project: str | None = None  # postgres: the project key (default: the workspace folder's name)
 
 
 @define

@@ -44,6 +44,7 @@ from ...limits import GRAPH_DEPTH, GRAPH_LIMIT, GRAPH_VIEW_ROWS
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph_views import run_portable
 from .rows import NODE_TABLE, REL_TABLE, edge_from, node_from, to_json
 from .session import KuzuSessions, SessionSettings
 from .views import load_view
@@ -125,13 +126,30 @@ class KuzuGraph:
         return bool(rows and rows[0]["removed"])
 
     def list_nodes(self, instance: str, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return [node.as_dict() for node in self.find_nodes(instance, kind=kind, limit=limit)]
+
+    def find_nodes(self, instance: str, *, kind: str | None = None, name: str | None = None,
+                   limit: int = 100) -> list[GraphNode]:
+        """Entity lookup: the instance's nodes of a kind and/or with an exact name, by id."""
         params: dict[str, Any] = {"instance": self._instance(instance), "limit": _count(limit, "/limit", MAX_LIMIT)}
         where = "n.instance = $instance"
         if kind is not None:
             params["kind"] = _text(kind, "/kind")
             where += " AND n.kind = $kind"
+        if name is not None:
+            params["name"] = _name(name, "/name")
+            where += " AND n.name = $name"
         cypher = f"MATCH (n:{NODE_TABLE}) WHERE {where} RETURN {_NODE_COLUMNS} ORDER BY n.id LIMIT $limit"
-        return [node_from(row).as_dict() for row in self._read(lambda conn: _query(conn, cypher, params))]
+        return [node_from(row) for row in self._read(lambda conn: _query(conn, cypher, params))]
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every node and edge of every instance (for `memory export`), sorted by instance and id."""
+        nodes = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE}) RETURN {_NODE_COLUMNS} "
+                                                     "ORDER BY n.instance, n.id"))
+        edges = self._read(lambda conn: _query(conn, f"MATCH ()-[r:{REL_TABLE}]->() RETURN {_EDGE_COLUMNS} "
+                                                     "ORDER BY r.instance, r.id"))
+        return {"nodes": [node_from(row).as_dict() for row in nodes],
+                "edges": [edge_from(row).as_dict() for row in edges]}
 
     # -- views and expansion ------------------------------------------------------------------
 
@@ -142,6 +160,8 @@ class KuzuGraph:
         work a deadline abandons stops too instead of running on in a worker thread."""
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
+        if view.portable is not None:
+            return run_portable(self, view.id, view.portable, bound)
         default_ms = int(self._sessions.settings.query_timeout_s * 1000)
 
         def work(conn: ladybug.Connection) -> list[dict[str, Any]]:
@@ -261,7 +281,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
 
     The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id, kind, from, to,
     attributes}]}`; `instance` (argument, else the file's, else the graph's default) names the graph
-    instance. The whole file is checked first; on a KuzuGraph it then loads in one transaction.
+    instance. The whole file is checked first; a store with `load` then takes it in one transaction.
     """
     try:
         document = orjson.loads(Path(path).read_bytes())
@@ -273,7 +293,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
     space = _instance(space)
     nodes = [_node_entry(space, entry, f"/nodes/{index}") for index, entry in enumerate(_list(document, "nodes"))]
     edges = [_edge_entry(space, entry, f"/edges/{index}") for index, entry in enumerate(_list(document, "edges"))]
-    if isinstance(graph, KuzuGraph):
+    if callable(getattr(graph, "load", None)):  # one transaction where the store offers it
         graph.load(nodes, edges)
     else:
         for node in nodes:

@@ -1,9 +1,11 @@
 """Named graph views: `.codebolt/knowledgegraph/views/{id}.json` (schemas/graph-view.schema.json).
 
-A view is `{id, description, cypher, params: {name: {type, description, default}}}`. Loading checks
-the file and that its Cypher only reads; binding checks a request's values against the declared
-params (unknown, missing, wrongly typed → InvalidParamsError) and fills defaults. Values are handed
-to the database as query parameters, never put into the query text.
+A view is `{id, description, cypher, params: {name: {type, description, default}}}`, or, in the
+portable form every backend runs, `{id, description, match, expand?, limit?, params}` (see
+`stores.graph_views`) instead of `cypher`. Loading checks the file and that its Cypher only reads;
+binding checks a request's values against the declared params (unknown, missing, wrongly typed →
+InvalidParamsError) and fills defaults. Values are handed to the database as query parameters (or,
+in the portable form, substituted for whole `"$name"` values), never put into the query text.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ class ViewParam:
 @frozen
 class GraphView:
     id: str
-    cypher: str
+    cypher: str  # "" for a portable view
     params: tuple[ViewParam, ...] = ()
     description: str = ""
+    portable: dict[str, Any] | None = None  # {match, expand?, limit?}: the declarative form
+
+    @property
+    def is_cypher(self) -> bool:
+        return self.portable is None
 
     def bind(self, values: dict[str, Any]) -> dict[str, Any]:
         """The query parameters for `values`: checked, defaults filled, unused ones left out."""
@@ -73,7 +80,7 @@ class GraphView:
         errors += _range_problems(self.cypher, bound)
         if errors:
             raise InvalidParamsError(f"bad parameters for graph view {self.id!r}", errors)
-        used = parameter_names(self.cypher)
+        used = parameter_names(self.cypher) if self.portable is None else portable_parameters(self.portable)
         # Kuzu refuses a parameter the query does not use, so declared-but-unused ones stay out.
         return {name: value for name, value in bound.items() if name in used}
 
@@ -112,9 +119,11 @@ def parse_view(view_id: str, document: Any) -> GraphView:
     errors: list[dict[str, Any]] = []
     if document.get("id", view_id) != view_id:
         errors.append({"path": "/id", "message": f"the id must match the file name {view_id!r}"})
+    if "match" in document and "cypher" not in document:
+        return _parse_portable(view_id, document)
     cypher = document.get("cypher")
     if not isinstance(cypher, str) or not cypher.strip():
-        errors.append({"path": "/cypher", "message": "expected a non-empty Cypher query"})
+        errors.append({"path": "/cypher", "message": "expected a non-empty Cypher query (or a portable match)"})
         cypher = ""
     description = document.get("description", "")
     if not isinstance(description, str):
@@ -129,6 +138,30 @@ def parse_view(view_id: str, document: Any) -> GraphView:
     if errors:
         raise InvalidParamsError(f"graph view {view_id!r} is invalid", errors)
     return GraphView(id=view_id, cypher=cypher.strip().rstrip(";"), params=params, description=description)
+
+
+def _parse_portable(view_id: str, document: dict[str, Any]) -> GraphView:
+    from ..graph_views import check_portable  # late: the portable form's own module
+
+    errors: list[dict[str, Any]] = []
+    if document.get("id", view_id) != view_id:
+        errors.append({"path": "/id", "message": f"the id must match the file name {view_id!r}"})
+    description = document.get("description", "")
+    if not isinstance(description, str):
+        errors.append({"path": "/description", "message": "expected a string"})
+        description = ""
+    params = _parse_params(document.get("params", {}), errors)
+    portable: dict[str, Any] = {key: document[key] for key in ("match", "expand", "limit") if key in document}
+    errors += check_portable(portable, {param.name for param in params})
+    if errors:
+        raise InvalidParamsError(f"graph view {view_id!r} is invalid", errors)
+    return GraphView(id=view_id, cypher="", params=params, description=description, portable=portable)
+
+
+def portable_parameters(portable: dict[str, Any]) -> set[str]:
+    from ..graph_views import parameters_of
+
+    return parameters_of(portable)
 
 
 def _parse_params(raw: Any, errors: list[dict[str, Any]]) -> tuple[ViewParam, ...]:
