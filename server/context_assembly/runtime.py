@@ -56,6 +56,10 @@ class Runtime:
             self.cache.ttl_s = self._workspace.settings.cache_ttl_s
             return self._workspace
 
+    def last_workspace(self) -> Workspace | None:
+        """The workspace as last loaded, without looking at the disk (None before the first load)."""
+        return self._workspace
+
     def assemble(self, request: Any, **options: Any) -> AssembledContext:
         return self.assembler.assemble(request, **options)
 

@@ -78,7 +78,7 @@ class FakeGraph:
     def delete_edge(self, instance: str, edge_id: str) -> bool:
         return self.edges.pop((instance, edge_id), None) is not None
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
         if view_id == "missing":
             raise NotFoundError(f"no graph view {view_id!r}")
         if view_id == "broken":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -82,12 +83,15 @@ class Assembler:
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
                  cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
-                 llm: Llm | None = None, snapshot: bool = True) -> AssembledContext:
+                 llm: Llm | None = None, snapshot: bool = True,
+                 workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
         """`llm`: the client's model (llm/complete), used for summaries when the budget is tight.
-        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent)."""
+        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent).
+        `workspace`: the caller's view of the workspace (a session's settings), else the assembler's."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot)
+            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot,
+                                  workspace or self.workspace)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -96,14 +100,15 @@ class Assembler:
             raise
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str, llm: Llm | None, snapshot: bool = True) -> AssembledContext:
+                  assembly_id: str, llm: Llm | None, snapshot: bool = True,
+                  workspace_of: Callable[[], Workspace] | None = None) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
-        workspace = self.workspace()
+        workspace = (workspace_of or self.workspace)()
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)
         lookup = build_lookup(request, self._derived(request))
-        for problem in _validate(request, workspace):
+        for problem in [*_validate(request, workspace), *skipped_rule_files(workspace)]:
             run.warn(problem, kind="validation")
         run.stage("validate")
 
@@ -267,6 +272,23 @@ def _uri_problem(text: str) -> str | None:
     except ContextAssemblyError as exc:
         return exc.message
     return None
+
+
+def skipped_rule_files(workspace: Workspace) -> list[str]:
+    """Rule files on disk that could not be used at all (too large, too deep, not a rule engine)."""
+    found = _SKIPPED.get(workspace)
+    if found is None:
+        found = _SKIPPED[workspace] = [
+            f"rule file '{source.relpath}' was skipped: {problem.message}"
+            + (f" (line {problem.line}, column {problem.column})" if problem.line else "")
+            for source in workspace.files.values()
+            if (source.kind == "rule-engine" and source.compiled is None)
+            or (source.kind == "context-rules" and not source.rules)
+            for problem in source.problems[:1] if problem.is_error]
+    return found
+
+
+_SKIPPED: weakref.WeakKeyDictionary[Workspace, list[str]] = weakref.WeakKeyDictionary()
 
 
 def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:

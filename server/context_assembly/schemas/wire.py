@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..limits import LIMITS
 from .fragments import (
     SCHEMA_KEY,
     Schema,
@@ -211,6 +212,20 @@ def settings(src: Sources) -> Schema:
             "top_k": integer("At most this many tools, the most relevant to the task first.", 0, 8),
             "min_score": _number("Tools less similar to the task than this are left out.", 0.1, 1),
         }),
+        "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
+                      "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
+                                              for spec in LIMITS if spec.settable}),
+        "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
+                   "methods it may call and the memory URIs it may read and write (glob patterns). Read "
+                   "from this file only, never from a client's configuration.",
+                   "additionalProperties": {"type": "object", "title": "Grant",
+                                            "description": "What one token name may do; a list left out "
+                                                           "allows everything of its kind.",
+                                            "additionalProperties": False, "properties": {
+                       key: {"type": "array", "items": {"type": "string"}, "description": text}
+                       for key, text in (("methods", "Method names it may call (globs, e.g. memory/*)."),
+                                         ("read", "URIs memory/read and memory/list may name (globs)."),
+                                         ("write", "URIs memory/write and memory/delete may name (globs)."))}}},
     })
     return document(
         "settings", "Context assembly settings",

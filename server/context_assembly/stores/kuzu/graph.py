@@ -40,6 +40,7 @@ import ladybug
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
+from ...limits import GRAPH_DEPTH, GRAPH_LIMIT, GRAPH_VIEW_ROWS
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
@@ -58,9 +59,9 @@ REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NO
 GENERATION_FILE = "generation"
 MAX_ID_CHARS = 1024
 MAX_NAME_CHARS = 4096
-MAX_DEPTH = 5
-MAX_LIMIT = 1000
-MAX_VIEW_ROWS = 10_000
+MAX_DEPTH = GRAPH_DEPTH
+MAX_LIMIT = GRAPH_LIMIT
+MAX_VIEW_ROWS = GRAPH_VIEW_ROWS
 # Edges read per expansion level: bounds the work a hub node can cause.
 MAX_LEVEL_EDGES = 10_000
 DIRECTIONS = ("both", "out", "in")
@@ -152,14 +153,20 @@ class KuzuGraph:
 
     # -- views and expansion ------------------------------------------------------------------
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters."""
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters.
+
+        `timeout_ms` (a pipeline's remaining time) interrupts the query inside the database, so the
+        work a deadline abandons stops too instead of running on in a worker thread."""
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
         if view.portable is not None:
             return run_portable(self, view.id, view.portable, bound)
+        default_ms = int(self._sessions.settings.query_timeout_s * 1000)
 
         def work(conn: ladybug.Connection) -> list[dict[str, Any]]:
+            if timeout_ms is not None:
+                conn.set_query_timeout(max(1, min(timeout_ms, default_ms)))
             # Second guard after the keyword check: the database itself refuses writes here.
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
@@ -167,6 +174,8 @@ class KuzuGraph:
             finally:
                 with contextlib.suppress(RuntimeError):
                     conn.execute("ROLLBACK")
+                if timeout_ms is not None:
+                    conn.set_query_timeout(default_ms)
 
         return [{name: to_json(value) for name, value in row.items()} for row in self._read(work)]
 

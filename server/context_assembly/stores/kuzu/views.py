@@ -19,6 +19,7 @@ import orjson
 from attrs import frozen
 
 from ...errors import InvalidParamsError, NotFoundError
+from ...limits import GRAPH_VIEW_ROWS
 from ...registry.values import json_type
 from ...workspace.layout import WorkspaceLayout
 from .cypher import parameter_names, read_only_problems
@@ -27,6 +28,7 @@ VIEW_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PARAM_TYPES = ("string", "number", "integer", "boolean", "array", "object")
 MAX_VIEW_BYTES = 256 * 1024
+_COUNTED = re.compile(r"\b(?:LIMIT|SKIP)\s+\$([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 _NO_DEFAULT = object()
 
@@ -75,6 +77,7 @@ class GraphView:
                 errors.append({"path": f"/params/{_pointer(name)}", "message": problem})
             else:
                 bound[name] = value
+        errors += _range_problems(self.cypher, bound)
         if errors:
             raise InvalidParamsError(f"bad parameters for graph view {self.id!r}", errors)
         used = parameter_names(self.cypher) if self.portable is None else portable_parameters(self.portable)
@@ -206,6 +209,26 @@ def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
     else:
         ok = isinstance(value, dict)
     return value, None if ok else f"expected {kind}, got {json_type(value, integers=True)}"
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _range_problems(cypher: str, bound: dict[str, Any]) -> list[dict[str, Any]]:
+    """Integers the database cannot take: beyond 64 bits anywhere, outside 0..rows after LIMIT or SKIP
+    (Kuzu would answer with its own internals)."""
+    counted = {match.group(1) for match in _COUNTED.finditer(cypher)}
+    problems = []
+    for name, value in bound.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        low, high = (0, GRAPH_VIEW_ROWS) if name in counted else _INT64
+        if not low <= value <= high:
+            what = "a LIMIT or SKIP count" if name in counted else "a 64-bit integer"
+            problems.append({"path": f"/params/{_pointer(name)}",
+                             "message": f"{value} is out of range: {what} must be from {low} to {high}"
+                                        + (" (limits.graph_view_rows)" if name in counted else "")})
+    return problems
 
 
 def _pointer(name: str) -> str:

@@ -159,7 +159,10 @@ class PgGraph:
 
     # -- views and expansion
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+    def run_view(self, view_id: str, params: dict[str, Any],
+                 timeout_ms: int | None = None) -> builtins.list[dict[str, Any]]:
+        # `timeout_ms` is not needed here: only portable views run, as indexed lookups bounded by
+        # their `limit` and MAX_DEPTH, unlike a free Cypher query on the embedded graph.
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
         if view.portable is not None:
