@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import postgres_dsn  # noqa: F401  (a session fixture every test folder can use)
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "quickstart"
 

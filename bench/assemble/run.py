@@ -150,7 +150,7 @@ def probe_keyword(runtime: Any, requests: list[dict[str, Any]], collection: str,
         holder: dict[str, Any] = {}
 
         def work(query: str = query, holder: dict[str, Any] = holder) -> None:
-            holder["conn"] = runtime.database.connection()
+            holder["conn"] = runtime.memory.kv.db.connection()  # the embedded database: interrupted below
             try:
                 runtime.vectors.search(collection, query, top_k=TOP_K, mode="keyword")
             except Exception as exc:  # interrupted (StorageError), or a real failure

@@ -178,7 +178,7 @@ def main() -> int:
         # Cold: a fresh process-like store (new connection, empty cache) loads the matrix.
         cold_store = SqliteVectorStore(Database(layout.db_path), layout.vectordb_dir, default_model=model)
         t = time.perf_counter()
-        index = cold_store._index(COLLECTION)
+        index = cold_store.index._index(COLLECTION)  # the embedded index's cached matrix
         cold_ms = (time.perf_counter() - t) * 1000
         assert index is not None and index.matrix.shape[0] == args.chunks
         figures["cold_load_ms"] = cold_ms

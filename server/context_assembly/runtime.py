@@ -1,7 +1,9 @@
 """One workspace, wired: the loader, the stores, the pipeline executor and the assembler.
 
-The CLI and the sidecar both build a `Runtime`; neither wires stores by hand. Everything is
-created lazily and embedded: opening a workspace starts nothing and downloads nothing.
+The CLI and the sidecar both build a `Runtime`; neither wires stores by hand. The settings are read
+first, then the stores' factory builds the backend they name (embedded unless `stores.backend`
+says otherwise); everything opens lazily: opening a workspace starts nothing, connects to nothing
+and downloads nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from .model.evaluation import EvaluationResult
 from .model.request import AssemblyRequest
 from .rules.evaluate import RuleSet
 from .stores.bundle import StoreBundleView
-from .stores.kuzu.graph import KuzuGraph
-from .stores.memory import MemoryService
-from .stores.sqlite.database import Database
-from .stores.sqlite.vector import SqliteVectorStore
+from .stores.factory import open_stores
+from .stores.memory import MemoryRouter
 from .workspace.loader import Workspace, WorkspaceLoader, load_warnings
+from .workspace.settings import load_settings
 
 
 class Runtime:
@@ -33,10 +34,9 @@ class Runtime:
         self.layout = self.loader.layout
         self._lock = threading.Lock()
         self._workspace: Workspace | None = None
-        self.database = Database(self.layout.db_path)
-        self.vectors = SqliteVectorStore(self.database, self.layout.vectordb_dir)
-        self.graph = KuzuGraph(self.layout)
-        self.memory = MemoryService(self.layout, vectors=self.vectors, graph=self.graph, database=self.database)
+        # The backend is chosen once, from the settings file, before any store is built.
+        settings, _ = load_settings(self.layout.settings_path)
+        self.memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores))
         self.stores = StoreBundleView(self.memory)
         self.cache = ResultCache()
         self.executor = Executor(self.memory, self.stores, self.cache)
@@ -45,6 +45,14 @@ class Runtime:
     @property
     def root(self) -> Path:
         return self.loader.root
+
+    @property
+    def vectors(self) -> Any:
+        return self.memory.vectors
+
+    @property
+    def graph(self) -> Any:
+        return self.memory.graph
 
     def workspace(self) -> Workspace:
         """The workspace as on disk now (files re-read only when they changed)."""
@@ -80,11 +88,14 @@ class Runtime:
         wire["warnings"] = [*wire.get("warnings", []), *failed]
         return wire
 
+    def last_workspace(self) -> Workspace | None:
+        """The workspace as last loaded, without looking at the disk (None before the first load)."""
+        return self._workspace
+
     def assemble(self, request: Any, **options: Any) -> AssembledContext:
         return self.assembler.assemble(request, **options)
 
     def close(self) -> None:
         self.executor.close()
         self.assembler.summaries.close()
-        self.graph.close()
         self.memory.close()

@@ -165,9 +165,10 @@ class RawServer:
             self._pump(0.05)
         raise AssertionError(f"no answer to {msg_id!r}")
 
-    def initialize(self) -> dict[str, Any]:
+    def initialize(self, options: dict[str, Any] | None = None) -> dict[str, Any]:
         self.send(frame({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-            "processId": None, "rootUri": self.workspace.as_uri(), "capabilities": {}}}))
+            "processId": None, "rootUri": self.workspace.as_uri(), "capabilities": {},
+            **({"initializationOptions": options} if options is not None else {})}}))
         result = self.answer("init")
         self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         return result

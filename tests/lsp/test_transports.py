@@ -1,5 +1,6 @@
 """`serve --tcp` and `serve --ws`: the same methods over TCP (LSP framing) and WebSocket (one message
-per text frame), bound to loopback, port 0 = a free port announced on stderr."""
+per text frame), bound to loopback, port 0 = a free port announced on stderr. The process serves
+until SIGTERM (exit status 0); a client's `exit` ends its own connection."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ async def test_tcp(workspace: Path) -> None:
     await connection.request("memory/write", {"uri": "kv://tcp/k", "value": {"scope.a.b": 1}})
     assert (await connection.request("memory/read", {"uri": "kv://tcp/k"}))["value"] == {"scope.a.b": 1}
     await connection.close()
+    process.terminate()
     assert await asyncio.wait_for(process.wait(), 10) == 0
 
 
@@ -69,6 +71,8 @@ async def test_websocket(workspace: Path) -> None:
         assert json.loads(await websocket.recv())["error"]["code"] == -32700
         assert (await ask(4, "shutdown"))["result"] is None
         await websocket.send(json.dumps({"jsonrpc": "2.0", "method": "exit"}))
+        await asyncio.wait_for(websocket.wait_closed(), 10)  # exit ends this connection
+    process.terminate()
     assert await asyncio.wait_for(process.wait(), 10) == 0
 
 

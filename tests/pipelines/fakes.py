@@ -121,7 +121,7 @@ class FakeGraph:
         self.nodes = dict(nodes or {})
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
         self.calls.append((view_id, params))
         if view_id not in self.views:
             raise InvalidParamsError(f"unknown view {view_id}", [{"path": "", "message": view_id}])

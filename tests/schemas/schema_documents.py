@@ -288,7 +288,7 @@ INVALID: list[tuple[str, str, Any, set[str]]] = [
     ("bad graph view", "graph-view", {"id": "v", "params": {"a b": {"type": "text"}}},
      {"", "/params", "/params/a b/type"}),
     ("settings with unknown key", "settings", {"max_token": 100, "tokenizer": "gpt2"}, {"", "/tokenizer"}),
-    ("settings wrong types", "settings", {"max_tokens": 0, "stores": {"backend": "postgres"}, "snapshots": "yes"},
+    ("settings wrong types", "settings", {"max_tokens": 0, "stores": {"backend": "mysql"}, "snapshots": "yes"},
      {"/max_tokens", "/stores/backend", "/snapshots"}),
     ("request without scope_variables", "assembly-request", {"input": {"text": "hi"}}, {""}),
     ("max_tokens 0", "assembly-request", {"scope_variables": {}, "constraints": {"max_tokens": 0}},

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from context_assembly.errors import InvalidParamsError, NotFoundError, StorageError
-from context_assembly.stores.memory import MemoryService
+from context_assembly.stores.memory import MemoryRouter
 from context_assembly.workspace.layout import WorkspaceLayout
 
 
@@ -78,7 +78,7 @@ class FakeGraph:
     def delete_edge(self, instance: str, edge_id: str) -> bool:
         return self.edges.pop((instance, edge_id), None) is not None
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
         if view_id == "missing":
             raise NotFoundError(f"no graph view {view_id!r}")
         if view_id == "broken":
@@ -89,20 +89,20 @@ class FakeGraph:
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Any:
-    service = MemoryService(tmp_path)
+    service = MemoryRouter(tmp_path)
     yield service
     service.close()
 
 
 def test_nothing_is_created_before_first_use(tmp_path: Path) -> None:
-    service = MemoryService(WorkspaceLayout(tmp_path))
+    service = MemoryRouter(WorkspaceLayout(tmp_path))
     assert not (tmp_path / ".codebolt").exists()
     service.read("kv://x")
     assert (tmp_path / ".codebolt" / "db" / "project.db").is_file()
     service.close()
 
 
-def test_result_shapes(memory: MemoryService) -> None:
+def test_result_shapes(memory: MemoryRouter) -> None:
     assert memory.read("kv://prefs") == {"uri": "kv://prefs", "exists": False, "value": None}
     assert memory.write("kv://prefs", {"theme": "dark"}) == {"uri": "kv://prefs", "written": True}
     assert memory.read("kv://prefs") == {"uri": "kv://prefs", "exists": True, "value": {"theme": "dark"}}
@@ -111,7 +111,7 @@ def test_result_shapes(memory: MemoryService) -> None:
     assert memory.list("kv://") == {"items": []}
 
 
-def test_kv_uri_forms_address_the_same_entries(memory: MemoryService) -> None:
+def test_kv_uri_forms_address_the_same_entries(memory: MemoryRouter) -> None:
     memory.write("kv://prefs", 1)
     assert memory.read("kv://default/prefs")["value"] == 1
     assert memory.read("kv://default/default/prefs")["value"] == 1
@@ -134,7 +134,7 @@ def test_kv_uri_forms_address_the_same_entries(memory: MemoryService) -> None:
     assert len(memory.list("kv://", limit=2)["items"]) == 2
 
 
-def test_json_documents_and_pointers(memory: MemoryService) -> None:
+def test_json_documents_and_pointers(memory: MemoryRouter) -> None:
     memory.write("json://project-config", {"conventions": ["pep8"], "owner": {"name": "ana"}})
     assert memory.read("json://project-config#/owner/name")["value"] == "ana"
     assert memory.read("json://project-config#/owner/missing") == {
@@ -146,7 +146,7 @@ def test_json_documents_and_pointers(memory: MemoryService) -> None:
     assert [i["uri"] for i in memory.list("json://")["items"]] == ["json://project-config"]
 
 
-def test_markdown_notes(memory: MemoryService, tmp_path: Path) -> None:
+def test_markdown_notes(memory: MemoryRouter, tmp_path: Path) -> None:
     memory.write("markdown://decisions/auth", "# Auth\nJWT.\n")
     assert (tmp_path / ".codebolt" / "memory" / "decisions" / "auth.md").read_text() == "# Auth\nJWT.\n"
     assert memory.read("markdown://decisions/auth.md")["value"] == "# Auth\nJWT.\n"
@@ -160,7 +160,7 @@ def test_markdown_notes(memory: MemoryService, tmp_path: Path) -> None:
     assert memory.delete("markdown://decisions/auth")["deleted"] is True
 
 
-def test_file_is_read_only(memory: MemoryService, tmp_path: Path) -> None:
+def test_file_is_read_only(memory: MemoryRouter, tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "auth.py").write_text("print('hi')\n")
     assert memory.read("file://src/auth.py") == {"uri": "file://src/auth.py", "exists": True,
@@ -177,7 +177,7 @@ def test_file_is_read_only(memory: MemoryService, tmp_path: Path) -> None:
     assert memory.list("file://src/zz")["items"] == []
 
 
-def test_log_is_append_only(memory: MemoryService) -> None:
+def test_log_is_append_only(memory: MemoryRouter) -> None:
     assert memory.write("log://default", {"event_type": "tool_error", "payload": {"tool": "grep"}})["written"]
     memory.write("log://default", {"event_type": "message", "payload": {"text": "hi"}})
     memory.write("log://audit", {"event_type": "login"})
@@ -204,7 +204,7 @@ def test_log_is_append_only(memory: MemoryService) -> None:
                                                                                ("log://default", 2)]
 
 
-def test_episodic_and_working(memory: MemoryService) -> None:
+def test_episodic_and_working(memory: MemoryRouter) -> None:
     for i in range(5):
         memory.write("episodic://t-1", {"role": "user", "content": f"turn {i}"})
     assert [t["content"] for t in memory.read("episodic://t-1?limit=2")["value"]] == ["turn 3", "turn 4"]
@@ -228,7 +228,7 @@ def test_episodic_and_working(memory: MemoryService) -> None:
     assert memory.read("episodic://t-1")["value"] == []
 
 
-def test_blobs_are_base64_on_the_wire(memory: MemoryService) -> None:
+def test_blobs_are_base64_on_the_wire(memory: MemoryRouter) -> None:
     data = bytes(range(256))
     encoded = base64.b64encode(data).decode()
     memory.write("blob://attachments/raw.bin", encoded)
@@ -242,7 +242,7 @@ def test_blobs_are_base64_on_the_wire(memory: MemoryService) -> None:
     assert item["uri"] == "blob://attachments/raw.bin" and item["size"] == 256
 
 
-def test_generations_per_scheme(memory: MemoryService) -> None:
+def test_generations_per_scheme(memory: MemoryRouter) -> None:
     schemes = ("kv", "json", "markdown", "log", "episodic", "working", "blob", "file", "vector", "graph")
     before = {scheme: memory.generation(scheme) for scheme in schemes}
     memory.write("kv://a", 1)
@@ -259,7 +259,7 @@ def test_generations_per_scheme(memory: MemoryService) -> None:
 
 
 def test_threads_share_one_service(tmp_path: Path) -> None:
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     memory.read("kv://warm")  # this thread's connection exists before the other tables are used elsewhere
     errors: list[BaseException] = []
 
@@ -285,7 +285,7 @@ def test_threads_share_one_service(tmp_path: Path) -> None:
 
 
 def test_a_second_service_sees_writes(tmp_path: Path) -> None:
-    first, second = MemoryService(tmp_path), MemoryService(tmp_path)
+    first, second = MemoryRouter(tmp_path), MemoryRouter(tmp_path)
     generation = second.generation("kv")
     first.write("kv://shared", {"v": 1})
     assert second.read("kv://shared")["value"] == {"v": 1}
@@ -294,7 +294,7 @@ def test_a_second_service_sees_writes(tmp_path: Path) -> None:
     second.close()
 
 
-def test_vector_and_graph_without_components(memory: MemoryService) -> None:
+def test_vector_and_graph_without_components(memory: MemoryRouter) -> None:
     for call in (lambda: memory.read("vector://docs?q=x"), lambda: memory.write("vector://docs/a", "t"),
                  lambda: memory.list("vector://")):
         with pytest.raises(StorageError, match="vector store is not configured"):
@@ -306,7 +306,7 @@ def test_vector_and_graph_without_components(memory: MemoryService) -> None:
 
 def test_vector_delegation(tmp_path: Path) -> None:
     vectors = FakeVectors()
-    memory = MemoryService(tmp_path, vectors=vectors)
+    memory = MemoryRouter(tmp_path, vectors=vectors)
     memory.write("vector://docs/file://docs/auth.md", {"text": "auth uses JWT", "metadata": {"title": "Auth"}})
     memory.write("vector://docs", "storage uses sqlite")  # named by its content
     assert vectors.calls[0] == ("upsert", "docs", "file://docs/auth.md", "auth uses JWT", {"title": "Auth"})
@@ -337,7 +337,7 @@ def test_graph_delegation(tmp_path: Path) -> None:
     layout = WorkspaceLayout(tmp_path)
     layout.graph_views_dir.mkdir(parents=True)
     (layout.graph_views_dir / "dependents.json").write_text("{}")
-    memory = MemoryService(layout, graph=graph)
+    memory = MemoryRouter(layout, graph=graph)
     memory.write("graph://main/node/auth.py", {"kind": "File", "name": "auth.py", "attributes": {"loc": 10}})
     memory.write("graph://main/node/jwt", {"kind": "Concept"})
     memory.write("graph://main/edge/e1", {"kind": "uses", "from": "auth.py", "to": "jwt"})
@@ -366,7 +366,7 @@ def test_graph_delegation(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("uri", ["", "kv:/x", "unknown://x", "kv://a//b", "json://d#nope"])
-def test_malformed_uris(memory: MemoryService, uri: str) -> None:
+def test_malformed_uris(memory: MemoryRouter, uri: str) -> None:
     for call in (memory.read, memory.delete, lambda u: memory.write(u, 1)):
         with pytest.raises(InvalidParamsError) as caught:
             call(uri)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from context_assembly.stores.memory import MemoryService
+from context_assembly.stores.memory import MemoryRouter
 
 from .workers import PAD, race_one_key, write_keys, write_until_killed
 
@@ -35,7 +35,7 @@ def _run_together(target: Callable[..., None], workspace: Path, workers: list[tu
 
 def test_two_processes_write_10000_keys_and_none_is_lost(tmp_path: Path) -> None:
     _run_together(write_keys, tmp_path, [("a", 5000, 1), ("b", 5000, 1)])
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     for worker in ("a", "b"):
         entries = memory.kv.list("default", worker)
         assert len(entries) == 5000
@@ -46,7 +46,7 @@ def test_two_processes_write_10000_keys_and_none_is_lost(tmp_path: Path) -> None
 
 def test_batched_writes_from_two_processes(tmp_path: Path) -> None:
     _run_together(write_keys, tmp_path, [("a", 5000, 250), ("b", 5000, 250)])
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     assert len(memory.kv.list()) == 10_000
     assert memory.read("kv://b/k4999")["value"] == {"worker": "b", "i": 4999}
     memory.close()
@@ -54,7 +54,7 @@ def test_batched_writes_from_two_processes(tmp_path: Path) -> None:
 
 def test_single_key_race_ends_with_one_of_the_last_writes(tmp_path: Path) -> None:
     _run_together(race_one_key, tmp_path, [("a", 300), ("b", 300)])
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     assert memory.read("kv://race")["value"] in ({"who": "a", "i": 299}, {"who": "b", "i": 299})
     assert memory.read("markdown://race")["value"] in ("a 299\n", "b 299\n")
     assert [n["uri"] for n in memory.list("markdown://")["items"]] == ["markdown://race"]
@@ -63,7 +63,7 @@ def test_single_key_race_ends_with_one_of_the_last_writes(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("attempt", range(3))  # a few kills, each landing at a different point
 def test_sigkill_mid_write_leaves_every_store_readable(tmp_path: Path, attempt: int) -> None:
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     memory.write("kv://k", {"n": 0, "pad": PAD})
     memory.write("markdown://crash", f"note 0\n{PAD}")
     memory.close()
@@ -82,7 +82,7 @@ def test_sigkill_mid_write_leaves_every_store_readable(tmp_path: Path, attempt: 
     with sqlite3.connect(db_path) as raw:
         assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
-    memory = MemoryService(tmp_path)
+    memory = MemoryRouter(tmp_path)
     value = memory.read("kv://k")["value"]
     assert value["pad"] == PAD and value["n"] >= 3  # a complete value, old or new
     note = memory.read("markdown://crash")["value"]

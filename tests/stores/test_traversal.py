@@ -17,7 +17,7 @@ import pytest
 
 from context_assembly.errors import InvalidParamsError
 from context_assembly.stores.confine import check_name, check_relative_path, resolve_inside
-from context_assembly.stores.memory import MemoryService
+from context_assembly.stores.memory import MemoryRouter
 
 SECRET = "CANARY-SECRET-do-not-read"
 
@@ -74,7 +74,7 @@ def _snapshot(root: Path, skip: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[tuple[MemoryService, Path]]:
+def sandbox(tmp_path: Path) -> Iterator[tuple[MemoryRouter, Path]]:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "canary.txt").write_text(SECRET)
@@ -89,7 +89,7 @@ def sandbox(tmp_path: Path) -> Iterator[tuple[MemoryService, Path]]:
     (memory_dir / "memory-escape").symlink_to(outside, target_is_directory=True)
     (memory_dir / "fine.md").write_text("inside")
     before = _snapshot(tmp_path, workspace)
-    service = MemoryService(workspace)
+    service = MemoryRouter(workspace)
     yield service, workspace
     service.close()
     assert _snapshot(tmp_path, workspace) == before, "a file outside the workspace appeared or changed"
@@ -111,7 +111,7 @@ def _never_leaks(result: Any) -> None:
 
 
 @pytest.mark.parametrize("reference", HOSTILE + ["passwd", "link/canary.txt", "link"])
-def test_file_scheme_refuses(sandbox: tuple[MemoryService, Path], reference: str) -> None:
+def test_file_scheme_refuses(sandbox: tuple[MemoryRouter, Path], reference: str) -> None:
     memory, _ = sandbox
     uri = "file://" + reference
     _refused(lambda: memory.read(uri))
@@ -121,7 +121,7 @@ def test_file_scheme_refuses(sandbox: tuple[MemoryService, Path], reference: str
 
 
 @pytest.mark.parametrize("reference", HOSTILE + ["evil", "evil.md", "memory-escape/x", "memory-escape/canary"])
-def test_markdown_scheme_refuses(sandbox: tuple[MemoryService, Path], reference: str) -> None:
+def test_markdown_scheme_refuses(sandbox: tuple[MemoryRouter, Path], reference: str) -> None:
     memory, _ = sandbox
     uri = "markdown://" + reference
     _refused(lambda: memory.read(uri))
@@ -133,7 +133,7 @@ def test_markdown_scheme_refuses(sandbox: tuple[MemoryService, Path], reference:
 
 
 @pytest.mark.parametrize("reference", [r for r in HOSTILE if r not in ("", ".")] + SYMLINKED)
-def test_list_prefixes_never_leave_the_workspace(sandbox: tuple[MemoryService, Path], reference: str) -> None:
+def test_list_prefixes_never_leave_the_workspace(sandbox: tuple[MemoryRouter, Path], reference: str) -> None:
     memory, _ = sandbox
     for scheme in ("file", "markdown"):
         try:
@@ -144,7 +144,7 @@ def test_list_prefixes_never_leave_the_workspace(sandbox: tuple[MemoryService, P
         assert all("canary" not in item["uri"] for item in result["items"])
 
 
-def test_listing_hides_links_out_of_the_workspace(sandbox: tuple[MemoryService, Path]) -> None:
+def test_listing_hides_links_out_of_the_workspace(sandbox: tuple[MemoryRouter, Path]) -> None:
     memory, _ = sandbox
     assert [i["uri"] for i in memory.list("markdown://")["items"]] == ["markdown://fine"]
     root = [i["uri"] for i in memory.list("file://")["items"]]
@@ -152,7 +152,7 @@ def test_listing_hides_links_out_of_the_workspace(sandbox: tuple[MemoryService, 
 
 
 @pytest.mark.parametrize("reference", HOSTILE)
-def test_opaque_keys_stay_in_the_database(sandbox: tuple[MemoryService, Path], reference: str) -> None:
+def test_opaque_keys_stay_in_the_database(sandbox: tuple[MemoryRouter, Path], reference: str) -> None:
     memory, _ = sandbox
     key = quote(reference, safe="")
     cases = {

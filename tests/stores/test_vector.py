@@ -18,6 +18,7 @@ from context_assembly.errors import ConflictError, InvalidParamsError
 from context_assembly.stores.embedding import HASHING, WORDLLAMA
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
+from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
 
 HIT_KEYS = {"id", "doc_uri", "chunk", "text", "score", "metadata", "source"}
@@ -251,7 +252,7 @@ def test_own_writes_patch_the_cached_matrix(tmp_path: Path) -> None:
     fresh = make_store(tmp_path)
     for query in ("completely new words", "item 7", "another fresh document"):
         assert s.search("c", query, top_k=60) == fresh.search("c", query, top_k=60)
-    patched, loaded = s._indexes["c"], fresh._indexes["c"]
+    patched, loaded = s.index._indexes["c"], fresh.index._indexes["c"]
     assert patched.generation == loaded.generation
     order_p, order_l = np.argsort(patched.ids), np.argsort(loaded.ids)
     assert np.array_equal(patched.ids[order_p], loaded.ids[order_l])
@@ -317,8 +318,8 @@ def test_keyword_search_over_common_terms_stays_exact(tmp_path: Path) -> None:
     s.upsert_many("big", docs)
     for query in ("w1 zygote", "w2 w3 zygote", "w4", "zygote w5 w6 w7", "nothing zygote"):
         for limit in (1, 5, 50):
-            got = s._keyword("big", query, limit)
-            full = s._bm25("big", fts_query(query), limit)
+            got = s.index._keyword("big", fts_terms(query), limit)
+            full = s.index._bm25("big", fts_query(query), limit)
             assert [i for i, _ in got] == [i for i, _ in full], (query, limit)
             assert np.allclose([x for _, x in got], [x for _, x in full])
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from context_assembly.stores.memory import MemoryService
+from context_assembly.stores.memory import MemoryRouter
 
 PAD = "x" * 100_000
 
 
 def write_keys(workspace: str, worker: str, count: int, batch: int, start: Any) -> None:
     """`count` KV keys in namespace `worker`, `batch` per transaction (1: one transaction per key)."""
-    service = MemoryService(workspace)
+    service = MemoryRouter(workspace)
     start.wait(30)
     for first in range(0, count, batch):
         last = min(count, first + batch)
@@ -26,7 +26,7 @@ def write_keys(workspace: str, worker: str, count: int, batch: int, start: Any) 
 
 def race_one_key(workspace: str, worker: str, count: int, start: Any) -> None:
     """Single-key writes to the same key as another process, through the URI layer."""
-    service = MemoryService(workspace)
+    service = MemoryRouter(workspace)
     start.wait(30)
     for i in range(count):
         service.write("kv://race", {"who": worker, "i": i})
@@ -36,7 +36,7 @@ def race_one_key(workspace: str, worker: str, count: int, start: Any) -> None:
 
 def write_until_killed(workspace: str, ready: Any) -> None:
     """Big values to every store, round after round, until SIGKILL arrives mid-write."""
-    service = MemoryService(workspace)
+    service = MemoryRouter(workspace)
     blob = base64.b64encode(PAD.encode()).decode()
     i = 1
     while True:

@@ -40,11 +40,21 @@ class ResultCache:
     def put(self, key: Hashable, value: Any) -> None:
         if self.ttl_s <= 0:
             return
+        now = time.monotonic()
         with self._lock:
-            self._entries[key] = (time.monotonic() + self.ttl_s, value)
+            self._entries[key] = (now + self.ttl_s, value)
             self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
+            # Expired entries go now, not when their key is asked for again: after a write bumps a
+            # generation the old keys are never asked for, and would sit here until evicted by count.
+            while self._entries:
+                oldest = next(iter(self._entries.values()))
+                if oldest[0] >= now and len(self._entries) <= self.max_entries:
+                    break
                 self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
     def clear(self) -> None:
         with self._lock:

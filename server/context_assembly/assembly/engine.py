@@ -91,12 +91,15 @@ class Assembler:
 
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
                  cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
-                 llm: Llm | None = None, snapshot: bool = True) -> AssembledContext:
+                 llm: Llm | None = None, snapshot: bool = True,
+                 workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
         """`llm`: the client's model (llm/complete), used for summaries when the budget is tight.
-        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent)."""
+        `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent).
+        `workspace`: the caller's view of the workspace (a session's settings), else the assembler's."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
-            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot)
+            return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot,
+                                  workspace or self.workspace)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -109,9 +112,10 @@ class Assembler:
         return request_lookup(request, lambda thread: self.memory.episodic.count(thread))
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
-                  assembly_id: str, llm: Llm | None, snapshot: bool = True) -> AssembledContext:
+                  assembly_id: str, llm: Llm | None, snapshot: bool = True,
+                  workspace_of: Callable[[], Workspace] | None = None) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
-        workspace = self.workspace()
+        workspace = (workspace_of or self.workspace)()
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)

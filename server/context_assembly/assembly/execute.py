@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from attrs import define, field
 
+from ..errors import ContextAssemblyError
 from ..model.converter import unstructure
 from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest
@@ -117,8 +118,11 @@ class Executor:
         if needs is None:
             return None
         schemes, notes = needs
-        for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
-            generations[scheme] = self.memory.generation(scheme)
+        try:
+            for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
+                generations[scheme] = self.memory.generation(scheme)
+        except ContextAssemblyError:
+            return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         stamps = self.memory.notes.stamp(notes) if notes else ()
         return (_fingerprint(definition),
@@ -195,7 +199,13 @@ class Executor:
         for ref in references:
             needs = _key_stores(memories[ref.reference]) if ref.kind == "definition" else None
             schemes |= needs[0] if needs else set()
-        return {scheme: self.memory.generation(scheme) for scheme in sorted(schemes)}
+        found: dict[str, int] = {}
+        for scheme in sorted(schemes):
+            try:
+                found[scheme] = self.memory.generation(scheme)
+            except ContextAssemblyError:
+                continue  # unreachable: the pipelines reading it fail with the store's own error
+        return found
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

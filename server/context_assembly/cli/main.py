@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import assemble, check, evaluate, formatting, memory, reference, replay, serve, test
+from . import assemble, check, db, evaluate, formatting, memory, reference, replay, serve, test
 
-COMMANDS = (assemble, check, evaluate, formatting, memory, reference, replay, serve, test)
+COMMANDS = (assemble, check, db, evaluate, formatting, memory, reference, replay, serve, test)
 
 
 def build_parser() -> argparse.ArgumentParser:

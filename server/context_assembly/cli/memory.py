@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -14,7 +15,7 @@ from .terminal import add_common, report_invalid, workspace_root
 if TYPE_CHECKING:
     from ..runtime import Runtime
 
-ACTIONS = ("read", "write", "delete", "list", "import")
+ACTIONS = ("read", "write", "delete", "list", "import", "export")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -26,11 +27,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "Exit status 2 for a bad URI or value, 1 for a storage failure.",
         epilog="examples: memory write kv://users/alice '{\"theme\": \"dark\"}'   "
                "memory write markdown://decisions --text 'We use SQLite.'   memory list kv://users/   "
-               "memory import seed.json",
+               "memory import seed.json   memory export backup.json",
     )
     parser.add_argument("action", choices=ACTIONS)
     parser.add_argument("uri", help="a store URI (for list: a URI prefix such as kv:// or markdown://notes/; "
-                                    "for import: a JSON file of writes, threads and graph data)")
+                                    "for import: a JSON file of writes, threads and graph data; for export: the "
+                                    "file to write, '-' for standard output)")
     parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
@@ -55,6 +57,21 @@ def _import(runtime: Runtime, path: str) -> dict[str, Any]:
     return {"imported": import_file(runtime.memory, path, runtime.layout.codebolt)}
 
 
+def _export(runtime: Runtime, target: str) -> int:
+    from ..stores.exporter import export_memory
+
+    data = orjson.dumps(export_memory(runtime.memory), option=orjson.OPT_INDENT_2) + b"\n"
+    if target == "-":
+        sys.stdout.write(data.decode())
+        return 0
+    try:
+        Path(target).write_bytes(data)
+    except OSError as exc:
+        print(f"context-assembly memory: cannot write {target}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     root = workspace_root(args.workspace)
     if not root.is_dir():
@@ -76,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "import":
             result = _import(runtime, args.uri)
+        elif args.action == "export":
+            return _export(runtime, args.uri)
         elif args.action == "read":
             result = service.read(args.uri)
         elif args.action == "write":

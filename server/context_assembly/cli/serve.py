@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
@@ -38,6 +39,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     transport.add_argument("--ws", type=address, metavar="HOST:PORT", help="listen for a WebSocket client")
     parser.add_argument("--workspace", type=Path,
                         help="the workspace root (default: the client's rootUri / first workspace folder)")
+    parser.add_argument("--token-file", type=Path, metavar="FILE",
+                        help="TCP/WebSocket: clients must present a token from FILE (one token, or "
+                             "{\"tokens\": {name: token}}) as initializationOptions.token; "
+                             "also read from $CONTEXT_ASSEMBLY_TOKEN")
+    parser.add_argument("--tls-cert", type=Path, metavar="FILE", help="TCP/WebSocket over TLS: the certificate (PEM)")
+    parser.add_argument("--tls-key", type=Path, metavar="FILE", help="TCP/WebSocket over TLS: the private key (PEM)")
+    parser.add_argument("--max-connections", type=int, default=16, metavar="N",
+                        help="TCP/WebSocket: at most N clients at once (default: 16)")
     parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="logging on stderr (default: WARNING)")
     parser.set_defaults(run=run)
@@ -50,16 +59,62 @@ def run(args: argparse.Namespace) -> int:
         print(f"context-assembly serve: no such directory: {args.workspace}", file=sys.stderr)
         return 2
     from ..lsp.server import build_server  # late: `context-assembly check` need not import pygls
-    from ..lsp.transports import run as serve
 
-    server = build_server(args.workspace.resolve() if args.workspace else None)
-    if args.tcp:
-        code = serve(server, "tcp", *args.tcp)
-    elif args.ws:
-        code = serve(server, "ws", *args.ws)
+    root = args.workspace.resolve() if args.workspace else None
+    if args.tcp or args.ws:
+        code = _serve_network(args, root)
     else:
-        code = serve(server)
+        from ..lsp.transports import run as serve
+
+        code = serve(build_server(root))
     # Worker threads may still wait on a store (a cancelled pipeline); the session is closed and
     # the answer sent, so do not let them hold the process.
     sys.stderr.flush()
     os._exit(code)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _fail(message: str) -> int:
+    print(f"context-assembly serve: {message}", file=sys.stderr)
+    return 2
+
+
+def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
+    import ssl
+
+    from ..lsp.server import build_server
+    from ..lsp.transports import Network, run_network
+    from ..methods.access import load_tokens
+    from ..methods.session import SharedRuntimes
+
+    transport, (host, port) = ("tcp", args.tcp) if args.tcp else ("ws", args.ws)
+    try:
+        tokens = load_tokens(args.token_file)
+    except (OSError, ValueError) as exc:
+        return _fail(f"cannot read the token file: {exc}")
+    if not tokens and not is_loopback(host):
+        return _fail(f"refusing to listen on {host} without a token: anyone who can reach it could read and "
+                     "write all memory (set CONTEXT_ASSEMBLY_TOKEN or pass --token-file)")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return _fail("TLS needs both --tls-cert and --tls-key")
+    if args.max_connections < 1:
+        return _fail("--max-connections must be at least 1")
+    context = None
+    if args.tls_cert is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            return _fail(f"cannot load the TLS certificate and key: {exc}")
+    runtimes = SharedRuntimes()
+    network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens),
+                      max_connections=args.max_connections, ssl=context)
+    return run_network(network, transport, host, port)

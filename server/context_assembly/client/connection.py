@@ -163,8 +163,9 @@ class Connection(JsonRPCClient):
         assert self.process.stdin is not None and self.process.stdout is not None
         self._attach(self.process.stdout, self.process.stdin)
 
-    async def connect_tcp(self, host: str, port: int) -> None:
-        reader, writer = await asyncio.open_connection(host, port)
+    async def connect_tcp(self, host: str, port: int, ssl: Any = None) -> None:
+        """Connect to `serve --tcp` (`ssl`: an ssl.SSLContext for a server with --tls-cert)."""
+        reader, writer = await asyncio.open_connection(host, port, ssl=ssl)
         self._attach(reader, writer)
 
     def _attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -44,7 +44,6 @@ from ..registry.values import MISSING
 from ..stores.chunking import chunk_text
 from ..stores.confine import check_key
 from ..stores.uri import render
-from ..stores.vector import ensure_settings
 from .templates import TemplateError, TemplateVariables, fill_key, safe_value, walk
 
 ENTRY_POINT_GROUP = "context_assembly.processors"
@@ -360,7 +359,9 @@ def vector_embed(value: Any, params: dict[str, Any], ctx: ProcessorContext) -> l
                                 "embeds these documents")
         return documents
     if model is not None:
-        settings = ensure_settings(ctx.memory.layout.vectordb_dir, collection, model)
+        if ctx.memory.vectors is None:
+            raise ProcessorError("the vector store is not configured")
+        settings = ctx.memory.vectors.settings(collection, model)
         if settings.embedding_model != model:
             raise ProcessorError(f"collection {collection!r} is embedded with {settings.embedding_model!r}, "
                                  f"not {model!r}")

@@ -2,7 +2,7 @@
 
 A route `{from, foreach?, condition?, write_to}` takes an output (or `payload`, or a dotted path
 into either), optionally iterates it, keeps the elements its condition holds for, fills the
-destination template per element and writes through `MemoryService.write`. Each element that
+destination template per element and writes through `MemoryRouter.write`. Each element that
 cannot be written (a refused template value, a store error) is an error of that route; the other
 elements and the other routes still run.
 

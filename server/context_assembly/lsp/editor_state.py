@@ -5,11 +5,12 @@ A field of the server (`ContextAssemblyServer.editor`); `lsp/features/state.py` 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from ..editor.documents import DocumentStore, overlay
 from ..methods import Session
-from ..workspace.loader import KINDS, Workspace, stamp_or_none
+from ..workspace.loader import KINDS, SourceFile, Workspace, stamp_or_none
 
 
 class EditorState:
@@ -17,6 +18,11 @@ class EditorState:
         self.session = session
         self.store = DocumentStore(session.root)
         self.timers: dict[str, Any] = {}  # uri -> asyncio.TimerHandle of a pending publish
+        # Re-checks of other documents, coalesced per debounce window (see features/diagnostics.py):
+        self.contributed: dict[str, frozenset[Any]] = {}  # uri -> what the open version gives others
+        self.pending: set[str] = set()  # uris to re-check at the end of the window
+        self.flush: Any = None  # the window's asyncio.TimerHandle
+        self.recent: OrderedDict[str, None] = OrderedDict()  # open uris, least recently touched first
         # The client watches `.codebolt/` for us: what is on disk is re-read on its events (and on
         # saves) instead of on every request, which would stat every definition file per keystroke.
         self.watched = False
@@ -63,6 +69,24 @@ class EditorState:
         layout = self.session.layout
         paths = [getattr(layout, attribute) for attribute, _ in KINDS.values()] + [layout.settings_path]
         return self.session.settings_generation, *(stamp_or_none(path) for path in paths)
+
+    def disk_source(self, relpath: str) -> SourceFile | None:
+        """The file as the workspace on disk has it (what an open document replaces)."""
+        disk = self._disk if self._disk is not None else self.session.workspace()
+        return disk.files.get(relpath)
+
+    def touch(self, uri: str) -> None:
+        self.recent[uri] = None
+        self.recent.move_to_end(uri)
+
+    def forget(self, uri: str) -> None:
+        self.recent.pop(uri, None)
+        self.contributed.pop(uri, None)
+        self.pending.discard(uri)
+
+    def eager(self, limit: int) -> set[str]:
+        """The `limit` most recently touched open documents."""
+        return set(list(self.recent)[-limit:])
 
     def disk_changed(self) -> None:
         """`.codebolt/` (or the settings) changed: read the disk again on the next request."""

@@ -23,7 +23,9 @@ from typing import Any, Protocol
 import orjson
 
 MAX_HEADER_LINE = 8 * 1024  # a longer line without a newline is junk: dropped, keeping a tail
-MAX_BODY = 64 * 1024 * 1024  # a larger declared body is refused (the header is ignored)
+MAX_BODY = 64 * 1024 * 1024  # a larger declared body is refused and skipped (limits.request_bytes)
+OVERSIZED_HEAD = 4096  # bytes of a refused body kept, to find the request's id
+SKIP_AT_MOST = 1 << 32  # a declared size beyond this is junk, not a body to skip: the header is ignored
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?\n?\Z", re.IGNORECASE)
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _READ_SIZE = 64 * 1024
@@ -83,14 +85,22 @@ class FileDescriptorSource:
         return await self._queue.get()
 
 
-class FrameReader:
-    """Message bodies from a byte source, one at a time."""
+Oversized = Callable[[bytes, int, int], None]  # (the body's first bytes, its declared size, the limit)
 
-    def __init__(self, source: ByteSource, *, max_body: int = MAX_BODY,
-                 on_problem: Callable[[str], None] | None = None) -> None:
+
+class FrameReader:
+    """Message bodies from a byte source, one at a time.
+
+    A body declared larger than `max_body` (an int, or a callable read per message) is never held:
+    its first OVERSIZED_HEAD bytes go to `on_oversized` (so the caller can answer the request) and
+    the rest is read and dropped as it arrives."""
+
+    def __init__(self, source: ByteSource, *, max_body: int | Callable[[], int] = MAX_BODY,
+                 on_problem: Callable[[str], None] | None = None, on_oversized: Oversized | None = None) -> None:
         self.source = source
         self.max_body = max_body
         self.on_problem = on_problem or (lambda message: None)
+        self.on_oversized = on_oversized
         self._buffer = bytearray()
         self._eof = False
 
@@ -132,14 +142,35 @@ class FrameReader:
         del self._buffer[:size]
         return body
 
+    async def _skip(self, size: int) -> bool:
+        """Drop `size` bytes of input without keeping them; False at end of input."""
+        while size > 0:
+            if not self._buffer and not await self._fill():
+                return False
+            taken = min(size, len(self._buffer))
+            del self._buffer[:taken]
+            size -= taken
+        return True
+
+    def _limit(self) -> int:
+        return self.max_body() if callable(self.max_body) else self.max_body
+
     async def next_body(self) -> bytes | None:
         """The next message body, or None at end of input."""
         length: int | None = None
+        oversized: int | None = None
         while True:
             line = await self._line()
             if line is None:
                 return None
             if not line.strip():
+                if oversized is not None and self.on_oversized is not None:
+                    head = await self._exactly(min(oversized, OVERSIZED_HEAD)) or b""
+                    self.on_oversized(head, oversized, self._limit())
+                    if not await self._skip(oversized - len(head)):
+                        return None
+                    oversized = None
+                    continue
                 if length is None:
                     continue  # stray blank line
                 return await self._exactly(length)
@@ -149,11 +180,12 @@ class FrameReader:
                     self.on_problem(f"ignored a line that is not a header: {line[:80]!r}")
                 continue
             declared = int(match.group(1))
-            if declared > self.max_body:
-                self.on_problem(f"refused a body of {declared} bytes (at most {self.max_body})")
-                length = None
+            limit = self._limit()
+            if declared > limit:
+                self.on_problem(f"refused a body of {declared} bytes (at most {limit})")
+                length, oversized = None, (declared if declared <= SKIP_AT_MOST else None)
             else:
-                length = declared
+                length, oversized = declared, None
 
     def resync(self, body: bytes) -> bool:
         """Read again, as headers, whatever follows a `Content-Length` header inside a body that did

@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+NOT_INITIALIZED = -32002
 _CONTAINER = re.compile(rb"[\[{]")
 _ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
 PLAIN_OUTGOING = frozenset({"llm/complete"})  # server-to-client requests whose results stay plain JSON
@@ -76,6 +77,18 @@ def top_level_id(body: bytes) -> Any:
     except orjson.JSONDecodeError:
         return None
     return value if _is_id(value) else None
+
+
+def parse_problem(body: bytes, exc: orjson.JSONDecodeError) -> str:
+    """orjson's message, with the exact place of bytes that are not UTF-8 (orjson says "line 1
+    column 1" for those; an escaped lone surrogate it places right itself)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = body.count(b"\n", 0, bad.start) + 1
+        column = bad.start - (body.rfind(b"\n", 0, bad.start) + 1) + 1
+        return f"the message is not valid UTF-8 ({bad.reason}): line {line} column {column} (byte {bad.start})"
+    return str(exc)
 
 
 def envelope_problem(data: Any) -> str | None:
@@ -113,7 +126,7 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageSe
         try:
             data = orjson.loads(body)  # strict UTF-8, no lone surrogates
         except orjson.JSONDecodeError as exc:
-            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {exc}")
+            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
             return False
         if isinstance(data, list):
             self._refuse_batch(data)
@@ -121,12 +134,20 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageSe
         problem = envelope_problem(data)
         if problem is not None:
             msg_id = data.get("id") if isinstance(data, dict) and _is_id(data.get("id")) else None
-            if msg_id is not None or not isinstance(data, dict) or "method" not in data:
+            # A request whose id is not a valid id (an object, a float) is still a request: JSON-RPC
+            # answers it with id null; only a message without any id is a notification.
+            if msg_id is not None or not isinstance(data, dict) or "method" not in data or "id" in data:
                 self.send_error(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
             else:
                 logger.warning("ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
+        if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \
+                and compat.server_of(self).locked:
+            if is_request:  # nothing but initialize (with a valid token) before a good initialize
+                self.send_error(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
+                                "(initializationOptions.token)")
+            return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
             return True
@@ -148,6 +169,11 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageSe
             if is_request:
                 self.send_error(data["id"], -32603, "Internal error")
         return True
+
+    def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
+        """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
+        message = f"Invalid request: the message is {size} bytes; at most {limit} (limits.request_bytes)"
+        self.send_error(top_level_id(head), INVALID_REQUEST, message, {"size": size, "limit": limit})
 
     def _refuse_batch(self, batch: list[Any]) -> None:
         """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""

@@ -26,7 +26,10 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
+from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import Session
+from ..methods.access import ForbiddenError, check_call, grant_for, log_refusal, token_name
+from ..methods.session import SharedRuntimes
 from ..workspace import uris
 from . import pygls_compat as compat
 from .editor_state import EditorState
@@ -40,6 +43,7 @@ WORKERS = 8
 SHUTDOWN_GRACE_S = 5.0  # how long `shutdown` waits for requests in flight
 METHOD_NOT_FOUND = -32601
 LLM_OPTION = "llm"  # initializationOptions.llm = true: the client answers llm/complete
+TOKEN_OPTION = "token"  # initializationOptions.token: the client's token (TCP, WebSocket)
 SETTINGS_OPTION = "settings"  # initializationOptions.settings: overrides applied before any configuration
 
 Hook = Callable[["ContextAssemblyServer"], Awaitable[None]]
@@ -48,10 +52,15 @@ Hook = Callable[["ContextAssemblyServer"], Awaitable[None]]
 class ContextAssemblyServer(LanguageServer):
     protocol: ContextAssemblyProtocol
 
-    def __init__(self, workspace: Path | None = None, workers: int = WORKERS) -> None:
+    def __init__(self, workspace: Path | None = None, workers: int = WORKERS, *,
+                 runtimes: SharedRuntimes | None = None, tokens: dict[str, str] | None = None) -> None:
         super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
         self.session: Session | None = None
+        self.runtimes = runtimes  # shared with the other connections of this process (TCP, WebSocket)
+        self.tokens = tokens or {}  # name -> token; empty: no token asked for (stdio)
+        self.token_name: str | None = None  # set by an initialize with a valid token
+        self.peer: str | None = None  # the client's address, for the access log
         self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.llm_offered = False
@@ -78,10 +87,58 @@ class ContextAssemblyServer(LanguageServer):
             self.session.close()
         self.llm_offered = llm_offered
         self.initial_settings = settings
-        self.session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text)
+        self.session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text,
+                               runtimes=self.runtimes)
         for problem in self.session.set_settings(settings):
             logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
         return self.session
+
+    @property
+    def locked(self) -> bool:
+        """A token is configured and this client has not presented a valid one yet."""
+        return bool(self.tokens) and self.token_name is None
+
+    def authenticate(self, presented: Any) -> None:
+        """Check `initializationOptions.token`; a refusal is logged and closes the connection."""
+        if not self.tokens:
+            return
+        name = token_name(self.tokens, presented)
+        if name is not None:
+            self.token_name = name
+            return
+        self.token_name = None
+        error = ForbiddenError("a valid token is required: pass it as initializationOptions.token",
+                               {"method": "initialize", "token": None})
+        self.log_refusal(error)
+        self.request_stop()  # after the answer goes out: the transport closes the connection
+        raise JsonRpcException(code=error.code, message=error.message)
+
+    def check_access(self, method: str, params: Any) -> None:
+        """Raise a -32004 error when this client's token may not make this call (logged)."""
+        if not self.tokens:
+            return
+        name = self.token_name or ""
+        try:
+            check_call(grant_for(self.require_session().settings().access, name), name, method, params)
+        except ForbiddenError as error:
+            self.log_refusal(error)
+            raise
+
+    def log_refusal(self, error: ForbiddenError) -> None:
+        if self.session is not None:
+            log_refusal(self.session.runtime.memory, error, self.peer)
+        elif self.runtimes is not None and self.pinned_root is not None:
+            runtime = self.runtimes.acquire(self.pinned_root)
+            try:
+                log_refusal(runtime.memory, error, self.peer)
+            finally:
+                self.runtimes.release(runtime)
+        else:
+            logger.warning("access refused: %s (%s)", error.message, self.peer or "unknown peer")
+
+    def request_limit(self) -> int:
+        """limits.request_bytes of the workspace served (the default before `initialize`)."""
+        return (self.session.current_limits() if self.session is not None else DEFAULT_LIMITS).request_bytes
 
     def open_document_text(self, uri: str) -> str | None:
         """The text of an open definition document, from the editor's store (the event loop puts
@@ -178,8 +235,9 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
 def _register_lifecycle(server: ContextAssemblyServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: ContextAssemblyServer, params: types.InitializeParams) -> None:
-        root = ls.pinned_root or workspace_root(params) or Path(os.getcwd())
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        ls.authenticate(options.get(TOKEN_OPTION))
+        root = ls.pinned_root or workspace_root(params) or Path(os.getcwd())
         settings = options.get(SETTINGS_OPTION)
         session = ls.open(root.resolve(), settings if isinstance(settings, dict) else {}, llm_offered(params))
         encoding = ls.protocol.workspace.position_encoding
@@ -210,12 +268,14 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
             await asyncio.wait(pending, timeout=SHUTDOWN_GRACE_S)
 
 
-def build_server(workspace: Path | None = None) -> ContextAssemblyServer:
-    """The server with every feature module registered; the core reads `file:` URIs as pygls does."""
+def build_server(workspace: Path | None = None, *, runtimes: SharedRuntimes | None = None,
+                 tokens: dict[str, str] | None = None) -> ContextAssemblyServer:
+    """The server with every feature module registered (one per connection over TCP and WebSocket);
+    the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch
 
     uris.use_converter(to_fs_path)
-    server = ContextAssemblyServer(workspace)
+    server = ContextAssemblyServer(workspace, runtimes=runtimes, tokens=tokens)
     _register_lifecycle(server)
     for feature in (calls, config, watch, features):
         feature.register(server)

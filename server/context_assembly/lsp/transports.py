@@ -2,9 +2,9 @@
 
 All three feed message bodies to `ContextAssemblyProtocol.receive`; stdio and TCP through the
 tolerant `FrameReader`, WebSocket one message per frame (text or binary; answers go out as text
-frames, in order, from one sender task). TCP and WebSocket serve one client connection at a time
-(the sidecar belongs to one agent or editor): a second concurrent connection is refused, and the
-process ends when the connection does, as it does when stdin closes.
+frames, in order, from one sender task). TCP and WebSocket serve many clients at once (up to
+`--max-connections`), each its own session over one shared runtime (stores, compiled engines, the
+result cache), optionally over TLS and behind a token; the process serves until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
+from attrs import define, field
+
+from ..limits import DEFAULT as DEFAULT_LIMITS
 from . import pygls_compat as compat
-from .framing import FileDescriptorSource, FrameReader, StreamSource
+from .framing import OVERSIZED_HEAD, FileDescriptorSource, FrameReader, StreamSource, encode_json, frame
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -82,75 +86,116 @@ async def _pump(server: ContextAssemblyServer, reader: FrameReader) -> None:
         await asyncio.sleep(0)  # let answers and cancellations through between messages
 
 
-def _reader(source: Any) -> FrameReader:
-    return FrameReader(source, on_problem=lambda message: logger.warning("input: %s", message))
+def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
+    return FrameReader(source, max_body=server.request_limit, on_oversized=server.protocol.refuse_oversized,
+                       on_problem=lambda message: logger.warning("input: %s", message))
 
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     server.protocol.set_writer(PipeWriter(stdout), include_headers=True)
-    await _until_stopped(server, _pump(server, _reader(FileDescriptorSource(stdin.fileno()))))
+    await _until_stopped(server, _pump(server, _reader(server, FileDescriptorSource(stdin.fileno()))))
 
 
-async def serve_tcp(server: ContextAssemblyServer, host: str, port: int, announce: Announce) -> None:
-    finished = asyncio.Event()
-    busy = False
+ServerFactory = Callable[[], ContextAssemblyServer]
 
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal busy
-        if busy:
-            writer.close()
-            return
-        busy = True
-        server.protocol.set_writer(writer, include_headers=True)
+
+@define
+class Network:
+    """How `serve --tcp` / `--ws` listens: every connection gets its own server (its own session,
+    editor state and worker pool) from `factory`, over the runtime the factory shares."""
+
+    factory: ServerFactory
+    max_connections: int = 16
+    ssl: Any = None  # an ssl.SSLContext: TLS
+    servers: set[ContextAssemblyServer] = field(factory=set)
+
+    def full(self) -> bool:
+        return len(self.servers) >= self.max_connections
+
+    def full_message(self) -> str:
+        return f"the server has {len(self.servers)} connections; at most {self.max_connections} (--max-connections)"
+
+    async def session(self, serve: Callable[[ContextAssemblyServer], Awaitable[None]], peer: str | None) -> None:
+        server = self.factory()
+        server.attach(asyncio.get_running_loop())
+        server.peer = peer
+        self.servers.add(server)
         try:
-            await _until_stopped(server, _pump(server, _reader(StreamSource(reader))))
+            await serve(server)
         finally:
+            self.servers.discard(server)
+            server.close()
+
+
+async def serve_tcp(network: Network, host: str, port: int, announce: Announce, stop: asyncio.Event) -> None:
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if network.full():
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": network.full_message()}}
+            writer.write(frame(encode_json(error)))
             with contextlib.suppress(Exception):
+                await writer.drain()
                 writer.close()
-            finished.set()
+            return
 
-    listener = await asyncio.start_server(connection, host, port)
+        async def serve(server: ContextAssemblyServer) -> None:
+            server.protocol.set_writer(writer, include_headers=True)
+            try:
+                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader))))
+            finally:
+                with contextlib.suppress(Exception):
+                    writer.close()
+
+        await network.session(serve, _peer(writer.get_extra_info("peername")))
+
+    listener = await asyncio.start_server(connection, host, port, ssl=network.ssl)
     address = listener.sockets[0].getsockname()
-    announce(f"tcp://{_netloc(address)}")
+    announce(f"{'tls' if network.ssl else 'tcp'}://{_netloc(address)}")
     async with listener:
-        await finished.wait()
+        await stop.wait()
 
 
-async def serve_ws(server: ContextAssemblyServer, host: str, port: int, announce: Announce) -> None:
+async def serve_ws(network: Network, host: str, port: int, announce: Announce, stop: asyncio.Event) -> None:
     from websockets.asyncio.server import ServerConnection, serve
 
-    finished = asyncio.Event()
-    busy = False
-
     async def connection(websocket: ServerConnection) -> None:
-        nonlocal busy
-        if busy:
-            await websocket.close(1013, "the server already has a client")
+        if network.full():
+            await websocket.close(1013, network.full_message()[:120])
             return
-        busy = True
-        writer = QueuedWebSocketWriter(websocket)
-        server.protocol.set_writer(writer, include_headers=False)
 
-        async def receive() -> None:
-            async for message in websocket:
-                server.protocol.receive(message.encode("utf-8", "surrogatepass") if isinstance(message, str)
-                                        else message)
+        async def session(server: ContextAssemblyServer) -> None:
+            writer = QueuedWebSocketWriter(websocket)
+            server.protocol.set_writer(writer, include_headers=False)
 
-        try:
-            await _until_stopped(server, receive())
-        except Exception as exc:  # the connection dropped
-            logger.warning("websocket connection ended: %s", exc)
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(writer.task, 2)
-                await websocket.close()
-            finished.set()
+            async def receive() -> None:
+                async for message in websocket:
+                    body = message.encode("utf-8", "surrogatepass") if isinstance(message, str) else message
+                    if len(body) > (limit := server.request_limit()):
+                        server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
+                        continue
+                    server.protocol.receive(body)
 
-    async with serve(connection, host, port) as listener:
+            try:
+                await _until_stopped(server, receive())
+            except Exception as exc:  # the connection dropped
+                logger.warning("websocket connection ended: %s", exc)
+            finally:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.task, 2)
+                    await websocket.close()
+
+        await network.session(session, _peer(websocket.remote_address))
+
+    # websockets' own bound (1 MiB by default) would close the connection: frames up to the default
+    # limit arrive, and the workspace's limits.request_bytes answers those past it.
+    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, ssl=network.ssl) as listener:
         address = next(iter(listener.sockets)).getsockname()
-        announce(f"ws://{_netloc(address)}")
-        await finished.wait()
+        announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
+        await stop.wait()
+
+
+def _peer(address: Any) -> str | None:
+    return _netloc(address) if isinstance(address, tuple) and len(address) >= 2 else None
 
 
 def _netloc(address: Any) -> str:
@@ -158,22 +203,14 @@ def _netloc(address: Any) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def run(server: ContextAssemblyServer, transport: str = "stdio", host: str = "127.0.0.1", port: int = 0,
-        announce: Announce | None = None) -> int:
-    """Serve until the client exits or disconnects; the exit status LSP asks for (0 after shutdown)."""
-    say = announce or (lambda address: print(f"context-assembly: listening on {address}", file=sys.stderr,
-                                             flush=True))
+def run(server: ContextAssemblyServer, announce: Announce | None = None) -> int:
+    """Serve stdio until the client exits or disconnects; the exit status LSP asks for (0 after shutdown)."""
 
     async def main() -> None:
         server.attach(asyncio.get_running_loop())
-        if transport == "tcp":
-            await serve_tcp(server, host, port, say)
-        elif transport == "ws":
-            await serve_ws(server, host, port, say)
-        else:
-            stdout = sys.stdout.buffer
-            sys.stdout = sys.stderr  # nothing but the protocol may reach the real stdout
-            await serve_stdio(server, sys.stdin.buffer, stdout)
+        stdout = sys.stdout.buffer
+        sys.stdout = sys.stderr  # nothing but the protocol may reach the real stdout
+        await serve_stdio(server, sys.stdin.buffer, stdout)
 
     try:
         asyncio.run(main())
@@ -184,3 +221,33 @@ def run(server: ContextAssemblyServer, transport: str = "stdio", host: str = "12
     if server.exit_code is not None:
         return server.exit_code
     return 0 if compat.shutting_down(server.protocol) else 1
+
+
+def run_network(network: Network, transport: str, host: str = "127.0.0.1", port: int = 0,
+                announce: Announce | None = None) -> int:
+    """Serve TCP or WebSocket clients until SIGTERM or SIGINT (exit status 0); a client's `exit`
+    ends its own connection only."""
+    say = announce or (lambda address: print(f"context-assembly: listening on {address}", file=sys.stderr,
+                                             flush=True))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows: no signal handlers
+                loop.add_signal_handler(signum, stop.set)
+        serve = serve_ws if transport == "ws" else serve_tcp
+        try:
+            await serve(network, host, port, say, stop)
+        finally:
+            for server in list(network.servers):
+                server.request_stop()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for server in list(network.servers):
+            server.close()
+    return 0

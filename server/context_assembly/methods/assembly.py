@@ -59,7 +59,7 @@ def assemble(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     assembly_id = _assembly_id(params)
     request = {k: v for k, v in params.items() if k != ASSEMBLY_ID}
     result = session.runtime.assemble(request, observer=_Progress(ctx), cancelled=ctx.cancelled,
-                                      assembly_id=assembly_id, llm=ctx.llm)
+                                      assembly_id=assembly_id, llm=ctx.llm, workspace=session.workspace)
     return unstructure(result)
 
 

@@ -9,6 +9,7 @@ session's — sees the merged settings without the loader knowing about clients.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +17,12 @@ from typing import Any
 
 import attrs
 
+from ..limits import Limits
 from ..model.problems import Problem
 from ..pipelines.validate import validate_definition
 from ..runtime import Runtime
 from ..schemas import validation_errors
+from ..workspace.atomic import sweep_temp_files
 from ..workspace.loader import Workspace
 from ..workspace.repository import (
     RuleEngineRepository,
@@ -29,6 +32,8 @@ from ..workspace.repository import (
 from ..workspace.settings import Settings
 from ..workspace.uris import uri_to_path
 from .call import Llm
+
+logger = logging.getLogger(__name__)
 
 TextSource = Callable[[str], "str | None"]  # document URI -> its text, when the editor has it open
 
@@ -61,9 +66,13 @@ class Session:
     """Everything the methods need for one workspace. Thread-safe: handlers run on worker threads."""
 
     def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
-                 text_source: TextSource | None = None) -> None:
-        self.runtime = Runtime(root)
+                 text_source: TextSource | None = None, runtimes: SharedRuntimes | None = None) -> None:
+        self._runtimes = runtimes  # several sessions (connections) share one runtime and its caches
+        self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root)
         self.layout = self.runtime.layout
+        removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
+        if removed:
+            logger.info("removed %d temporary files of interrupted writes", len(removed))
         self.llm = llm
         self.text_source = text_source
         # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
@@ -78,7 +87,10 @@ class Session:
         self.persistent_memory = definition_repository(self.layout, "persistent-memory", validate=_memory_problems)
         self.ingestion_pipelines = definition_repository(self.layout, "ingestion-pipeline",
                                                          validate=_ingestion_problems)
-        self.runtime.assembler.workspace = self.workspace  # the assembler sees the merged settings too
+        for repository in (self.rule_engines, self.persistent_memory, self.ingestion_pipelines):
+            repository.limits = self.limits
+        if runtimes is None:  # alone on its runtime: plain runtime.assemble sees the merged settings too
+            self.runtime.assembler.workspace = self.workspace
         if settings:
             self.set_settings(settings)
 
@@ -91,6 +103,10 @@ class Session:
     def set_settings(self, overrides: Any) -> list[Problem]:
         """Replace the client's overrides; keys the settings schema refuses are dropped and reported."""
         good, problems = settings_problems(overrides)
+        if "access" in good:  # a client must not grant itself rights
+            del good["access"]
+            problems.append(Problem("access can only be set in .codebolt/context-assembly.json", "settings",
+                                    path="/access"))
         try:
             Settings().merged(good)
         except (TypeError, ValueError) as exc:
@@ -121,6 +137,15 @@ class Session:
 
     def settings(self) -> Settings:
         return self.workspace().settings
+
+    def limits(self) -> Limits:
+        return self.settings().limits
+
+    def current_limits(self) -> Limits:
+        """The limits without looking at the disk (the transport asks per message)."""
+        last = self.runtime.last_workspace()
+        base = last.settings.limits if last is not None else Limits()
+        return base.merged(self._overrides.get("limits"))
 
     def reload(self) -> Workspace:
         """Re-read what changed under `.codebolt/` now (the loader re-reads changed files only)."""
@@ -156,5 +181,41 @@ class Session:
             return None
 
     def close(self) -> None:
-        self.runtime.close()
+        if self._runtimes is not None:
+            self._runtimes.release(self.runtime)
+        else:
+            self.runtime.close()
+
+
+class SharedRuntimes:
+    """One Runtime per workspace root for every session of a process (the TCP and WebSocket
+    connections): stores, compiled engines and the result cache are shared; the runtime closes
+    when its last session does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runtimes: dict[Path, tuple[Runtime, int]] = {}
+
+    def acquire(self, root: Path | str) -> Runtime:
+        key = Path(root).resolve()
+        with self._lock:
+            runtime, count = self._runtimes.get(key) or (Runtime(key), 0)
+            self._runtimes[key] = (runtime, count + 1)
+            return runtime
+
+    def release(self, runtime: Runtime) -> None:
+        with self._lock:
+            key = runtime.root
+            held = self._runtimes.get(key)
+            if held is None or held[0] is not runtime:
+                return
+            if held[1] > 1:
+                self._runtimes[key] = (runtime, held[1] - 1)
+                return
+            del self._runtimes[key]
+        runtime.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runtimes)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..documents.nesting import value_too_deep
+from ..errors import InvalidParamsError
 from . import assembly, ingestion, memory, persistent_memory, replay, rule_engines, testing
 from .call import CallContext, MethodSpec
 from .params import check, require_object
@@ -18,5 +20,9 @@ def call(session: Session, method: str, params: Any, ctx: CallContext | None = N
     """Run one method: params checked against its envelope, then its handler. Domain errors propagate."""
     spec = METHODS[method]
     body = require_object(params)
+    depth = session.limits().nesting_depth
+    if value_too_deep(body, depth):  # before anything below recurses over it (copies, schemas, structuring)
+        message = f"the params are nested too deeply (more than {depth} levels, limits.nesting_depth)"
+        raise InvalidParamsError(message, [{"path": "", "message": message}])
     check(body, spec.params)
     return spec.handler(session, body, ctx or CallContext())

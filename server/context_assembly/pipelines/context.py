@@ -61,7 +61,8 @@ class VectorStore(Protocol):
 
 
 class GraphStore(Protocol):
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        ...
 
     def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
                   limit: int = 50) -> list[dict[str, Any]]: ...

@@ -38,7 +38,7 @@ def normalise_memory(document: dict[str, Any], fallback_id: str) -> dict[str, An
     if document.get("enabled") is False:
         out.setdefault("status", "disabled")
     out.setdefault("status", "active")
-    retrieval = dict(out.get("retrieval") or {})
+    retrieval = dict(out["retrieval"]) if isinstance(out.get("retrieval"), dict) else {}
     if "pipeline" in document and "pipeline" not in retrieval:
         retrieval["pipeline"] = document["pipeline"]
     steps = retrieval.get("pipeline")

@@ -18,6 +18,7 @@ from attrs import define
 from ..documents.pointers import escape_token, resolve_pointer
 from ..model.problems import Problem, Severity
 from ..registry.steps import lookup_step, step_names
+from ..registry.values import as_list
 from ..registry.variables import ADDVAR_PREFIX, SCOPE_PREFIX, canonical_field, field_problem
 from ..rules.checks import WELL_KNOWN_ADDVARS, LintContext, check_condition
 from ..schemas import validation_errors
@@ -77,11 +78,11 @@ def meaning_problems(doc: dict[str, Any], context: LintContext | None = None) ->
     base, steps = _pipeline(doc)
     if not isinstance(steps, list):
         return problems
-    declared = {f"{ADDVAR_PREFIX}{v['name']}" for v in doc.get("additional_variables") or []
+    declared = {f"{ADDVAR_PREFIX}{v['name']}" for v in as_list(doc.get("additional_variables"))
                 if isinstance(v, dict) and isinstance(v.get("name"), str)}
     lint = LintContext(memory_ids=set(context.memory_ids) if context else set(),
                        declared_variables=declared | (context.declared_variables if context else set()))
-    scopes = {s for s in doc.get("inputs_scope") or [] if isinstance(s, str)}
+    scopes = {s for s in as_list(doc.get("inputs_scope")) if isinstance(s, str)}
     walk = _Walk(set(_aliases(steps)), declared, scopes, lint, [], problems)
     _check_steps(steps, base, walk, has_query=False)
     return problems

@@ -69,3 +69,8 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a list, else empty: a malformed definition contributes nothing."""
+    return value if isinstance(value, list) else []

@@ -52,6 +52,10 @@ class _Selection:
     _absent: Lookup = field(init=False)
 
     def __attrs_post_init__(self) -> None:
+        # A rule that can never match (a bad pattern, an unknown operator) is said once per request,
+        # so an assembly tells its caller instead of quietly leaving the rule out.
+        self.warnings = [*self.warnings, *(f"rule '{engine.id}/{rule.rule_id}' can never match: {rule.error}"
+                                           for engine in self.engines for rule in engine.rules if rule.broken)]
         self.variables = sorted({key for engine in self.engines for key in engine.keys})
         self.plain = all(engine.plain for engine in self.engines)
         self._absent = complete({}, self.variables)

@@ -238,14 +238,29 @@ def graph_view(_src: Sources) -> Schema:
         "id": file_id("graph view"),
         "description": string("What the view returns."),
         "cypher": described({"type": "string", "minLength": 1},
-                            "The Cypher query; parameters are bound as $name, never spliced in."),
+                            "The Cypher query; parameters are bound as $name, never spliced in. Runs on the "
+                            "embedded graph only; use match (the portable form) for every backend."),
+        "match": obj("Entity lookup", "The portable form: the nodes of an instance with this kind, name "
+                     "and/or id (a value \"$param\" is a parameter).", {
+                         "instance": string("The graph instance (default \"default\")."),
+                         "kind": string("The node kind."),
+                         "name": string("The exact node name."),
+                         "id": string("The node id."),
+                     }),
+        "expand": obj("Expansion", "The portable form: the nodes reached from the matched ones, breadth-first.", {
+            "depth": {"description": "Hops, 1-5 (or a \"$param\").", "default": 1},
+            "edge_kinds": {"description": "Only edges of these kinds (or a \"$param\")."},
+            "direction": {"description": "both, out or in (or a \"$param\").", "default": "both"},
+        }),
+        "limit": {"description": "The portable form: at most this many rows (or a \"$param\").", "default": 100},
         "params": described({
             "type": "object",
             "propertyNames": {"title": "Parameter name", "pattern": _CYPHER_NAME,
                               "description": "An identifier."},
             "additionalProperties": ref("param"),
         }, "The view's parameters by name."),
-    }, ["id", "cypher"])
+    }, ["id"])
+    body["oneOf"] = [{"required": ["cypher"]}, {"required": ["match"]}]
     return document(
         "graph-view", "Knowledge-graph view",
         "A named, parameterised Cypher view in .codebolt/knowledgegraph/views/{id}.json, read by "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..limits import LIMITS
 from .fragments import (
     SCHEMA_KEY,
     Schema,
@@ -194,8 +195,16 @@ def settings(src: Sources) -> Schema:
         "snapshots": boolean("Write each assembled context to .codebolt/memory/context/{assembly_id}.json "
                              "for replay.", False),
         "stores": obj("Stores", "Store backends.", {
-            "backend": enum(("embedded",), "The store implementation: embedded SQLite, Kuzu and "
-                            "files under .codebolt/.", "embedded", title="Store backend"),
+            "backend": enum(("embedded", "postgres"), "The store implementation.\n" + listing((
+                ("embedded", "SQLite, Kuzu and files under .codebolt/: nothing to install or start"),
+                ("postgres", "one PostgreSQL database with pgvector that many sidecars share (stores.dsn)"),
+            )), "embedded", title="Store backend"),
+            "dsn": described({"type": "string", "minLength": 1}, "PostgreSQL connection string "
+                             "(postgresql://user@host/db, or ?host=/socket/dir); the environment variable "
+                             "CONTEXT_ASSEMBLY_DSN overrides it, so passwords stay out of this file."),
+            "project": described({"type": "string", "minLength": 1, "maxLength": 128}, "The project key in the "
+                                 "shared database (default: the workspace folder's name); sidecars with the "
+                                 "same key share every store."),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
         "budget": _budget(src),
@@ -203,6 +212,20 @@ def settings(src: Sources) -> Schema:
             "top_k": integer("At most this many tools, the most relevant to the task first.", 0, 8),
             "min_score": _number("Tools less similar to the task than this are left out.", 0.1, 1),
         }),
+        "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
+                      "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
+                                              for spec in LIMITS if spec.settable}),
+        "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
+                   "methods it may call and the memory URIs it may read and write (glob patterns). Read "
+                   "from this file only, never from a client's configuration.",
+                   "additionalProperties": {"type": "object", "title": "Grant",
+                                            "description": "What one token name may do; a list left out "
+                                                           "allows everything of its kind.",
+                                            "additionalProperties": False, "properties": {
+                       key: {"type": "array", "items": {"type": "string"}, "description": text}
+                       for key, text in (("methods", "Method names it may call (globs, e.g. memory/*)."),
+                                         ("read", "URIs memory/read and memory/list may name (globs)."),
+                                         ("write", "URIs memory/write and memory/delete may name (globs)."))}}},
     })
     return document(
         "settings", "Context assembly settings",

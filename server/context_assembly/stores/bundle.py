@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .memory import MemoryService
+from .memory import MemoryRouter
 
 
 class _KV:
-    def __init__(self, memory: MemoryService) -> None:
+    def __init__(self, memory: MemoryRouter) -> None:
         self._memory = memory
 
     def get(self, instance: str, namespace: str, key: str) -> Any:
@@ -25,7 +25,7 @@ class _KV:
 
 
 class _JsonDocs:
-    def __init__(self, memory: MemoryService) -> None:
+    def __init__(self, memory: MemoryRouter) -> None:
         self._memory = memory
 
     def get(self, doc: str, pointer: str | None = None) -> Any | None:
@@ -34,9 +34,9 @@ class _JsonDocs:
 
 
 class StoreBundleView:
-    """A `Stores` over one workspace's MemoryService (vector and graph as configured there)."""
+    """A `Stores` over one workspace's MemoryRouter (vector and graph as configured there)."""
 
-    def __init__(self, memory: MemoryService) -> None:
+    def __init__(self, memory: MemoryRouter) -> None:
         self.memory = memory
         self.kv = _KV(memory)
         self.json_docs = _JsonDocs(memory)

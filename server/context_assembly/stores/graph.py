@@ -2,8 +2,9 @@
 
 Nodes and edges live in named instances (`graph://<instance>/node/<id>`); an edge joins two nodes of
 its own instance. Named views (`.codebolt/knowledgegraph/views/{id}.json`) are read-only Cypher
-queries whose parameters are bound, never spliced. The embedded implementation is
-`stores.kuzu.KuzuGraph`; a shared server database can implement `GraphStore` later.
+queries whose parameters are bound, never spliced (embedded only), or portable declarative views
+(`stores.graph_views`) that every backend runs. Implementations: `stores.kuzu.KuzuGraph`
+(embedded) and `stores.postgres.graph.PgGraph`.
 
 Every method returns plain JSON-ready dicts (the `as_dict()` of the shapes below), so callers never
 depend on a backend's row types.
@@ -90,11 +91,21 @@ class GraphStore(Protocol):
 
     def list_nodes(self, instance: str, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]: ...
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def find_nodes(self, instance: str, *, kind: str | None = None, name: str | None = None,
+                   limit: int = 100) -> list[GraphNode]:
+        """Entity lookup: nodes of a kind and/or with an exact name, by id."""
+        ...
+
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        ...
 
     def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
                   limit: int = 50) -> list[dict[str, Any]]:
         """Breadth-first from the seeds: `NeighborHit.as_dict()` rows, nearest first, seeds left out."""
+        ...
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """`{"nodes", "edges"}`: every node and edge of every instance, as dicts (for export)."""
         ...
 
     def generation(self) -> int: ...

@@ -3,14 +3,18 @@
 ```json
 { "writes": [ {"uri": "kv://users/u-1", "value": {...}}, ... ],
   "threads": { "t-42": [ {"role": "user", "content": "..."}, ... ] },
-  "graph": "knowledgegraph/seed.json"  |  {"nodes": [...], "edges": [...]} }
+  "graph": "knowledgegraph/seed.json"  |  {"nodes": [...], "edges": [...]},
+  "collections": { "docs": {"embedding_model": "..."} },
+  "events": { "audit": [ {"event_type": "login", "payload": {...}, "ts": 1700000000.0}, ... ] } }
 ```
 
 Edges without an `id` get a stable one (from kind and ends).
 
 Importing twice gives the same stores: writes are upserts, each listed thread's turns are
-replaced, graph nodes and edges are upserted. Event-log appends are refused here, since the log
-is append-only and a re-import would duplicate them.
+replaced, graph nodes and edges are upserted, a collection's model is set before its documents
+are written (when it has none yet), and an instance's events are appended only when that log
+instance is still empty. Event-log writes are refused under `writes`, since the log is
+append-only and a re-import would duplicate them. `memory export` writes this format.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import orjson
 from ..errors import InvalidParamsError
 from .confine import resolve_inside
 from .kuzu.graph import graph_entries, load_graph_entries
-from .memory import MemoryService
+from .memory import MemoryRouter
 from .uri import parse_uri
 
 
@@ -32,8 +36,10 @@ def _problems(document: Any) -> list[dict[str, str]]:
     if not isinstance(document, dict):
         return [{"path": "", "message": "an import is a JSON object with writes, threads and graph"}]
     problems = []
-    for key in sorted(set(document) - {"writes", "threads", "graph", "description", "$schema"}):
-        problems.append({"path": f"/{key}", "message": f"unknown key '{key}' (writes, threads, graph)"})
+    known = {"writes", "threads", "graph", "collections", "events", "description", "$schema"}
+    for key in sorted(set(document) - known):
+        problems.append({"path": f"/{key}", "message": f"unknown key '{key}' (writes, threads, graph, collections, "
+                                                       "events)"})
     writes = document.get("writes") or []
     if not isinstance(writes, list):
         problems.append({"path": "/writes", "message": "writes are a list of {uri, value}"})
@@ -55,6 +61,14 @@ def _problems(document: Any) -> list[dict[str, str]]:
             problems += _uri_problems(f"episodic://{thread_id}", pointer)
             problems += [{"path": f"{pointer}/{j}", "message": "a turn is an object {role, content}"}
                          for j, turn in enumerate(turns) if not isinstance(turn, dict)]
+    events = document.get("events") or {}
+    if not isinstance(events, dict) or not all(isinstance(e, list) and all(isinstance(x, dict) for x in e)
+                                               for e in events.values()):
+        problems.append({"path": "/events", "message": "events map a log instance to a list of {event_type, "
+                                                       "payload, ts}"})
+    collections = document.get("collections") or {}
+    if not isinstance(collections, dict) or not all(isinstance(c, dict) for c in collections.values()):
+        problems.append({"path": "/collections", "message": "collections map a name to {embedding_model}"})
     return problems
 
 
@@ -66,7 +80,7 @@ def _uri_problems(uri: str, pointer: str) -> list[dict[str, str]]:
     return []
 
 
-def _graph(memory: MemoryService, graph: Any, base: Path) -> tuple[list[Any], list[Any]] | None:
+def _graph(memory: MemoryRouter, graph: Any, base: Path) -> tuple[list[Any], list[Any]] | None:
     """The checked nodes and edges of the import's `graph` (a file under `.codebolt/`, or inline)."""
     if graph is None:
         return None
@@ -86,7 +100,7 @@ def _graph(memory: MemoryService, graph: Any, base: Path) -> tuple[list[Any], li
         raise InvalidParamsError("invalid memory import", errors) from None
 
 
-def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str, Any]:
+def import_memory(memory: MemoryRouter, document: Any, base: Path) -> dict[str, Any]:
     """Apply an import; `base` resolves a graph file path (relative to `.codebolt/`).
 
     The whole document is checked before anything is written (URIs, turns, every node and edge),
@@ -96,7 +110,12 @@ def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str,
     if problems:
         raise InvalidParamsError("invalid memory import", problems)
     graph = _graph(memory, document.get("graph"), base)
-    counts: dict[str, Any] = {"writes": 0, "threads": 0, "turns": 0, "nodes": 0, "edges": 0, "stores": {}}
+    counts: dict[str, Any] = {"writes": 0, "threads": 0, "turns": 0, "nodes": 0, "edges": 0, "stores": {},
+                              **({"events": 0} if "events" in document else {})}
+    for name, settings in (document.get("collections") or {}).items():
+        if memory.vectors is None:
+            raise InvalidParamsError("invalid memory import", [{"path": "/collections", "message": "no vector store"}])
+        memory.vectors.settings(name, settings.get("embedding_model"))
     for write in document.get("writes") or []:
         memory.write(write["uri"], write["value"])
         counts["writes"] += 1
@@ -108,13 +127,19 @@ def import_memory(memory: MemoryService, document: Any, base: Path) -> dict[str,
             memory.write(f"episodic://{thread_id}", turn)
             counts["turns"] += 1
         counts["threads"] += 1
+    for instance, events in (document.get("events") or {}).items():
+        if memory.events.search(instance, limit=1):
+            continue  # already imported (or written): appending again would duplicate the log
+        for event in events:
+            memory.write(f"log://{instance}", event)
+            counts["events"] = counts.get("events", 0) + 1
     if graph is not None:
         loaded = load_graph_entries(memory.graph, *graph)
         counts["nodes"], counts["edges"] = loaded["nodes"], loaded["edges"]
     return counts
 
 
-def import_file(memory: MemoryService, path: Path | str, base: Path) -> dict[str, Any]:
+def import_file(memory: MemoryRouter, path: Path | str, base: Path) -> dict[str, Any]:
     """`import_memory` of a JSON file (`-` reads standard input)."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()

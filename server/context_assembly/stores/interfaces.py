@@ -203,6 +203,18 @@ class NoteStore(Protocol):
 
     def list(self, prefix: str = "") -> list[NoteInfo]: ...
 
+    def stamp(self, names: builtins.list[str]) -> tuple[tuple[str, int, int], ...]:
+        """A cheap fingerprint of just these notes (a cache key for a pipeline that names its notes)."""
+        ...
+
+    def watch(self, on: bool = True) -> None:
+        """A file watcher reports every change to `changed` from now on (generation may trust it)."""
+        ...
+
+    def changed(self) -> None:
+        """A watcher saw a change under the notes folder."""
+        ...
+
     def generation(self) -> int: ...
 
 

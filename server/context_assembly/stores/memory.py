@@ -1,8 +1,9 @@
 """The URI layer (SPEC §5.1, §8 `memory/*`): read, write, delete and list any store by its URI.
 
-One `MemoryService` per workspace. The SQLite database is opened on first use (nothing to start);
-the vector store and the knowledge graph are separate components handed in by the caller. The
-result shapes are exactly those of `memory/read|write|delete|list`.
+One `MemoryRouter` per workspace. It only routes: the stores are a `StoreSet` (one per kind,
+typed by the interfaces) that `stores.factory.open_stores` built from the settings' backend, and
+each store reports its own write generation. The result shapes are exactly those of
+`memory/read|write|delete|list`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,16 +22,11 @@ from ..errors import ContextAssemblyError, StorageError
 from ..workspace.layout import WorkspaceLayout
 from .confine import check_key, check_relative_path, refuse
 from .event import event_fields
-from .files.notes import MarkdownNotes
-from .files.workspace_files import WorkspaceFiles
-from .sqlite.blobs import SqliteBlobStore
-from .sqlite.database import Database
-from .sqlite.episodic import SqliteEpisodicStore
-from .sqlite.events import SqliteEventLog
-from .sqlite.json_docs import SqliteJsonStore
-from .sqlite.kv import SqliteKVStore
-from .sqlite.working import SqliteWorkingMemory
+from .graph import GraphStore
+from .interfaces import BlobStore, EpisodicStore, EventLog, FileReader, JsonStore, KVStore, NoteStore, WorkingMemory
+from .store_set import StoreSet
 from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
+from .vector import VectorStore
 
 DEFAULT_READ_LIMIT = 20
 APPEND_ONLY = "the event log is append-only: events are never updated or deleted (write log://<instance> to append)"
@@ -41,84 +36,66 @@ Result = dict[str, Any]
 Items = list[Result]
 
 
-class MemoryService:
-    def __init__(self, layout: WorkspaceLayout | Path | str, *, vectors: Any = None, graph: Any = None,
-                 database: Database | None = None) -> None:
+class MemoryRouter:
+    """Routes URIs to `stores`. Without `stores`, the embedded stores of `layout` with the given
+    vector store and graph (None: not configured)."""
+
+    def __init__(self, layout: WorkspaceLayout | Path | str, *, stores: StoreSet | None = None,
+                 vectors: Any = None, graph: Any = None) -> None:
         self.layout = layout if isinstance(layout, WorkspaceLayout) else WorkspaceLayout(Path(layout))
-        self.vectors = vectors
-        self.graph = graph
-        self._database = database
-        self._sqlite: dict[str, Any] = {}
-        self._stores: dict[str, Any] = {}
-        self._lock = threading.RLock()
+        if stores is None:
+            from .factory import open_embedded_stores  # late: the factory imports every backend
 
-    # -- the stores, built on first use
+            stores = open_embedded_stores(self.layout, components=False)
+            stores.vectors, stores.graph = vectors, graph
+        self.stores = stores
 
     @property
-    def database(self) -> Database:
-        return self._open()[0]
-
-    def _open(self) -> tuple[Database, dict[str, Any]]:
-        with self._lock:
-            if self._database is None:
-                self._database = Database(self.layout.db_path)
-            if not self._sqlite:
-                # Every table registered before a connection opens, whichever thread comes first.
-                db = self._database
-                self._sqlite = {"kv": SqliteKVStore(db), "json": SqliteJsonStore(db), "log": SqliteEventLog(db),
-                                "episodic": SqliteEpisodicStore(db), "working": SqliteWorkingMemory(db),
-                                "blob": SqliteBlobStore(db)}
-            return self._database, self._sqlite
-
-    def _store(self, name: str, build: Callable[[], T]) -> T:
-        with self._lock:
-            if name not in self._stores:
-                self._stores[name] = build()
-            built: T = self._stores[name]
-            return built
+    def backend(self) -> str:
+        return self.stores.backend
 
     @property
-    def kv(self) -> SqliteKVStore:
-        store: SqliteKVStore = self._open()[1]["kv"]
-        return store
+    def kv(self) -> KVStore:
+        return self.stores.kv
 
     @property
-    def json_docs(self) -> SqliteJsonStore:
-        store: SqliteJsonStore = self._open()[1]["json"]
-        return store
+    def json_docs(self) -> JsonStore:
+        return self.stores.json_docs
 
     @property
-    def events(self) -> SqliteEventLog:
-        store: SqliteEventLog = self._open()[1]["log"]
-        return store
+    def events(self) -> EventLog:
+        return self.stores.events
 
     @property
-    def episodic(self) -> SqliteEpisodicStore:
-        store: SqliteEpisodicStore = self._open()[1]["episodic"]
-        return store
+    def episodic(self) -> EpisodicStore:
+        return self.stores.episodic
 
     @property
-    def working(self) -> SqliteWorkingMemory:
-        store: SqliteWorkingMemory = self._open()[1]["working"]
-        return store
+    def working(self) -> WorkingMemory:
+        return self.stores.working
 
     @property
-    def blobs(self) -> SqliteBlobStore:
-        store: SqliteBlobStore = self._open()[1]["blob"]
-        return store
+    def blobs(self) -> BlobStore:
+        return self.stores.blobs
 
     @property
-    def notes(self) -> MarkdownNotes:
-        return self._store("markdown", lambda: MarkdownNotes(self.layout.memory_dir, self.layout.locks_dir))
+    def notes(self) -> NoteStore:
+        return self.stores.notes
 
     @property
-    def files(self) -> WorkspaceFiles:
-        return self._store("file", lambda: WorkspaceFiles(self.layout.root))
+    def files(self) -> FileReader:
+        return self.stores.files
+
+    @property
+    def vectors(self) -> VectorStore | None:
+        return self.stores.vectors
+
+    @property
+    def graph(self) -> GraphStore | None:
+        return self.stores.graph
 
     def close(self) -> None:
-        """Close this thread's database connection (others close with their threads)."""
-        if self._database is not None:
-            self._database.close()
+        self.stores.close()
 
     # -- memory/read, write, delete, list
 
@@ -156,15 +133,7 @@ class MemoryService:
         """The write generation of a scheme's store: it changes with every write, in any process."""
         if scheme not in SCHEMES:
             raise refuse(f"unknown memory URI scheme '{scheme}://' (known: {', '.join(SCHEMES)})", "/scheme")
-        if scheme in ("vector", "graph"):
-            target = self.vectors if scheme == "vector" else self.graph
-            counter = getattr(target, "generation", None)
-            return int(counter()) if callable(counter) else 0
-        if scheme == "markdown":
-            return self.notes.generation()
-        if scheme == "file":
-            return self.files.generation()
-        return self.database.generation(scheme)
+        return self.stores.generation(scheme)
 
     def clear_working(self, thread_id: str) -> int:
         """End of a thread's turn: its scratchpad goes. The number of entries removed."""
@@ -337,9 +306,7 @@ class MemoryService:
     # -- vector:// (delegated)
 
     def _vector_store(self) -> Any:
-        if self.vectors is None:
-            raise StorageError("the vector store is not configured")
-        return self.vectors
+        return self.stores.store("vector")
 
     def _read_vector(self, uri: MemoryUri) -> tuple[bool, Any]:
         vectors = self._vector_store()
@@ -403,9 +370,7 @@ class MemoryService:
     # -- graph:// (delegated; views are named queries, read-only)
 
     def _graph_store(self) -> Any:
-        if self.graph is None:
-            raise StorageError("the knowledge graph is not configured")
-        return self.graph
+        return self.stores.store("graph")
 
     def _read_graph(self, uri: MemoryUri) -> tuple[bool, Any]:
         graph = self._graph_store()

@@ -5,13 +5,14 @@ embedded by the collection's model (`stores.embedding`). Search modes and their 
 
 - `vector`: cosine similarity of the query and chunk embeddings, in [-1, 1]; `min_score` keeps
   hits with cosine >= min_score. A query with no word in it finds nothing.
-- `keyword`: SQLite FTS5 BM25 over the chunk text, as a positive number (higher is better,
-  unbounded, near 0 for terms that most chunks contain); `min_score` applies to it as is.
+- `keyword`: the backend's full-text rank r (SQLite FTS5 BM25, PostgreSQL ts_rank) over the chunk
+  text, as r / (1 + r) in [0, 1) (higher is better, near 0 for terms most chunks contain);
+  `min_score` applies to it as is.
 - `hybrid`: reciprocal rank fusion (k = 60) of the vector and keyword rankings, normalised to
   0..1 by the best possible fused value (rank 1 in both lists = 1.0; rank 1 in one list only =
-  0.5). `min_score` gates the vector leg only: a chunk enters the vector ranking when its cosine
-  >= min_score, while any keyword match enters the keyword ranking, since an exact term is
-  evidence on its own. A hit's `score` is the normalised fused value.
+  0.5). A chunk enters the vector ranking when its cosine >= min_score; with min_score <= 0 any
+  keyword match enters the keyword ranking (an exact term is evidence on its own), with a floor
+  only keyword matches that also cleared it. A hit's `score` is the normalised fused value.
 
 Settings live in `.codebolt/vectordb/<collection>/collection.json`
 (`{embedding_model, dimension, chunk_size, chunk_overlap, search_mode}`), created with defaults on
@@ -25,7 +26,7 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import orjson
 from attrs import asdict, field, frozen
@@ -58,7 +59,12 @@ Hits = list[VectorHit]
 Records = list[dict[str, Any]]
 
 
+@runtime_checkable
 class VectorStore(Protocol):
+    def settings(self, collection: str, model: str | None = None) -> CollectionSettings:
+        """The collection's settings, created on first use (with `model` when given)."""
+        ...
+
     def upsert(self, collection: str, doc_uri: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
         """Chunk, embed and store one document, replacing its previous chunks atomically.
 

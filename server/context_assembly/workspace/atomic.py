@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import stat
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,7 @@ def write_atomic(path: Path | str, data: bytes) -> None:
     Raises StorageError on an OS failure; the target is then untouched and no temp file remains.
     """
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = temp_name(target)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as exc:
@@ -51,6 +52,34 @@ def write_atomic(path: Path | str, data: bytes) -> None:
             raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
         raise
     fsync_directory(target.parent)
+
+
+TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")  # what write_atomic names its temp files, only that
+TEMP_SAFE_AGE_S = 600.0  # far longer than any write takes: a younger temp file may be another process's
+
+
+def temp_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def sweep_temp_files(directory: Path, older_than_s: float = TEMP_SAFE_AGE_S) -> list[Path]:
+    """Remove temp files that interrupted writes (a killed process) left under `directory`: only
+    names write_atomic makes, only regular files, only those untouched for `older_than_s`."""
+    removed: list[Path] = []
+    cutoff = time.time() - older_than_s
+    for folder, _dirs, names in os.walk(directory):
+        for name in names:
+            if not TEMP_NAME.fullmatch(name):
+                continue
+            path = Path(folder) / name
+            try:
+                info = path.lstat()
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove
+    return removed
 
 
 def remove_file(path: Path | str) -> bool:

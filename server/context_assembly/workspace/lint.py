@@ -81,6 +81,11 @@ def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
         return [p for site in sites for p in check_rule(site, ctx)]
     if source.kind == "persistent-memory" and isinstance(source.value, dict):
         return _memory_hints(source)
+    if source.kind == "graph-view" and workspace.settings.stores.backend == "postgres" \
+            and isinstance(source.value, dict) and "cypher" in source.value:
+        return [Problem("this view is Cypher, which runs on the embedded graph only: with stores.backend "
+                        "\"postgres\" reading it fails (write it in the portable form: match, expand)",
+                        "cypher-view-on-postgres", Severity.WARNING, path="/cypher")]
     return []
 
 

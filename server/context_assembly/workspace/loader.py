@@ -16,6 +16,8 @@ import cattrs
 from attrs import define, field
 
 from ..documents import ParsedDocument, parse_document
+from ..limits import DEFAULT as DEFAULT_LIMITS
+from ..limits import Limits, too_large
 from ..model.converter import structure
 from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
@@ -137,16 +139,28 @@ def _read(path: Path, relpath: str, kind: str) -> SourceFile:
     return source
 
 
-def prepare_source(source: SourceFile) -> None:
+def prepare_source(source: SourceFile, limits: Limits = DEFAULT_LIMITS) -> None:
     """Kind-specific work done once per file version: dialect normalising, engine structuring."""
     value = source.value
     if source.document.syntax_errors or value is None:
+        return
+    rules = value.get("rules") if isinstance(value, dict) else value if isinstance(value, list) else None
+    if source.kind in ("context-rules", "rule-engine") and isinstance(rules, list) \
+            and len(rules) > limits.rules_per_engine:
+        source.problems.append(Problem(f"the file has {len(rules)} rules; at most {limits.rules_per_engine} "
+                                       "(limits.rules_per_engine): skipped", "limits", path=""))
         return
     if source.kind == "context-rules":
         source.dialect, source.rules, problems = normalise_file(value, source.path.stem, source.path.suffix)
         source.problems.extend(problems)
     elif source.kind == "rule-engine":
         source.engine = _structure_engine(value, source)
+
+
+def _oversized(path: Path, relpath: str, kind: str, stamp: tuple[int, int], limit: int) -> SourceFile:
+    """A file too large to read: reported, never parsed."""
+    message = too_large("the file", stamp[1], limit, "definition_file_bytes") + ": skipped"
+    return SourceFile(path, relpath, kind, parse_document("", path.name), stamp, [Problem(message, "limits", path="")])
 
 
 def _structure_engine(value: Any, source: SourceFile) -> RuleEngine | None:
@@ -189,6 +203,7 @@ class WorkspaceLoader:
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
         self._last: tuple[tuple[int, int] | None, Workspace] | None = None  # (settings stamp, workspace)
+        self._settings: tuple[tuple[int, int] | None, Settings, list[Problem]] | None = None
 
     def discover(self) -> list[tuple[Path, str]]:
         return [(Path(path), kind) for path, kind, _, _ in self._scan()]
@@ -217,7 +232,7 @@ class WorkspaceLoader:
                 found.append((entry.path, kind, prefix + entry.name, stamp))
         return found
 
-    def _source(self, where: Path | str, kind: str, relpath: str | None = None,
+    def _source(self, where: Path | str, kind: str, limits: Limits, relpath: str | None = None,
                 stamp: tuple[int, int] | None = None) -> SourceFile:
         if relpath is not None and stamp is not None:  # the common case: unchanged, no Path made
             known = self._cache.get(relpath)
@@ -227,28 +242,40 @@ class WorkspaceLoader:
         relpath = path.relative_to(self.root).as_posix() if relpath is None else relpath
         cached = self._cache.get(relpath)
         try:
-            if cached is not None and cached.stamp == (_stamp(path) if stamp is None else stamp):
+            stamp = _stamp(path) if stamp is None else stamp
+            if cached is not None and cached.stamp == stamp:
                 return cached
+            if stamp[1] > limits.definition_file_bytes:
+                return _oversized(path, relpath, kind, stamp, limits.definition_file_bytes)
             source = _read(path, relpath, kind)
         except OSError as exc:
             document = parse_document("", path.name)
             source = SourceFile(path, relpath, kind, document, (0, 0),
                                 [Problem(f"cannot read the file: {exc.strerror}", "io", path="")])
             return source
-        prepare_source(source)
+        prepare_source(source, limits)
         return source
 
+    def _current_settings(self) -> tuple[tuple[int, int] | None, Settings, list[Problem]]:
+        """The settings file, read again only when it changed; a change of limits re-reads every file."""
+        stamp = stamp_or_none(self.layout.settings_path)
+        if self._settings is None or self._settings[0] != stamp:
+            settings, problems = load_settings(self.layout.settings_path)
+            if self._settings is not None and self._settings[1].limits != settings.limits:
+                self._cache = {}
+            self._settings = (stamp, settings, problems)
+        return self._settings
+
     def load(self) -> Workspace:
+        settings_stamp, settings, setting_problems = self._current_settings()
         files = {}
         for path, kind, relpath, stamp in self._scan():
-            source = self._source(path, kind, relpath, stamp)
+            source = self._source(path, kind, settings.limits, relpath, stamp)
             files[source.relpath] = source
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
-        settings_stamp = stamp_or_none(self.layout.settings_path)
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
-        settings, setting_problems = load_settings(self.layout.settings_path)
         workspace = self._assemble(files, settings, setting_problems)
         self._last = (settings_stamp, workspace)
         if changed:

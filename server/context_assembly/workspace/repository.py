@@ -23,6 +23,8 @@ import yaml
 from attrs import define, field
 
 from ..errors import ConflictError, InvalidParamsError, NotFoundError, StorageError
+from ..limits import DEFAULT as DEFAULT_LIMITS
+from ..limits import Limits, too_large
 from .atomic import DEFAULT_LOCK_TIMEOUT, remove_file, workspace_lock, write_atomic
 from .layout import WorkspaceLayout
 
@@ -86,6 +88,7 @@ class DefinitionRepository:
     lock_dir: Path = field(kw_only=True, converter=Path)
     validate: Validator | None = field(default=None, kw_only=True)
     lock_timeout: float = field(default=DEFAULT_LOCK_TIMEOUT, kw_only=True)
+    limits: Callable[[], Limits] = field(default=lambda: DEFAULT_LIMITS, kw_only=True)  # the session's, live
 
     # -- reads: no lock needed, since writes replace whole files
 
@@ -190,9 +193,18 @@ class DefinitionRepository:
         return unique_name(base, lambda candidate: self._find(candidate) is not None)
 
     def _write(self, path: Path, doc: Document) -> None:
+        limits = self.limits()
+        rules = doc.get("rules")
+        if isinstance(rules, list) and len(rules) > limits.rules_per_engine:
+            raise _invalid(f"too many rules ({len(rules)}; at most {limits.rules_per_engine}, "
+                           "limits.rules_per_engine)", "/rules", "too many rules")
         if self.validate is not None and (problems := self.validate(doc)):
             raise InvalidParamsError(f"invalid {self.kind}", problems)
         data = _serialise(doc, yaml_format=path.suffix in _YAML_SUFFIXES, schema=_SCHEMAS.get(self.kind))
+        if len(data) > limits.definition_file_bytes:
+            message = too_large(f"the {self.kind} file", len(data), limits.definition_file_bytes,
+                                "definition_file_bytes")
+            raise _invalid(message, "", message)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

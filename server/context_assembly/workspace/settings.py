@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 from attrs import define, field
 
+from ..limits import Limits
 from ..model.problems import Problem
 from ..registry.ladder import STRATEGY_NAMES
 
@@ -17,6 +18,8 @@ TOKENIZERS = ("estimate", "cl100k", "o200k")
 @define
 class StoreSettings:
     backend: str = "embedded"
+    dsn: str | None = None  # postgres: the connection string (CONTEXT_ASSEMBLY_DSN overrides it)
+    project: str | None = None  # postgres: the project key (default: the workspace folder's name)
 
 
 @define
@@ -53,6 +56,8 @@ class Settings:
     diagnostics_debounce_ms: int = 300
     budget: BudgetSettings = field(factory=BudgetSettings)
     tools: ToolSettings = field(factory=ToolSettings)
+    limits: Limits = field(factory=Limits)
+    access: dict[str, Any] = field(factory=dict)  # token name -> {methods, read, write} (file only)
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
         """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
@@ -63,6 +68,7 @@ class Settings:
                     else value
         for key, kind in _NESTED.items():
             base[key] = kind(**base[key])
+        base["limits"] = Limits().merged(base["limits"])
         return Settings(**base)
 
 

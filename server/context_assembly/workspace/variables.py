@@ -13,11 +13,16 @@ from .loader import Workspace
 _SCOPES = {s.name: s for s in SCOPES}
 
 
-def _variable(key: str) -> PossibleVariable:
+def _variable(key: str) -> PossibleVariable | None:
+    """The variable a condition's field names; None for a field that names no variable (a scope
+    without a field, `scope.agent`, as typed half-way): the lint reports it, nothing lists it."""
     if key.startswith(ADDVAR_PREFIX):
         return PossibleVariable(key, "additional", name=key[len(ADDVAR_PREFIX):])
     if key.startswith(SCOPE_PREFIX):
-        _, scope, name = key.split(".", 2)
+        parts = key.split(".", 2)
+        if len(parts) < 3 or not parts[1] or not parts[2]:
+            return None
+        _, scope, name = parts
         description = _SCOPES[scope].description if scope in _SCOPES else None
         return PossibleVariable(key, "scope", scope=scope, name=name, description=description)
     if key == INPUT_TEXT:
@@ -33,11 +38,14 @@ def _memory_variables(memory_id: str, memory: MemoryDefinition) -> list[tuple[Po
     out = []
     for scope in memory.scopes:
         for key in _scope_keys(scope):
-            out.append((_variable(key), VariableUse("memory", memory_id=memory_id, required=True)))
+            if (found := _variable(key)) is not None:
+                out.append((found, VariableUse("memory", memory_id=memory_id, required=True)))
     for var in memory.declared_variables:
         if var.name is None:
             continue
         entry = _variable(ADDVAR_PREFIX + var.name)
+        if entry is None:
+            continue
         entry.type, entry.description = var.type, var.description
         out.append((entry, VariableUse("memory", memory_id=memory_id, required=bool(var.required))))
     return out
@@ -69,8 +77,9 @@ def _possible_variables(workspace: Workspace) -> list[PossibleVariable]:
         for rule in engine.rules:
             for node in rule.conditions.nodes:
                 for part in walk(node):
-                    if isinstance(part, Leaf):
-                        _merge(table, _variable(part.key), VariableUse("rule", engine.id, rule.rule_id))
+                    entry = _variable(part.key) if isinstance(part, Leaf) and isinstance(part.key, str) else None
+                    if entry is not None:
+                        _merge(table, entry, VariableUse("rule", engine.id, rule.rule_id))
     for memory_id, memory in workspace.memories.items():
         for entry, use in _memory_variables(memory_id, memory):
             _merge(table, entry, use)

@@ -1,7 +1,9 @@
 """Diagnostics: pulled (`textDocument/diagnostic`, `workspace/diagnostic`) when the client supports
 it, else pushed with the document version after a per-document debounce (`diagnostics_debounce_ms`).
-Other open documents are refreshed when a document they depend on (memory ids, declared variables)
-changes, and when `.codebolt/` changes on disk."""
+Other open documents are re-checked only when an edit changes what they read from it (ids and
+declared variables, `editor/dependencies.py`) and they name it, or when `.codebolt/` changes on
+disk; once per debounce window, and for push clients only the `limits.eager_documents` most
+recently touched ones (the others when next touched; pull clients get one refresh request)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import orjson
 from lsprotocol import types
 
+from ...editor.dependencies import affected, changed_names, contributions
 from ...editor.diagnostics import document_diagnostics
 from ...editor.documents import document_from_source
 from ...methods import Session
@@ -104,12 +107,14 @@ def warm(ls: ContextAssemblyServer, uri: str) -> None:
 
 
 def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, others: bool = False) -> None:
-    """Re-parse now (cheap: once per version) and publish after the debounce (push clients)."""
+    """Re-parse now (cheap: once per version) and publish after the debounce (push clients); the
+    documents that depend on what this one changed are re-checked at the end of the window."""
     document = current_document(ls, uri)
     if document is None:
         return
+    state = editor_state(ls)
+    state.touch(uri)
     if not pull_supported(ls):
-        state = editor_state(ls)
         timer = state.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
@@ -118,20 +123,59 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
             _publish(ls, uri)
         else:
             state.timers[uri] = asyncio.get_running_loop().call_later(delay, _publish, ls, uri)
-    if others or document.kind in SHARED_KINDS:
+    if document.kind == "persistent-memory":
+        semantics.refresh(ls)  # other documents' hints and tokens show a memory's placement
+    if others:
         refresh_others(ls, uri)
+    else:
+        dependents_changed(ls, uri, document.relpath, contributions(document.source))
+
+
+def dependents_changed(ls: ContextAssemblyServer, uri: str, relpath: str, now: frozenset[Any]) -> None:
+    """Queue the open documents that name an id or variable this document stopped or started
+    giving the workspace (compared with its previous version, or the file on disk)."""
+    state = editor_state(ls)
+    before = state.contributed.get(uri)
+    if before is None:
+        before = contributions(state.disk_source(relpath))
+    state.contributed[uri] = now
+    names = changed_names(before, now)
+    if not names:
+        return  # almost every keystroke: nothing another document reads has changed
+    open_uris = ls.workspace.text_documents
+    others = ((d.uri, d.text) for d in state.store.all() if d.uri != uri and d.uri in open_uris)
+    state.pending.update(affected(names, others))
+    _flush_later(ls)
 
 
 def refresh_others(ls: ContextAssemblyServer, changed_uri: str | None) -> None:
-    """Re-check the other open documents (their meaning depends on the rest of the workspace)."""
-    semantics.refresh(ls)  # their inlay hints and tokens depend on it too
+    """Re-check the other open documents at the end of the window (the disk changed)."""
+    state = editor_state(ls)
+    state.pending.update(d.uri for d in state.store.all() if d.uri != changed_uri)
+    _flush_later(ls)
+
+
+def _flush_later(ls: ContextAssemblyServer) -> None:
+    state = editor_state(ls)
+    if state.flush is None and state.pending:
+        state.flush = asyncio.get_running_loop().call_later(_debounce_s(ls), _flush, ls)
+
+
+def _flush(ls: ContextAssemblyServer) -> None:
+    """One re-check per queued document per window; push clients only for the eager ones."""
+    state = editor_state(ls)
+    state.flush = None
+    pending, state.pending = state.pending, set()
+    if pending:
+        semantics.refresh(ls)  # their inlay hints and tokens depend on it too
     if pull_supported(ls):
-        if refresh_supported(ls):
+        if pending and refresh_supported(ls):
             ls.protocol.send_request(types.WORKSPACE_DIAGNOSTIC_REFRESH, None)
         return
-    for document in editor_state(ls).store.all():
-        if document.uri != changed_uri and document.uri in ls.workspace.text_documents:
-            _publish(ls, document.uri)
+    eager = state.eager(ls.require_session().current_limits().eager_documents)
+    for uri in sorted(pending & eager):
+        if uri in ls.workspace.text_documents:
+            _publish(ls, uri)
 
 
 def _on_workspace_changed(ls: ContextAssemblyServer) -> Any:

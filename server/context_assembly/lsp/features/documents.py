@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...editor.dependencies import contributions
 from ..server import ContextAssemblyServer
 from . import diagnostics
 from .state import editor_state
@@ -31,8 +32,11 @@ def register(server: ContextAssemblyServer) -> None:
         timer = state.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
-        was_open = state.store.get(uri) is not None
+        closing = state.store.get(uri)
         state.store.close(uri)
-        if was_open and not diagnostics.pull_supported(ls):
+        if closing is not None and not diagnostics.pull_supported(ls):
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        diagnostics.refresh_others(ls, uri)
+        if closing is not None:  # the workspace falls back to the file on disk
+            diagnostics.dependents_changed(ls, uri, closing.relpath,
+                                           contributions(state.disk_source(closing.relpath)))
+        state.forget(uri)

@@ -12,10 +12,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from ...errors import TimeoutError_
 from ...registry.values import as_number
 from ..context import (
     StepContext,
     StepError,
+    StepTimeout,
     choice_param,
     int_param,
     number_param,
@@ -256,7 +258,11 @@ def row_item(row: dict[str, Any], source: str, key: Any, view: str) -> Item:
 
 
 def view_rows(ctx: StepContext, view: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = ctx.store("graph").run_view(view, params)
+    remaining = None if ctx.deadline is None else max(1, int((ctx.deadline - time.monotonic()) * 1000))
+    try:
+        rows = ctx.store("graph").run_view(view, params, timeout_ms=remaining)
+    except TimeoutError_ as exc:  # the database stopped the query: at the deadline, or at its own timeout
+        raise StepTimeout(f"the graph database stopped the query ({exc.message})") from None
     return [r for r in rows if isinstance(r, dict)]
 
 

@@ -41,9 +41,11 @@ import ladybug
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
+from ...limits import GRAPH_DEPTH, GRAPH_LIMIT, GRAPH_VIEW_ROWS
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph_views import run_portable
 from .rows import NODE_TABLE, REL_TABLE, edge_from, node_from, to_json
 from .session import KuzuSessions, SessionSettings
 from .views import load_view
@@ -58,9 +60,9 @@ REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NO
 GENERATION_FILE = "generation"
 MAX_ID_CHARS = 1024
 MAX_NAME_CHARS = 4096
-MAX_DEPTH = 5
-MAX_LIMIT = 1000
-MAX_VIEW_ROWS = 10_000
+MAX_DEPTH = GRAPH_DEPTH
+MAX_LIMIT = GRAPH_LIMIT
+MAX_VIEW_ROWS = GRAPH_VIEW_ROWS
 # Edges read per expansion level: bounds the work a hub node can cause.
 MAX_LEVEL_EDGES = 10_000
 DIRECTIONS = ("both", "out", "in")
@@ -125,22 +127,47 @@ class KuzuGraph:
         return bool(rows and rows[0]["removed"])
 
     def list_nodes(self, instance: str, kind: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return [node.as_dict() for node in self.find_nodes(instance, kind=kind, limit=limit)]
+
+    def find_nodes(self, instance: str, *, kind: str | None = None, name: str | None = None,
+                   limit: int = 100) -> list[GraphNode]:
+        """Entity lookup: the instance's nodes of a kind and/or with an exact name, by id."""
         params: dict[str, Any] = {"instance": self._instance(instance), "limit": _count(limit, "/limit", MAX_LIMIT)}
         where = "n.instance = $instance"
         if kind is not None:
             params["kind"] = _text(kind, "/kind")
             where += " AND n.kind = $kind"
+        if name is not None:
+            params["name"] = _name(name, "/name")
+            where += " AND n.name = $name"
         cypher = f"MATCH (n:{NODE_TABLE}) WHERE {where} RETURN {_NODE_COLUMNS} ORDER BY n.id LIMIT $limit"
-        return [node_from(row).as_dict() for row in self._read(lambda conn: _query(conn, cypher, params))]
+        return [node_from(row) for row in self._read(lambda conn: _query(conn, cypher, params))]
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every node and edge of every instance (for `memory export`), sorted by instance and id."""
+        nodes = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE}) RETURN {_NODE_COLUMNS} "
+                                                     "ORDER BY n.instance, n.id"))
+        edges = self._read(lambda conn: _query(conn, f"MATCH ()-[r:{REL_TABLE}]->() RETURN {_EDGE_COLUMNS} "
+                                                     "ORDER BY r.instance, r.id"))
+        return {"nodes": [node_from(row).as_dict() for row in nodes],
+                "edges": [edge_from(row).as_dict() for row in edges]}
 
     # -- views and expansion ------------------------------------------------------------------
 
-    def run_view(self, view_id: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters."""
+    def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters.
+
+        `timeout_ms` (a pipeline's remaining time) interrupts the query inside the database, so the
+        work a deadline abandons stops too instead of running on in a worker thread."""
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
+        if view.portable is not None:
+            return run_portable(self, view.id, view.portable, bound)
+        default_ms = int(self._sessions.settings.query_timeout_s * 1000)
 
         def work(conn: ladybug.Connection) -> list[dict[str, Any]]:
+            if timeout_ms is not None:
+                conn.set_query_timeout(max(1, min(timeout_ms, default_ms)))
             # Second guard after the keyword check: the database itself refuses writes here.
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
@@ -148,6 +175,8 @@ class KuzuGraph:
             finally:
                 with contextlib.suppress(RuntimeError):
                     conn.execute("ROLLBACK")
+                if timeout_ms is not None:
+                    conn.set_query_timeout(default_ms)
 
         return [{name: to_json(value) for name, value in row.items()} for row in self._read(work)]
 
@@ -253,7 +282,7 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
 
     The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id?, kind, from, to,
     attributes}]}`; `instance` (argument, else the file's, else the graph's default) names the graph
-    instance. The whole file is checked first; on a KuzuGraph it then loads in one transaction.
+    instance. The whole file is checked first; a store with `load` then takes it in one transaction.
     """
     try:
         document = orjson.loads(Path(path).read_bytes())
@@ -275,7 +304,7 @@ def graph_entries(graph: Any, document: Any, instance: str | None = None) -> tup
 
 
 def load_graph_entries(graph: Any, nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
-    if isinstance(graph, KuzuGraph):
+    if callable(getattr(graph, "load", None)):  # one transaction where the store offers it
         graph.load(nodes, edges)
     else:
         for node in nodes:

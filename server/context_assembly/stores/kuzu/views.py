@@ -1,9 +1,11 @@
 """Named graph views: `.codebolt/knowledgegraph/views/{id}.json` (schemas/graph-view.schema.json).
 
-A view is `{id, description, cypher, params: {name: {type, description, default}}}`. Loading checks
-the file and that its Cypher only reads; binding checks a request's values against the declared
-params (unknown, missing, wrongly typed → InvalidParamsError) and fills defaults. Values are handed
-to the database as query parameters, never put into the query text.
+A view is `{id, description, cypher, params: {name: {type, description, default}}}`, or, in the
+portable form every backend runs, `{id, description, match, expand?, limit?, params}` (see
+`stores.graph_views`) instead of `cypher`. Loading checks the file and that its Cypher only reads;
+binding checks a request's values against the declared params (unknown, missing, wrongly typed →
+InvalidParamsError) and fills defaults. Values are handed to the database as query parameters (or,
+in the portable form, substituted for whole `"$name"` values), never put into the query text.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import orjson
 from attrs import frozen
 
 from ...errors import InvalidParamsError, NotFoundError
+from ...limits import GRAPH_VIEW_ROWS
 from ...registry.values import json_type
 from ...workspace.layout import WorkspaceLayout
 from .cypher import parameter_names, read_only_problems
@@ -25,6 +28,7 @@ VIEW_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PARAM_TYPES = ("string", "number", "integer", "boolean", "array", "object")
 MAX_VIEW_BYTES = 256 * 1024
+_COUNTED = re.compile(r"\b(?:LIMIT|SKIP)\s+\$([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 _NO_DEFAULT = object()
 
@@ -44,9 +48,14 @@ class ViewParam:
 @frozen
 class GraphView:
     id: str
-    cypher: str
+    cypher: str  # "" for a portable view
     params: tuple[ViewParam, ...] = ()
     description: str = ""
+    portable: dict[str, Any] | None = None  # {match, expand?, limit?}: the declarative form
+
+    @property
+    def is_cypher(self) -> bool:
+        return self.portable is None
 
     def bind(self, values: dict[str, Any]) -> dict[str, Any]:
         """The query parameters for `values`: checked, defaults filled, unused ones left out."""
@@ -68,9 +77,10 @@ class GraphView:
                 errors.append({"path": f"/params/{_pointer(name)}", "message": problem})
             else:
                 bound[name] = value
+        errors += _range_problems(self.cypher, bound)
         if errors:
             raise InvalidParamsError(f"bad parameters for graph view {self.id!r}", errors)
-        used = parameter_names(self.cypher)
+        used = parameter_names(self.cypher) if self.portable is None else portable_parameters(self.portable)
         # Kuzu refuses a parameter the query does not use, so declared-but-unused ones stay out.
         return {name: value for name, value in bound.items() if name in used}
 
@@ -109,9 +119,11 @@ def parse_view(view_id: str, document: Any) -> GraphView:
     errors: list[dict[str, Any]] = []
     if document.get("id", view_id) != view_id:
         errors.append({"path": "/id", "message": f"the id must match the file name {view_id!r}"})
+    if "match" in document and "cypher" not in document:
+        return _parse_portable(view_id, document)
     cypher = document.get("cypher")
     if not isinstance(cypher, str) or not cypher.strip():
-        errors.append({"path": "/cypher", "message": "expected a non-empty Cypher query"})
+        errors.append({"path": "/cypher", "message": "expected a non-empty Cypher query (or a portable match)"})
         cypher = ""
     description = document.get("description", "")
     if not isinstance(description, str):
@@ -126,6 +138,30 @@ def parse_view(view_id: str, document: Any) -> GraphView:
     if errors:
         raise InvalidParamsError(f"graph view {view_id!r} is invalid", errors)
     return GraphView(id=view_id, cypher=cypher.strip().rstrip(";"), params=params, description=description)
+
+
+def _parse_portable(view_id: str, document: dict[str, Any]) -> GraphView:
+    from ..graph_views import check_portable  # late: the portable form's own module
+
+    errors: list[dict[str, Any]] = []
+    if document.get("id", view_id) != view_id:
+        errors.append({"path": "/id", "message": f"the id must match the file name {view_id!r}"})
+    description = document.get("description", "")
+    if not isinstance(description, str):
+        errors.append({"path": "/description", "message": "expected a string"})
+        description = ""
+    params = _parse_params(document.get("params", {}), errors)
+    portable: dict[str, Any] = {key: document[key] for key in ("match", "expand", "limit") if key in document}
+    errors += check_portable(portable, {param.name for param in params})
+    if errors:
+        raise InvalidParamsError(f"graph view {view_id!r} is invalid", errors)
+    return GraphView(id=view_id, cypher="", params=params, description=description, portable=portable)
+
+
+def portable_parameters(portable: dict[str, Any]) -> set[str]:
+    from ..graph_views import parameters_of
+
+    return parameters_of(portable)
 
 
 def _parse_params(raw: Any, errors: list[dict[str, Any]]) -> tuple[ViewParam, ...]:
@@ -173,6 +209,26 @@ def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
     else:
         ok = isinstance(value, dict)
     return value, None if ok else f"expected {kind}, got {json_type(value, integers=True)}"
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _range_problems(cypher: str, bound: dict[str, Any]) -> list[dict[str, Any]]:
+    """Integers the database cannot take: beyond 64 bits anywhere, outside 0..rows after LIMIT or SKIP
+    (Kuzu would answer with its own internals)."""
+    counted = {match.group(1) for match in _COUNTED.finditer(cypher)}
+    problems = []
+    for name, value in bound.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        low, high = (0, GRAPH_VIEW_ROWS) if name in counted else _INT64
+        if not low <= value <= high:
+            what = "a LIMIT or SKIP count" if name in counted else "a 64-bit integer"
+            problems.append({"path": f"/params/{_pointer(name)}",
+                             "message": f"{value} is out of range: {what} must be from {low} to {high}"
+                                        + (" (limits.graph_view_rows)" if name in counted else "")})
+    return problems
 
 
 def _pointer(name: str) -> str:

@@ -26,12 +26,12 @@ class SqliteBlobStore:
         db.register("blobs", _migrate)
 
     def get(self, bucket: str, key: str) -> bytes | None:
-        _check(bucket, key)
+        check_blob(bucket, key)
         rows = self.db.read("SELECT data FROM blobs WHERE bucket = ? AND key = ?", (bucket, key))
         return bytes(rows[0][0]) if rows else None
 
     def put(self, bucket: str, key: str, data: bytes) -> BlobInfo:
-        _check(bucket, key)
+        check_blob(bucket, key)
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise refuse("blob data must be bytes", "/value")
         data = bytes(data)
@@ -47,7 +47,7 @@ class SqliteBlobStore:
         return info
 
     def delete(self, bucket: str, key: str) -> bool:
-        _check(bucket, key)
+        check_blob(bucket, key)
         with self.db.transaction() as conn:
             deleted = conn.execute("DELETE FROM blobs WHERE bucket = ? AND key = ?", (bucket, key)).rowcount > 0
             if deleted:
@@ -67,6 +67,6 @@ class SqliteBlobStore:
         return self.db.generation(STORE)
 
 
-def _check(bucket: str, key: str) -> None:
+def check_blob(bucket: str, key: str) -> None:
     check_key(bucket, what="blob bucket")
     check_key(key, what="blob key")

@@ -7,13 +7,14 @@ import sqlite3
 import time
 from typing import Any
 
+from ...limits import LOG_LIMIT
 from ..confine import check_key, refuse
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
 
 STORE = "episodic"
-MAX_LIMIT = 10_000
+MAX_LIMIT = LOG_LIMIT
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
+from ...limits import LOG_LIMIT
 from ..confine import check_key, refuse
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
 
 STORE = "log"
-MAX_LIMIT = 10_000
+MAX_LIMIT = LOG_LIMIT
 
 
 # A payload field an index can be built on: its name goes into SQL text (an index expression

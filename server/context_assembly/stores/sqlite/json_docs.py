@@ -14,12 +14,13 @@ import orjson
 
 from ...documents.pointers import array_index, format_pointer, parse_pointer
 from ...errors import InvalidParamsError
+from ...limits import DEFAULT as DEFAULT_LIMITS
 from ..confine import check_key, refuse
 from ..interfaces import JsonDocument
 from .database import Database
 
 STORE = "json"
-MAX_VALUE_BYTES = 16 * 1024 * 1024
+MAX_VALUE_BYTES = DEFAULT_LIMITS.write_value_bytes  # the store's own bound; memory/write applies the settings'
 
 
 def encode_value(value: Any, pointer: str = "/value") -> str:

@@ -1,22 +1,22 @@
-"""The embedded vector store: documents, chunks and an FTS5 index in `project.db`, exact numpy search.
+"""The embedded vector index: documents, chunks and an FTS5 index in `project.db`, exact numpy search.
 
 Tables: `vector_collections` (the model each collection was embedded with, so a collection never
 mixes dimensions), `vector_documents`, `vector_chunks` (text + float32 little-endian embedding
 BLOB) and `vector_chunks_fts` (FTS5, external content, kept in step by triggers) for BM25.
 
-Search is exact: each collection's embeddings are held as one contiguous float32 matrix, scored
-with a single matrix-vector product and cut with `argpartition`. The matrix is cached per process
-and keyed on the collection's write generation (`generations` row `vector:<collection>`), so a
-write by any process makes the next search reload it; this process's own writes patch the cached
-matrix in place of a reload when nothing else wrote in between. Keyword search is exact BM25 (FTS5
-`bm25()`), computed so that common query words do not make it score most of the index (see
-`_bm25_split`). Score scales per mode: see `stores.vector`.
+`SqliteVectorIndex` is the `VectorIndex` (stores.vector_index) that `VectorCollections` chunks,
+embeds and fuses over; `SqliteVectorStore` is the two put together. Nearest-k is exact: each
+collection's embeddings are held as one contiguous float32 matrix, scored with a single
+matrix-vector product and cut with `argpartition`. The matrix is cached per process and keyed on
+the collection's write generation (`generations` row `vector:<collection>`), so a write by any
+process makes the next search reload it; this process's own writes patch the cached matrix in
+place of a reload when nothing else wrote in between. Full-text-k is exact BM25 (FTS5 `bm25()`),
+computed so that common query words do not make it score most of the index (see `_bm25_split`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import threading
 import time
@@ -30,30 +30,15 @@ import orjson
 from attrs import define, frozen
 from numpy.typing import NDArray
 
-from ...errors import ConflictError, InvalidParamsError, StorageError
+from ...errors import ConflictError, StorageError
 from ...workspace.layout import WorkspaceLayout
-from ..chunking import chunk_text
-from ..embedding import Matrix, get_embedder
-from ..vector import (
-    RRF_K,
-    SEARCH_MODES,
-    DocBatch,
-    Hits,
-    Records,
-    ensure_settings,
-    hit_id,
-    read_settings,
-    settings_path,
-    source_uri,
-    validate_collection,
-    validate_doc_uri,
-)
+from ..embedding import Matrix
+from ..vector import Records
+from ..vector_collections import VectorCollections, fts_terms
+from ..vector_index import ChunkRow, IndexedDoc, Ranked
 from .database import Database
 
 STORE = "vector"
-EMBED_BATCH = 4096  # texts per embed call in bulk loads: bounds the padded token tensors
-MAX_FTS_TERMS = 32
-HYBRID_POOL = 50  # candidates per leg before fusion (at least 4 x top_k)
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
 RARE_SHARE = 0.02  # a keyword in at most this share of all chunks is "rare" (see _bm25_split)
 BM25_K1 = 1.2  # FTS5's bm25() constant
@@ -61,11 +46,8 @@ BM25_K1 = 1.2  # FTS5's bm25() constant
 _BLOB = np.dtype("<f4")
 
 # Module-level aliases: inside the class, `list` names the method.
-Ranked = list[tuple[int, float]]
 Ids = list[int]
 Terms = list[str]
-_TERM = re.compile(r"\w+")
-_HAS_ALNUM = re.compile(r"[^\W_]")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -94,17 +76,6 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
 def _collection_store(collection: str) -> str:
     return f"{STORE}:{collection}"
-
-
-def fts_terms(text: str) -> list[str]:
-    """The distinct lower-cased words of arbitrary user text (at most MAX_FTS_TERMS)."""
-    terms: dict[str, None] = {}
-    for term in _TERM.findall(text.lower()):
-        if _HAS_ALNUM.search(term):
-            terms.setdefault(term, None)
-            if len(terms) == MAX_FTS_TERMS:
-                break
-    return list(terms)
 
 
 def fts_query(text: str | list[str]) -> str:
@@ -160,73 +131,51 @@ def _idf(total: int, hits: int) -> float:
     return max(math.log((total - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
-@frozen
-class _Doc:
-    doc_uri: str
-    text: str
-    metadata_json: str
+class SqliteVectorIndex:
+    """`VectorIndex` over the workspace database: exact cosine over a cached matrix, FTS5 BM25."""
 
-
-class SqliteVectorStore:
-    """`VectorStore` over the workspace database; settings files under `vectordb_dir`."""
-
-    def __init__(self, db: Database, vectordb_dir: Path | str, default_model: str | None = None) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._dir = Path(vectordb_dir)
-        self._default_model = default_model
         self._indexes: dict[str, _Index] = {}
         self._term_stats: _TermStats | None = None
         self._lock = threading.Lock()
         db.register(STORE, _migrate)
 
-    @classmethod
-    def for_workspace(cls, layout: WorkspaceLayout, db: Database | None = None,
-                      default_model: str | None = None) -> SqliteVectorStore:
-        return cls(db if db is not None else Database(layout.db_path), layout.vectordb_dir, default_model)
-
     # --- writes ------------------------------------------------------------------------------
 
-    def upsert(self, collection: str, doc_uri: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
-        result = self.upsert_many(collection, [(doc_uri, text, metadata)])
-        return {"collection": collection, "doc_uri": doc_uri, "chunks": result["chunks"]}
+    def claimed_model(self, collection: str) -> tuple[str, int] | None:
+        try:
+            row = self._db.connection().execute(
+                "SELECT embedding_model, dimension FROM vector_collections WHERE collection = ?",
+                (collection,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StorageError(f"vector store read failed: {exc}") from exc
+        return None if row is None else (str(row[0]), int(row[1]))
 
-    def upsert_many(self, collection: str, docs: DocBatch) -> dict[str, Any]:
-        validate_collection(collection)
-        prepared = _prepare(docs)
-        settings = ensure_settings(self._dir, collection, self._default_model)
-        self._check_model(self._db.connection(), collection, settings.embedding_model, settings.dimension)
-        embedder = get_embedder(settings.embedding_model)  # only after the check: a mismatch fails fast
-        pieces = [chunk_text(doc.text, settings.chunk_size, settings.chunk_overlap) for doc in prepared]
-        texts = [chunk.text for chunks in pieces for chunk in chunks]
-        vectors = _embed_all(embedder.embed, texts, settings.dimension)
-        # Embedding ran outside the transaction: the write lock is held only for the inserts.
+    def upsert(self, collection: str, model: str, dimension: int, docs: list[IndexedDoc]) -> None:
         now = time.time()
         with self._write() as conn:
-            self._claim_model(conn, collection, settings.embedding_model, settings.dimension)
+            self._claim_model(conn, collection, model, dimension)
             before = _generation(conn, _collection_store(collection))
             removed: Ids = []
             new_ids: Ids = []
-            row = 0
-            for doc, chunks in zip(prepared, pieces, strict=True):
+            for doc in docs:
                 removed += _delete_chunks(conn, collection, doc.doc_uri)
                 conn.execute(
                     "INSERT INTO vector_documents(collection, doc_uri, text, metadata, updated) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT(collection, doc_uri) DO UPDATE SET text = excluded.text, "
                     "metadata = excluded.metadata, updated = excluded.updated",
                     (collection, doc.doc_uri, doc.text, doc.metadata_json, now))
-                for chunk in chunks:
+                for ord_, (text, vector) in enumerate(zip(doc.chunks, doc.vectors, strict=True)):
                     cursor = conn.execute(
                         "INSERT INTO vector_chunks(collection, doc_uri, ord, text, embedding) VALUES (?, ?, ?, ?, ?)",
-                        (collection, doc.doc_uri, chunk.ord, chunk.text, vectors[row].tobytes()))
+                        (collection, doc.doc_uri, ord_, text, vector.tobytes()))
                     new_ids.append(int(cursor.lastrowid or 0))
-                    row += 1
             self._bump(conn, collection)
-        self._patch(collection, before, settings.embedding_model, removed, new_ids, vectors)
-        return {"collection": collection, "documents": len(prepared), "chunks": len(texts)}
+        vectors = np.concatenate([doc.vectors for doc in docs]) if docs else np.zeros((0, dimension), np.float32)
+        self._patch(collection, before, model, removed, new_ids, vectors)
 
     def delete(self, collection: str, doc_uri: str) -> bool:
-        validate_collection(collection)
-        validate_doc_uri(doc_uri)
         with self._write() as conn:
             before = _generation(conn, _collection_store(collection))
             removed = _delete_chunks(conn, collection, doc_uri)
@@ -243,9 +192,7 @@ class SqliteVectorStore:
 
     # --- reads -------------------------------------------------------------------------------
 
-    def get(self, collection: str, doc_uri: str) -> dict[str, Any] | None:
-        validate_collection(collection)
-        validate_doc_uri(doc_uri)
+    def document(self, collection: str, doc_uri: str) -> dict[str, Any] | None:
         rows = self._db.read(
             "SELECT text, metadata, updated, (SELECT count(*) FROM vector_chunks c WHERE c.collection = d.collection "
             "AND c.doc_uri = d.doc_uri) FROM vector_documents d WHERE collection = ? AND doc_uri = ?",
@@ -256,10 +203,7 @@ class SqliteVectorStore:
         return {"collection": collection, "doc_uri": doc_uri, "text": text, "metadata": orjson.loads(metadata),
                 "updated": updated, "chunks": chunks}
 
-    def list(self, collection: str | None = None) -> Records:
-        if collection is None:
-            return self._list_collections()
-        validate_collection(collection)
+    def documents(self, collection: str) -> Records:
         rows = self._db.read(
             "SELECT d.doc_uri, d.metadata, d.updated, length(d.text), (SELECT count(*) FROM vector_chunks c "
             "WHERE c.collection = d.collection AND c.doc_uri = d.doc_uri) FROM vector_documents d "
@@ -267,39 +211,41 @@ class SqliteVectorStore:
         return [{"doc_uri": uri, "metadata": orjson.loads(meta), "updated": updated, "chars": chars, "chunks": n}
                 for uri, meta, updated, chars, n in rows]
 
+    def collections(self) -> Records:
+        rows = self._db.read(
+            "SELECT v.collection, v.embedding_model, v.dimension, "
+            "(SELECT count(*) FROM vector_documents d WHERE d.collection = v.collection), "
+            "(SELECT count(*) FROM vector_chunks c WHERE c.collection = v.collection) "
+            "FROM vector_collections v ORDER BY v.collection")
+        return [{"collection": name, "embedding_model": model, "dimension": dim, "documents": docs,
+                 "chunks": chunks} for name, model, dim, docs, chunks in rows]
+
     def generation(self) -> int:
         return self._db.generation(STORE)
 
-    def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
-               mode: str | None = "vector") -> Hits:
-        validate_collection(collection)
-        _check_search(query, top_k, min_score)
-        if mode is None:
-            settings = read_settings(self._dir, collection, self._default_model)
-            mode = settings.search_mode if settings is not None else "vector"
-        if mode not in SEARCH_MODES:
-            raise InvalidParamsError(f"unknown search mode {mode!r}",
-                                     [{"path": "/mode", "message": f"must be one of {', '.join(SEARCH_MODES)}"}])
-        if top_k == 0:
-            return []
-        if mode == "vector":
-            ranked = self._vector(collection, query, top_k, min_score)
-        elif mode == "keyword":
-            ranked = [(i, s) for i, s in self._keyword(collection, query, top_k) if s >= min_score]
-        else:
-            ranked = self._hybrid(collection, query, top_k, min_score)
-        return self._hits(collection, ranked)
+    def nearest(self, collection: str, query: Matrix, k: int, min_score: float) -> Ranked:
+        return self._vector(collection, query, k, min_score)
+
+    def full_text(self, collection: str, terms: Terms, k: int) -> Ranked:
+        return self._keyword(collection, terms, k)
+
+    def chunks(self, ids: Ids) -> dict[int, ChunkRow]:
+        found: dict[int, ChunkRow] = {}
+        for start in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
+            batch = tuple(ids[start:start + 500])
+            marks = ",".join("?" * len(batch))
+            rows = self._db.read(
+                "SELECT c.id, c.collection, c.doc_uri, c.ord, c.text, d.metadata FROM vector_chunks c "
+                "JOIN vector_documents d ON d.collection = c.collection AND d.doc_uri = c.doc_uri "
+                f"WHERE c.id IN ({marks})", batch)
+            found.update((row[0], ChunkRow(row[1], row[2], row[3], row[4], orjson.loads(row[5]))) for row in rows)
+        return found
 
     # --- search legs -------------------------------------------------------------------------
 
-    def _vector(self, collection: str, query: str, limit: int, min_score: float) -> Ranked:
-        if not _HAS_ALNUM.search(query):
-            return []
+    def _vector(self, collection: str, q: Matrix, limit: int, min_score: float) -> Ranked:
         index = self._index(collection)
         if index is None or not len(index.ids):
-            return []
-        q = get_embedder(index.model).embed([query])[0]
-        if not q.any():
             return []
         scores = cosine_scores(index.matrix, q)
         n = len(scores)
@@ -308,10 +254,7 @@ class SqliteVectorStore:
         order = top[np.lexsort((index.ids[top], -scores[top]))]
         return [(int(index.ids[i]), float(scores[i])) for i in order]
 
-    def _keyword(self, collection: str, query: str, limit: int) -> Ranked:
-        terms = fts_terms(query)
-        if not terms:
-            return []
+    def _keyword(self, collection: str, terms: Terms, limit: int) -> Ranked:
         try:
             stats = self._stats()
             if stats.total >= MIN_CHUNKS_TO_SPLIT:
@@ -368,43 +311,6 @@ class SqliteVectorStore:
             stats = self._term_stats = _TermStats(generation, total, {})
         return stats
 
-    def _hybrid(self, collection: str, query: str, top_k: int, min_score: float) -> Ranked:
-        pool = max(HYBRID_POOL, 4 * top_k)
-        fused: dict[int, float] = {}
-        cosine: dict[int, float] = {}
-        for chunk_id, score in self._vector(collection, query, pool, min_score):
-            cosine[chunk_id] = score
-        # with a floor, a keyword-only hit must also clear it (an irrelevant 0.05 hit stays out)
-        keyword = [i for i, _ in self._keyword(collection, query, pool) if min_score <= 0 or i in cosine]
-        for leg in (list(cosine), keyword):
-            for rank, chunk_id in enumerate(leg, start=1):
-                fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-        best = 2.0 / (RRF_K + 1)
-        order = sorted(fused, key=lambda i: (-fused[i], -cosine.get(i, -2.0), i))[:top_k]
-        return [(i, min(1.0, fused[i] / best)) for i in order]
-
-    def _hits(self, collection: str, ranked: Ranked) -> Hits:
-        if not ranked:
-            return []
-        found: dict[int, Any] = {}
-        for start in range(0, len(ranked), 500):  # stay far below SQLite's bound-parameter limit
-            batch = tuple(i for i, _ in ranked[start:start + 500])
-            marks = ",".join("?" * len(batch))
-            rows = self._db.read(
-                "SELECT c.id, c.doc_uri, c.ord, c.text, d.metadata FROM vector_chunks c JOIN vector_documents d "
-                f"ON d.collection = c.collection AND d.doc_uri = c.doc_uri WHERE c.id IN ({marks})", batch)
-            found.update((row[0], row) for row in rows)
-        hits: Hits = []
-        for chunk_id, score in ranked:
-            row = found.get(chunk_id)
-            if row is None:
-                continue  # deleted by another process since the matrix was loaded
-            _, doc_uri, ord_, text, metadata = row
-            hits.append({"id": hit_id(collection, doc_uri, ord_), "doc_uri": doc_uri, "chunk": ord_, "text": text,
-                         "score": score, "metadata": orjson.loads(metadata),
-                         "source": source_uri(collection, doc_uri)})
-        return hits
-
     # --- the in-memory matrix ----------------------------------------------------------------
 
     def _index(self, collection: str) -> _Index | None:
@@ -457,25 +363,15 @@ class SqliteVectorStore:
 
     def _claim_model(self, conn: sqlite3.Connection, collection: str, model: str, dimension: int) -> None:
         """Record the collection's model on its first write; refuse a write with another model."""
-        if not self._check_model(conn, collection, model, dimension):
+        row = conn.execute("SELECT embedding_model, dimension FROM vector_collections WHERE collection = ?",
+                           (collection,)).fetchone()
+        if row is None:
             conn.execute("INSERT INTO vector_collections(collection, embedding_model, dimension) VALUES (?, ?, ?)",
                          (collection, model, dimension))
-
-    def _check_model(self, conn: sqlite3.Connection, collection: str, model: str, dimension: int) -> bool:
-        """False for a new collection; raises ConflictError when the stored model differs."""
-        try:
-            row = conn.execute("SELECT embedding_model, dimension FROM vector_collections WHERE collection = ?",
-                               (collection,)).fetchone()
-        except sqlite3.Error as exc:
-            raise StorageError(f"vector store read failed: {exc}") from exc
-        if row is None:
-            return False
-        if (row[0], row[1]) != (model, dimension):
-            raise ConflictError(
-                f"collection {collection!r} holds {row[0]} embeddings ({row[1]} dimensions), but "
-                f"{settings_path(self._dir, collection)} names {model} ({dimension}); re-create the collection "
-                "to change its model", {"collection": collection, "stored_model": row[0], "settings_model": model})
-        return True
+        elif (row[0], row[1]) != (model, dimension):
+            raise ConflictError(f"collection {collection!r} holds {row[0]} embeddings ({row[1]} dimensions), "
+                                f"not {model} ({dimension}); re-create the collection to change its model",
+                                {"collection": collection, "stored_model": row[0], "settings_model": model})
 
     def _bump(self, conn: sqlite3.Connection, collection: str) -> None:
         self._db.bump(conn, STORE)
@@ -505,66 +401,6 @@ class SqliteVectorStore:
         except sqlite3.Error as exc:
             raise StorageError(f"vector store read failed: {exc}") from exc
 
-    def _list_collections(self) -> Records:
-        rows = self._db.read(
-            "SELECT v.collection, v.embedding_model, v.dimension, "
-            "(SELECT count(*) FROM vector_documents d WHERE d.collection = v.collection), "
-            "(SELECT count(*) FROM vector_chunks c WHERE c.collection = v.collection) "
-            "FROM vector_collections v")
-        found = {name: {"collection": name, "embedding_model": model, "dimension": dim, "documents": docs,
-                        "chunks": chunks} for name, model, dim, docs, chunks in rows}
-        # Collections that have settings but no document yet.
-        if self._dir.is_dir():
-            for entry in self._dir.iterdir():
-                if entry.name in found or not (entry / "collection.json").is_file():
-                    continue
-                try:
-                    settings = read_settings(self._dir, entry.name, self._default_model)
-                except (StorageError, InvalidParamsError):
-                    continue
-                if settings is not None:
-                    found[entry.name] = {"collection": entry.name, "embedding_model": settings.embedding_model,
-                                         "dimension": settings.dimension, "documents": 0, "chunks": 0}
-        return [found[name] for name in sorted(found)]
-
-
-def _prepare(docs: DocBatch) -> list[_Doc]:
-    """Validate the documents; a doc_uri given twice keeps its last text (in its first place)."""
-    latest: dict[str, _Doc] = {}
-    for n, item in enumerate(docs):
-        try:
-            doc_uri, text, metadata = item
-        except (TypeError, ValueError):
-            raise InvalidParamsError("each document is (doc_uri, text, metadata)",
-                                     [{"path": f"/docs/{n}", "message": "expected a 3-item sequence"}]) from None
-        validate_doc_uri(doc_uri)
-        if not isinstance(text, str):
-            raise InvalidParamsError("a document's text is a string",
-                                     [{"path": f"/docs/{n}/text", "message": "expected a string"}])
-        if not _is_utf8(text) or not _is_utf8(doc_uri):
-            raise InvalidParamsError("a document is valid Unicode text",
-                                     [{"path": f"/docs/{n}", "message": "contains a lone surrogate"}])
-        if not isinstance(metadata, dict):
-            raise InvalidParamsError("a document's metadata is an object",
-                                     [{"path": f"/docs/{n}/metadata", "message": "expected an object"}])
-        try:
-            metadata_json = orjson.dumps(metadata).decode()
-        except TypeError as exc:
-            raise InvalidParamsError("metadata must be plain JSON",
-                                     [{"path": f"/docs/{n}/metadata", "message": str(exc)}]) from exc
-        latest[doc_uri] = _Doc(doc_uri, text, metadata_json)
-    return list(latest.values())
-
-
-def _embed_all(embed: Any, texts: list[str], dimension: int) -> Matrix:
-    out = np.empty((len(texts), dimension), dtype=np.float32)
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = embed(texts[start:start + EMBED_BATCH])
-        if batch.shape != (min(EMBED_BATCH, len(texts) - start), dimension):
-            raise StorageError(f"the embedder returned shape {batch.shape}, expected (n, {dimension})")
-        out[start:start + len(batch)] = batch
-    return out
-
 
 def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uri: str) -> list[int]:
     ids = [int(r[0]) for r in conn.execute("SELECT id FROM vector_chunks WHERE collection = ? AND doc_uri = ?",
@@ -579,22 +415,13 @@ def _generation(conn: sqlite3.Connection, store: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _check_search(query: object, top_k: object, min_score: object) -> None:
-    problems = []
-    if not isinstance(query, str) or not _is_utf8(query):
-        problems.append({"path": "/query", "message": "expected a string of valid Unicode"})
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0:
-        problems.append({"path": "/top_k", "message": "expected a non-negative integer"})
-    if not isinstance(min_score, int | float) or isinstance(min_score, bool) or min_score != min_score:
-        problems.append({"path": "/min_score", "message": "expected a number"})
-    if problems:
-        raise InvalidParamsError("invalid search parameters", problems)
+class SqliteVectorStore(VectorCollections):
+    """The embedded vector store: `VectorCollections` over a `SqliteVectorIndex` of the workspace database."""
 
+    def __init__(self, db: Database, vectordb_dir: Path | str, default_model: str | None = None) -> None:
+        super().__init__(SqliteVectorIndex(db), vectordb_dir, default_model)
 
-def _is_utf8(text: str) -> bool:
-    # A lone surrogate (e.g. from surrogateescape) cannot be stored or tokenized.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    @classmethod
+    def for_workspace(cls, layout: WorkspaceLayout, db: Database | None = None,
+                      default_model: str | None = None) -> SqliteVectorStore:
+        return cls(db if db is not None else Database(layout.db_path), layout.vectordb_dir, default_model)

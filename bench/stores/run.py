@@ -1,0 +1,194 @@
+"""Embedded stores vs PostgreSQL + pgvector, in one run (one command).
+
+    python bench/stores/run.py                      # 100,000 chunks, 300 assemblies, 400 writes per writer count
+    python bench/stores/run.py --chunks 20000 --assemblies 100
+
+Starts a PostgreSQL 16 with pgvector from the `pgserver` wheel in a temporary folder (Unix socket),
+then for each backend, in this process:
+
+1. assembly, warm: a workspace with a KV memory and a hybrid vector-search memory over a
+   2,000-document collection; the cache is off (`cache_ttl_s: 0`), so every assembly reads the
+   stores; queries vary; p50/p99 after warm-up;
+2. vector search at `--chunks` chunks (one chunk per document, the hashing embedder so loading is
+   fast): p50 of `search(mode="vector", top_k=10)`; embedded is exact numpy, PostgreSQL is HNSW
+   (cosine, ef_search 40). Recall@10 of HNSW against the exact answer is reported too;
+3. write throughput: 1, 4 and 16 threads each setting `--writes` distinct KV keys (every write its
+   own transaction), writes per second over all threads.
+
+For the bulk load only, the bench drops the HNSW index and builds it after loading (what an
+operator does for a big import); the product creates it when a collection is first written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "server"))
+
+import psycopg  # noqa: E402
+
+from context_assembly.runtime import Runtime  # noqa: E402
+from context_assembly.stores.embedding import HASHING  # noqa: E402
+
+# A vocabulary with a long tail (3,000 rare terms after the common ones), so texts differ.
+COMMON = "login timeout session token cache database index deploy build release queue worker retry schema"
+WORDS = [*COMMON.split(" "), *(f"term{n}" for n in range(3000))]
+PREFS = {"id": "prefs", "label": "Preferences", "description": "d", "status": "active",
+         "retrieval": {"pipeline": [{"type": "kv_get", "instance": "default", "namespace": "users", "keys": ["u1"]}]},
+         "contribution": {"section": "constraints", "priority": "high", "max_items": 10}}
+HISTORY = {"id": "history", "label": "History", "description": "d", "status": "active",
+           "retrieval": {"pipeline": [
+               {"type": "derive_query", "from": ["input.text"], "method": "keyword_extract"},
+               {"type": "vector_search", "collection": "tasks", "topK": 5, "minScore": 0.0, "mode": "hybrid"}]},
+           "contribution": {"section": "suggestions", "priority": "low", "max_items": 5}}
+
+
+def sentence(rng: random.Random, n: int = 12) -> str:
+    return " ".join(WORDS[min(len(WORDS) - 1, int(rng.paretovariate(0.8)) - 1)] for _ in range(n))
+
+
+def workspace(root: Path, stores: dict[str, Any]) -> Path:
+    codebolt = root / ".codebolt"
+    for folder in ("PersistentMemory", "vectordb/tasks", "vectordb/big"):
+        (codebolt / folder).mkdir(parents=True, exist_ok=True)
+    (codebolt / "context-assembly.json").write_text(json.dumps({"cache_ttl_s": 0, "stores": stores}))
+    for name in ("tasks", "big"):
+        (codebolt / "vectordb" / name / "collection.json").write_text(json.dumps({"embedding_model": HASHING}))
+    for definition in (PREFS, HISTORY):
+        (codebolt / "PersistentMemory" / f"{definition['id']}.json").write_text(json.dumps(definition))
+    return root
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def bench_assembly(runtime: Runtime, count: int) -> dict[str, float]:
+    rng = random.Random(1)
+    runtime.memory.write("kv://users/u1", "prefers short answers")
+    runtime.vectors.upsert_many("tasks", [(f"t{i}", sentence(rng), {}) for i in range(2000)])
+    times = []
+    for n in range(count + 20):
+        request = {"scope_variables": {}, "input": {"text": sentence(rng, 6)}, "explicit_memory": ["prefs", "history"],
+                   "constraints": {"max_tokens": 2000}}
+        start = time.perf_counter()
+        result = runtime.assemble(request)
+        elapsed = (time.perf_counter() - start) * 1000
+        assert [c.status for c in result.trace.memory_calls] == ["ok", "ok"], result.trace.memory_calls
+        if n >= 20:
+            times.append(elapsed)
+    return {"assembly p50": statistics.median(times), "assembly p99": percentile(times, 0.99)}
+
+
+def load_big(runtime: Runtime, chunks: int, dsn: str | None) -> float:
+    rng = random.Random(2)
+    runtime.vectors.upsert("big", "seed", "seed", {})  # claims the collection (and, on PostgreSQL, its index)
+    if dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP INDEX IF EXISTS ca_vector_chunks_hnsw_256")
+    start = time.perf_counter()
+    for first in range(0, chunks, 10_000):
+        batch = [(f"d{i}", sentence(rng), {}) for i in range(first, min(chunks, first + 10_000))]
+        runtime.vectors.upsert_many("big", batch)
+    if dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET maintenance_work_mem = '512MB'")
+            conn.execute("CREATE INDEX ca_vector_chunks_hnsw_256 ON ca_vector_chunks USING hnsw "
+                         "((embedding::vector(256)) vector_cosine_ops) WHERE dimension = 256")
+            conn.execute("ANALYZE ca_vector_chunks")
+    return time.perf_counter() - start
+
+
+def bench_search(runtime: Runtime, queries: list[str]) -> tuple[dict[str, float], list[list[str]]]:
+    for query in queries[:5]:
+        runtime.vectors.search("big", query, top_k=10)
+    times, answers = [], []
+    for query in queries:
+        start = time.perf_counter()
+        hits = runtime.vectors.search("big", query, top_k=10)
+        times.append((time.perf_counter() - start) * 1000)
+        answers.append([h["doc_uri"] for h in hits])
+    return {"vector search p50": statistics.median(times), "vector search p99": percentile(times, 0.99)}, answers
+
+
+def bench_writes(runtime: Runtime, writers: int, per_writer: int) -> float:
+    def work(w: int) -> None:
+        for i in range(per_writer):
+            runtime.memory.kv.set("bench", f"w{writers}-{w}", f"k{i}", {"i": i})
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return writers * per_writer / (time.perf_counter() - start)
+
+
+def run_backend(name: str, root: Path, stores: dict[str, Any], args: argparse.Namespace,
+                queries: list[str]) -> tuple[dict[str, float], list[list[str]]]:
+    runtime = Runtime(workspace(root, stores))
+    try:
+        results = bench_assembly(runtime, args.assemblies)
+        results[f"load {args.chunks:,} chunks (s)"] = load_big(runtime, args.chunks, stores.get("dsn"))
+        search, answers = bench_search(runtime, queries)
+        results.update(search)
+        for writers in (1, 4, 16):
+            results[f"writes/s, {writers} writer{'s' if writers > 1 else ''}"] = bench_writes(
+                runtime, writers, args.writes)
+        print(f"  {name}: done", file=sys.stderr)
+        return results, answers
+    finally:
+        runtime.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--assemblies", type=int, default=300)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--writes", type=int, default=400, help="writes per writer")
+    args = parser.parse_args()
+    import pgserver  # type: ignore[import-untyped]
+
+    folder = Path(tempfile.mkdtemp(prefix="ca-bench-"))
+    folder.chmod(0o755)
+    server = pgserver.get_server(str(folder / "pg"), cleanup_mode="stop")
+    os.environ.pop("CONTEXT_ASSEMBLY_DSN", None)
+    try:
+        rng = random.Random(3)
+        queries = [sentence(rng, 4) for _ in range(args.searches)]
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        embedded, exact = run_backend("embedded", folder / "embedded", {"backend": "embedded"}, args, queries)
+        postgres, approx = run_backend("postgres", folder / "postgres",
+                                       {"backend": "postgres", "dsn": server.get_uri(), "project": "bench"},
+                                       args, queries)
+        recall = statistics.mean(len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approx, exact, strict=True))
+        load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"\nload before: {load}\nload after:  {load_after}\n")
+    print("| measure | embedded | PostgreSQL | PostgreSQL / embedded |\n| --- | ---: | ---: | ---: |")
+    for key in embedded:
+        unit = "" if "/s" in key or "(s)" in key else " ms"
+        print(f"| {key}{unit} | {embedded[key]:,.2f} | {postgres[key]:,.2f} | {postgres[key] / embedded[key]:.2f} |")
+    print(f"| HNSW recall@10 vs exact | 1.00 | {recall:.3f} | |")
+
+
+if __name__ == "__main__":
+    main()

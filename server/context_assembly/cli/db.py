@@ -1,0 +1,45 @@
+"""`context-assembly db migrate`: apply the store backend's schema migrations now.
+
+They also apply on first connect; this command lets an operator migrate a shared database before
+the sidecars start (or check that it is current), using the same settings and DSN as `serve`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from ..errors import ContextAssemblyError
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "db", help="the store database: migrate its schema",
+        description="Apply the store backend's schema migrations (stores.backend in "
+                    ".codebolt/context-assembly.json; CONTEXT_ASSEMBLY_DSN overrides stores.dsn) and print "
+                    "what was applied as JSON. Exit status 1 when the database cannot be reached.")
+    parser.add_argument("action", choices=("migrate",))
+    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.workspace)
+    if not root.is_dir():
+        print(f"context-assembly db: no such directory: {root}", file=sys.stderr)
+        return 2
+    from ..runtime import Runtime  # the engine loads only when a command runs it
+
+    runtime = Runtime(root)
+    try:
+        result = runtime.memory.stores.migrate()
+    except ContextAssemblyError as exc:
+        print(f"context-assembly db: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        runtime.close()
+    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    return 0

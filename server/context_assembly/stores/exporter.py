@@ -1,0 +1,64 @@
+"""`memory export`: a workspace's stores as one import document (`stores.importer`), any backend.
+
+Importing the export into another workspace (say, one on PostgreSQL) gives the same stores: KV,
+JSON documents, working memory, blobs, markdown notes, vector documents (re-embedded with the
+collection's model, named in `collections`), the graph's nodes then edges, episodic threads
+(`threads`) and the event log (`events`, appended only into an instance that has no events yet,
+so importing twice does not duplicate them). Workspace files (`file://`) are the checkout itself
+and are not exported.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from .memory import MemoryRouter
+from .uri import render
+
+
+def export_memory(memory: MemoryRouter) -> dict[str, Any]:
+    writes: list[dict[str, Any]] = []
+    writes += [{"uri": render("kv", (e.instance, e.namespace, e.key)), "value": e.value} for e in memory.kv.list()]
+    for doc in memory.json_docs.list():
+        writes.append({"uri": render("json", (doc.name,)), "value": memory.json_docs.get(doc.name)[1]})
+    for entry in memory.working.entries():
+        working = memory.working.get(entry.thread_id, entry.key)
+        if working is not None:
+            writes.append({"uri": render("working", (entry.thread_id, entry.key)), "value": working.value})
+    for blob in memory.blobs.list():
+        data = memory.blobs.get(blob.bucket, blob.key)
+        if data is not None:
+            writes.append({"uri": render("blob", (blob.bucket, blob.key)), "value": base64.b64encode(data).decode()})
+    for note in memory.notes.list():
+        text = memory.notes.read(note.name)
+        if text is not None:
+            writes.append({"uri": render("markdown", (note.name,)), "value": text})
+    document: dict[str, Any] = {"description": f"memory exported from the {memory.backend} stores"}
+    collections: dict[str, Any] = {}
+    if memory.vectors is not None:
+        for collection in memory.vectors.list():
+            name = collection["collection"]
+            collections[name] = {"embedding_model": collection["embedding_model"]}
+            for listed in memory.vectors.list(name):
+                stored = memory.vectors.get(name, listed["doc_uri"])
+                if stored is not None:
+                    writes.append({"uri": render("vector", (name, stored["doc_uri"])),
+                                   "value": {"text": stored["text"], "metadata": stored["metadata"]}})
+    if memory.graph is not None:
+        graph = memory.graph.dump()
+        for node in graph["nodes"]:
+            writes.append({"uri": render("graph", (node["instance"], "node", node["id"])),
+                           "value": {"kind": node["kind"], "name": node["name"], "attributes": node["attributes"]}})
+        for edge in graph["edges"]:
+            writes.append({"uri": render("graph", (edge["instance"], "edge", edge["id"])),
+                           "value": {"kind": edge["kind"], "from": edge["from"], "to": edge["to"],
+                                     "attributes": edge["attributes"]}})
+    threads = {t.name: [{k: v for k, v in turn.items() if k != "seq"}
+                        for turn in memory.episodic.recent(t.name, max(1, t.count))]
+               for t in memory.episodic.threads()}
+    events = {i.name: [{"event_type": e["event_type"], "payload": e["payload"], "ts": e["ts"]}
+                       for e in reversed(memory.events.search(i.name, limit=max(1, i.count)))]
+              for i in memory.events.instances()}
+    document.update({"collections": collections, "writes": writes, "threads": threads, "events": events})
+    return document

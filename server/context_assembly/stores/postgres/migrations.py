@@ -1,0 +1,93 @@
+"""Versioned schema migrations, applied on first connect (or by `context-assembly db migrate`).
+
+Each migration runs once, in order, in one transaction with the version it brings recorded in
+`ca_schema_version`; an advisory lock makes concurrent sidecars apply them one at a time. Never
+edit a released migration: add the next one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+LOCK_KEY = 0x43_41_5F_4D  # "CA_M": the advisory lock every migrating sidecar takes
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE ca_generations (project text NOT NULL, store text NOT NULL, value bigint NOT NULL,
+    PRIMARY KEY (project, store));
+CREATE TABLE ca_kv (project text NOT NULL, instance text NOT NULL, namespace text NOT NULL, key text NOT NULL,
+    value text NOT NULL, updated_at double precision NOT NULL, PRIMARY KEY (project, instance, namespace, key));
+CREATE TABLE ca_json (project text NOT NULL, name text NOT NULL, value jsonb NOT NULL, size integer NOT NULL,
+    updated_at double precision NOT NULL, PRIMARY KEY (project, name));
+CREATE TABLE ca_events (id bigserial PRIMARY KEY, project text NOT NULL, instance text NOT NULL,
+    event_type text NOT NULL, payload jsonb NOT NULL, payload_text text NOT NULL, ts double precision NOT NULL);
+CREATE INDEX ca_events_by_time ON ca_events (project, instance, ts DESC, id DESC);
+CREATE INDEX ca_events_by_type ON ca_events (project, instance, event_type, ts DESC, id DESC);
+CREATE FUNCTION ca_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the event log is append-only: events are never updated or deleted';
+END $$;
+CREATE TRIGGER ca_events_no_update BEFORE UPDATE OR DELETE ON ca_events
+    FOR EACH ROW EXECUTE FUNCTION ca_events_append_only();
+CREATE TRIGGER ca_events_no_truncate BEFORE TRUNCATE ON ca_events
+    FOR EACH STATEMENT EXECUTE FUNCTION ca_events_append_only();
+CREATE TABLE ca_episodic (project text NOT NULL, thread_id text NOT NULL, seq integer NOT NULL,
+    turn text NOT NULL, ts double precision NOT NULL, PRIMARY KEY (project, thread_id, seq));
+CREATE TABLE ca_working (project text NOT NULL, thread_id text NOT NULL, key text NOT NULL, value text NOT NULL,
+    updated_at double precision NOT NULL, PRIMARY KEY (project, thread_id, key));
+CREATE TABLE ca_blobs (project text NOT NULL, bucket text NOT NULL, key text NOT NULL, data bytea NOT NULL,
+    size integer NOT NULL, sha256 text NOT NULL, updated_at double precision NOT NULL,
+    PRIMARY KEY (project, bucket, key));
+CREATE TABLE ca_vector_collections (project text NOT NULL, collection text NOT NULL,
+    embedding_model text NOT NULL, dimension integer NOT NULL, PRIMARY KEY (project, collection));
+CREATE TABLE ca_vector_documents (project text NOT NULL, collection text NOT NULL, doc_uri text NOT NULL,
+    text text NOT NULL, metadata text NOT NULL, updated double precision NOT NULL,
+    PRIMARY KEY (project, collection, doc_uri));
+CREATE TABLE ca_vector_chunks (id bigserial PRIMARY KEY, project text NOT NULL, collection text NOT NULL,
+    doc_uri text NOT NULL, ord integer NOT NULL, text text NOT NULL, dimension integer NOT NULL,
+    embedding vector NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+    UNIQUE (project, collection, doc_uri, ord));
+CREATE INDEX ca_vector_chunks_fts ON ca_vector_chunks USING gin (tsv);
+CREATE INDEX ca_vector_chunks_by_collection ON ca_vector_chunks (project, collection);
+"""),
+    (2, """
+CREATE TABLE ca_graph_nodes (project text NOT NULL, instance text NOT NULL, id text NOT NULL, kind text NOT NULL,
+    name text NOT NULL, attributes text NOT NULL, PRIMARY KEY (project, instance, id));
+CREATE INDEX ca_graph_nodes_by_kind ON ca_graph_nodes (project, instance, kind, id);
+CREATE INDEX ca_graph_nodes_by_name ON ca_graph_nodes (project, instance, name);
+CREATE TABLE ca_graph_edges (project text NOT NULL, instance text NOT NULL, id text NOT NULL, kind text NOT NULL,
+    from_id text NOT NULL, to_id text NOT NULL, attributes text NOT NULL, PRIMARY KEY (project, instance, id),
+    FOREIGN KEY (project, instance, from_id) REFERENCES ca_graph_nodes ON DELETE CASCADE,
+    FOREIGN KEY (project, instance, to_id) REFERENCES ca_graph_nodes ON DELETE CASCADE);
+CREATE INDEX ca_graph_edges_from ON ca_graph_edges (project, instance, from_id);
+CREATE INDEX ca_graph_edges_to ON ca_graph_edges (project, instance, to_id);
+"""),
+)
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def hnsw_index_sql(dimension: int) -> str:
+    """The HNSW cosine index for chunks of one dimension (pgvector indexes need a fixed dimension)."""
+    return (f"CREATE INDEX IF NOT EXISTS ca_vector_chunks_hnsw_{dimension} ON ca_vector_chunks "
+            f"USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) WHERE dimension = {dimension}")
+
+
+def migrate(conn: psycopg.Connection[Any]) -> list[int]:
+    """Apply the missing migrations; the versions applied now (empty when the schema was current)."""
+    applied: list[int] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        conn.execute("CREATE TABLE IF NOT EXISTS ca_schema_version (version integer PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM ca_schema_version").fetchone()
+        current = int(row[0]) if row else 0
+        for version, sql in MIGRATIONS:
+            if version > current:
+                conn.execute(sql.encode())
+                conn.execute("INSERT INTO ca_schema_version(version) VALUES (%s)", (version,))
+                applied.append(version)
+    return applied

@@ -1,0 +1,155 @@
+"""The event log and episodic turns on PostgreSQL.
+
+The log is append-only in the database itself: triggers refuse UPDATE, DELETE and TRUNCATE on
+`ca_events`, whoever connects. Episodic sequence numbers are allocated under a per-thread
+advisory lock, so concurrent appends to one thread never collide.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..confine import check_key, refuse
+from ..interfaces import ThreadInfo
+from ..sqlite.episodic import MAX_LIMIT as MAX_TURNS
+from ..sqlite.events import MAX_LIMIT as MAX_EVENTS
+from ..sqlite.json_docs import decode_value, encode_value
+from .database import PgDatabase
+
+_COLUMNS = "id, instance, event_type, payload_text, ts"
+
+
+class PgEventLog:
+    def __init__(self, db: PgDatabase) -> None:
+        self.db = db
+
+    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
+               ) -> dict[str, Any]:
+        check_key(instance, what="event log instance")
+        check_key(event_type, what="event type", pointer="/value/event_type")
+        if not isinstance(payload, dict):
+            raise refuse("an event payload must be a JSON object", "/value/payload")
+        if ts is None:
+            ts = time.time()
+        elif isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+            raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
+        text = encode_value(payload, "/value/payload")
+        with self.db.connection() as conn:
+            row = conn.execute("INSERT INTO ca_events(project, instance, event_type, payload, payload_text, ts) "
+                               "VALUES (%s, %s, %s, %s::jsonb, %s, %s) RETURNING id",
+                               (self.db.project, instance, event_type, text, text, float(ts))).fetchone()
+            self.db.bump(conn, "log")
+        return {"id": int(row[0]) if row else 0, "instance": instance, "event_type": event_type,
+                "payload": payload, "ts": float(ts)}
+
+    def get(self, instance: str, event_id: int) -> dict[str, Any] | None:
+        rows = self.db.read(f"SELECT {_COLUMNS} FROM ca_events WHERE project = %s AND instance = %s AND id = %s",
+                            (self.db.project, instance, int(event_id)))
+        return _event(rows[0]) if rows else None
+
+    def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
+               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20
+               ) -> builtins.list[dict[str, Any]]:
+        check_key(instance, what="event log instance")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EVENTS:
+            raise refuse(f"limit must be an integer between 1 and {MAX_EVENTS}", "/limit")
+        where = ["project = %s", "instance = %s"]
+        params: builtins.list[Any] = [self.db.project, instance]
+        types = [event_type] if isinstance(event_type, str) else list(event_type or [])
+        if types:
+            where.append("event_type = ANY(%s)")
+            params.append(types)
+        if since is not None:
+            where.append("ts >= %s")
+            params.append(since)
+        equal = fields if isinstance(fields, Mapping) else None
+        keep = list(fields) if fields is not None and not isinstance(fields, Mapping) else None
+        if equal:
+            # jsonb containment narrows in the database; exact JSON equality is checked below.
+            where.append("payload @> %s::jsonb")
+            params.append(encode_value(dict(equal), "/fields"))
+        rows = self.db.read(f"SELECT {_COLUMNS} FROM ca_events WHERE {' AND '.join(where)} "
+                            "ORDER BY ts DESC, id DESC" + ("" if equal else " LIMIT %s"),
+                            tuple(params) if equal else (*params, limit))
+        events = [_event(row) for row in rows]
+        if equal is not None:
+            events = [e for e in events
+                      if all(k in e["payload"] and e["payload"][k] == v for k, v in equal.items())][:limit]
+        if keep is not None:
+            for event in events:
+                event["payload"] = {k: event["payload"][k] for k in keep if k in event["payload"]}
+        return events
+
+    def instances(self) -> builtins.list[ThreadInfo]:
+        rows = self.db.read("SELECT instance, count(*), max(ts) FROM ca_events WHERE project = %s "
+                            "GROUP BY instance ORDER BY instance COLLATE \"C\"", (self.db.project,))
+        return [ThreadInfo(name, int(count), last) for name, count, last in rows]
+
+    def generation(self) -> int:
+        return self.db.generation("log")
+
+
+def _event(row: tuple[Any, ...]) -> dict[str, Any]:
+    event_id, instance, event_type, payload, ts = row
+    return {"id": int(event_id), "instance": instance, "event_type": event_type, "payload": decode_value(payload),
+            "ts": ts}
+
+
+class PgEpisodicStore:
+    def __init__(self, db: PgDatabase) -> None:
+        self.db = db
+
+    def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+        check_key(thread_id, what="thread id")
+        if not isinstance(turn, dict):
+            raise refuse("a turn must be a JSON object {role, content, …}", "/value")
+        if not isinstance(turn.get("role"), str) or not turn["role"]:
+            raise refuse("a turn needs a 'role' string (user, assistant, tool, …)", "/value/role")
+        if "content" not in turn:
+            raise refuse("a turn needs 'content'", "/value/content")
+        given = turn.get("ts")
+        is_time = isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given)
+        ts = float(given) if is_time else time.time()  # type: ignore[arg-type]
+        text = encode_value(turn)
+        with self.db.connection() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"episodic:{self.db.project}:{thread_id}",))
+            row = conn.execute("INSERT INTO ca_episodic(project, thread_id, seq, turn, ts) SELECT %s, %s, "
+                               "coalesce(max(seq), 0) + 1, %s, %s FROM ca_episodic WHERE project = %s "
+                               "AND thread_id = %s RETURNING seq",
+                               (self.db.project, thread_id, text, ts, self.db.project, thread_id)).fetchone()
+            self.db.bump(conn, "episodic")
+        return {**turn, "seq": int(row[0]) if row else 0, "ts": ts}
+
+    def recent(self, thread_id: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
+        check_key(thread_id, what="thread id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TURNS:
+            raise refuse(f"limit must be an integer between 1 and {MAX_TURNS}", "/limit")
+        rows = self.db.read("SELECT seq, turn, ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
+                            "ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, limit))
+        return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]
+
+    def count(self, thread_id: str) -> int:
+        rows = self.db.read("SELECT count(*) FROM ca_episodic WHERE project = %s AND thread_id = %s",
+                            (self.db.project, thread_id))
+        return int(rows[0][0])
+
+    def clear(self, thread_id: str) -> int:
+        check_key(thread_id, what="thread id")
+        with self.db.connection() as conn:
+            removed = conn.execute("DELETE FROM ca_episodic WHERE project = %s AND thread_id = %s",
+                                   (self.db.project, thread_id)).rowcount
+            if removed:
+                self.db.bump(conn, "episodic")
+        return int(removed)
+
+    def threads(self) -> builtins.list[ThreadInfo]:
+        rows = self.db.read("SELECT thread_id, count(*), max(ts) FROM ca_episodic WHERE project = %s "
+                            "GROUP BY thread_id ORDER BY thread_id COLLATE \"C\"", (self.db.project,))
+        return [ThreadInfo(name, int(count), last) for name, count, last in rows]
+
+    def generation(self) -> int:
+        return self.db.generation("episodic")

@@ -1,0 +1,276 @@
+"""Many clients and a door with a lock: `serve --tcp` / `--ws` serve concurrent connections, each
+its own session over one workspace, up to --max-connections; with a token configured a client
+must present it in `initialize` (nothing else is served before), a wrong or missing one closes the
+connection; the access policy of the settings file limits what each token may read, write and
+call, and every refusal lands in `log://access`; no token, no listening beyond loopback; TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.client.connection import Connection, ConnectionLost, RpcError
+from context_assembly.errors import ContextAssemblyError
+from context_assembly.runtime import Runtime
+
+from .support import REQUEST, SERVER, clone
+
+TOKEN = "s3cret-token"
+INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {}}
+
+
+@pytest.fixture
+def workspace(seeded_template: Path, tmp_path: Path) -> Path:
+    return clone(seeded_template, tmp_path / "ws")
+
+
+class Served:
+    def __init__(self, process: asyncio.subprocess.Process, scheme: str, port: int) -> None:
+        self.process, self.scheme, self.port = process, scheme, port
+
+    async def stop(self) -> int:
+        if self.process.returncode is None:
+            self.process.terminate()
+        return await asyncio.wait_for(self.process.wait(), 20)
+
+
+async def start(workspace: Path, transport: str, *args: str, token: str | None = None,
+                host: str = "127.0.0.1") -> Served:
+    env = {k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"}
+    if token is not None:
+        env["CONTEXT_ASSEMBLY_TOKEN"] = token
+    process = await asyncio.create_subprocess_exec(*SERVER, f"--{transport}", f"{host}:0", "--workspace",
+                                                   str(workspace), *args, stdin=subprocess.DEVNULL,
+                                                   stderr=asyncio.subprocess.PIPE, env=env)
+    assert process.stderr is not None
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        assert line, "the server exited before listening"
+        match = re.search(r"listening on (tcp|tls|ws|wss)://[^:]+:(\d+)", line)
+        if match:
+            return Served(process, match.group(1), int(match.group(2)))
+
+
+@pytest.fixture
+async def served(workspace: Path) -> AsyncIterator[list[Served]]:
+    started: list[Served] = []
+    yield started
+    for server in started:
+        assert await server.stop() == 0
+
+
+async def client(port: int, token: str | None = None, tls: ssl.SSLContext | None = None,
+                 settings: dict[str, Any] | None = None) -> Connection:
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", port, ssl=tls)
+    options: dict[str, Any] = {**({"token": token} if token is not None else {}),
+                               **({"settings": settings} if settings is not None else {})}
+    await connection.request("initialize", {**INITIALIZE, "initializationOptions": options})
+    connection.notify("initialized", {})
+    return connection
+
+
+async def refusal(awaitable: Any) -> ContextAssemblyError:
+    with pytest.raises(ContextAssemblyError) as caught:
+        await awaitable
+    return caught.value
+
+
+async def closed(connection: Connection) -> None:
+    while connection.lost is None:
+        await asyncio.sleep(0.05)
+
+
+async def admitted(port: int) -> Connection:
+    while True:
+        try:
+            return await client(port)
+        except ConnectionLost:
+            await asyncio.sleep(0.1)
+
+
+# -- many clients --------------------------------------------------------------------------------
+
+
+async def test_many_tcp_clients_at_once_share_one_workspace(workspace: Path, served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp"))
+    clients = await asyncio.gather(*(client(server.port) for _ in range(6)))
+
+    async def work(index: int, connection: Connection) -> Any:
+        await connection.request("memory/write", {"uri": f"kv://many/c{index}", "value": index})
+        request = {**REQUEST, "input": {"text": f"client {index}"}}
+        assembled = await connection.request("contextAssembly/assemble", request)
+        assert assembled["meta"]["assembly_id"]
+        return await connection.request("memory/read", {"uri": f"kv://many/c{(index + 1) % 6}"})
+
+    await asyncio.gather(*(work(i, c) for i, c in enumerate(clients)))
+    for index, connection in enumerate(clients):  # every write is visible to every other session
+        assert (await connection.request("memory/read", {"uri": f"kv://many/c{(index + 1) % 6}"}))["value"] == \
+            (index + 1) % 6
+    await asyncio.gather(*(c.close() for c in clients))
+
+
+async def test_the_connection_limit_refuses_one_more_and_frees_a_place(workspace: Path,
+                                                                       served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp", "--max-connections", "2"))
+    first, second = await client(server.port), await client(server.port)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    answer = await asyncio.wait_for(reader.read(), 20)  # an error, then the server closes
+    assert b'"code":-32000' in answer and b"at most 2" in answer
+    writer.close()
+    await first.close()
+    third = await asyncio.wait_for(admitted(server.port), 20)  # a place comes free once the server lets go
+    assert (await third.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await asyncio.gather(second.close(), third.close())
+
+
+async def test_many_websocket_clients_at_once(workspace: Path, served: list[Served]) -> None:
+    from websockets.asyncio.client import connect
+
+    served.append(server := await start(workspace, "ws"))
+
+    async def one(index: int) -> Any:
+        async with connect(f"ws://127.0.0.1:{server.port}") as websocket:
+            async def ask(msg_id: int, method: str, params: Any = None) -> Any:
+                await websocket.send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+                while True:
+                    message = json.loads(await asyncio.wait_for(websocket.recv(), 30))
+                    if message.get("id") == msg_id:
+                        return message
+
+            await ask(1, "initialize", INITIALIZE)
+            await ask(2, "memory/write", {"uri": f"kv://ws/c{index}", "value": index})
+            return (await ask(3, "memory/read", {"uri": f"kv://ws/c{index}"}))["result"]["value"]
+
+    assert await asyncio.gather(*(one(i) for i in range(4))) == [0, 1, 2, 3]
+
+
+# -- tokens --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("presented", [None, "wrong-token", ""])
+async def test_without_the_right_token_initialize_fails_and_the_connection_closes(
+        workspace: Path, served: list[Served], presented: str | None) -> None:
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    options = {} if presented is None else {"token": presented}
+    error = await refusal(connection.request("initialize", {**INITIALIZE, "initializationOptions": options}))
+    assert isinstance(error, RpcError) and error.code == -32004 and "token" in error.message
+    await asyncio.wait_for(closed(connection), 20)  # the server closes the connection
+    later = await refusal(connection.request("memory/read", {"uri": "kv://users/u-ada"}))
+    assert isinstance(later, ConnectionLost)
+    events = Runtime(workspace).memory.read("log://access")["value"]
+    assert any(e["event_type"] == "access.refused" and e["payload"]["method"] == "initialize" for e in events)
+
+
+async def test_nothing_is_served_before_a_good_initialize(workspace: Path, served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    for method, params in (("memory/read", {"uri": "kv://users/u-ada"}), ("shutdown", None),
+                           ("textDocument/hover", {"textDocument": {"uri": "file:///x.json"},
+                                                   "position": {"line": 0, "character": 0}})):
+        error = await refusal(connection.request(method, params))
+        assert isinstance(error, RpcError) and error.code == -32002, method
+    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN}})
+    assert (await connection.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await connection.close()
+
+
+async def test_a_non_loopback_address_needs_a_token(workspace: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *SERVER, "--tcp", "0.0.0.0:0", "--workspace", str(workspace), stdin=subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, env={k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"})
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2
+    assert b"refusing to listen on 0.0.0.0 without a token" in stderr
+
+
+# -- the access policy ---------------------------------------------------------------------------
+
+POLICY = {
+    "reader": {"methods": ["memory/read", "memory/list", "contextAssembly/*"], "read": ["kv://users/*"]},
+    "writer": {"methods": ["memory/*"], "read": ["kv://*"], "write": ["kv://notes/*"]},
+}
+
+
+@pytest.fixture
+async def policed(workspace: Path, served: list[Served], tmp_path: Path) -> Served:
+    settings = workspace / ".codebolt" / "context-assembly.json"
+    settings.write_text(json.dumps({"access": POLICY}))
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {"reader": "r-token", "writer": "w-token", "nobody": "n-token"}}))
+    served.append(server := await start(workspace, "tcp", "--token-file", str(tokens)))
+    return server
+
+
+def refusals(workspace: Path) -> list[dict[str, Any]]:
+    runtime = Runtime(workspace)
+    try:
+        return [e["payload"] for e in runtime.memory.read("log://access")["value"]]
+    finally:
+        runtime.close()
+
+
+async def test_a_read_outside_the_policy_is_refused_and_logged(workspace: Path, policed: Served) -> None:
+    reader = await client(policed.port, "r-token")
+    assert (await reader.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    error = await refusal(reader.request("memory/read", {"uri": "kv://notes/secret"}))
+    assert isinstance(error, RpcError) and error.code == -32004
+    assert error.message == "the token 'reader' may not read kv://notes/secret"
+    denied = await refusal(reader.request("memory/write", {"uri": "kv://users/u-ada", "value": 1}))
+    assert "may not call memory/write" in denied.message
+    await reader.close()
+    logged = refusals(workspace)
+    assert {(e["token"], e["method"]) for e in logged} >= {("reader", "memory/read"), ("reader", "memory/write")}
+    assert all(e["peer"].startswith("127.0.0.1:") for e in logged)
+
+
+async def test_a_write_outside_the_policy_is_refused_and_nothing_is_written(workspace: Path,
+                                                                            policed: Served) -> None:
+    writer = await client(policed.port, "w-token", settings={"access": {"writer": {}}})  # cannot widen itself
+    before = await writer.request("memory/read", {"uri": "kv://users/u-ada"})
+    assert (await writer.request("memory/write", {"uri": "kv://notes/a", "value": "ok"}))["written"] is True
+    error = await refusal(writer.request("memory/write", {"uri": "kv://users/u-ada", "value": {"tone": "x"}}))
+    assert isinstance(error, RpcError) and error.code == -32004
+    assert error.message == "the token 'writer' may not write kv://users/u-ada"
+    assert await writer.request("memory/read", {"uri": "kv://users/u-ada"}) == before
+    assert "may not call contextAssembly/assemble" in (await refusal(writer.request(
+        "contextAssembly/assemble", {"input": {"text": "x"}}))).message
+    await writer.close()
+    nobody = await client(policed.port, "n-token")
+    assert "no entry in the access policy" in (await refusal(nobody.request(
+        "memory/read", {"uri": "kv://users/u-ada"}))).message
+    await nobody.close()
+    assert any(e["token"] == "writer" and e.get("uri") == "kv://users/u-ada" for e in refusals(workspace))
+
+
+# -- TLS -----------------------------------------------------------------------------------------
+
+
+async def test_tls(workspace: Path, served: list[Served], tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    served.append(server := await start(workspace, "tcp", "--tls-cert", str(cert), "--tls-key", str(key),
+                                        token=TOKEN))
+    assert server.scheme == "tls"
+    context = ssl.create_default_context(cafile=str(cert))
+    connection = await client(server.port, TOKEN, tls=context)
+    assert (await connection.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await connection.close()
+    plain = Connection()
+    await plain.connect_tcp("127.0.0.1", server.port)
+    error = await refusal(asyncio.wait_for(plain.request("initialize", INITIALIZE), 20))
+    assert isinstance(error, ConnectionLost)  # no plain text on a TLS port

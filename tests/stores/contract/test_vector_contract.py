@@ -1,0 +1,104 @@
+"""The vector store contract on every backend: same chunks, same embedder, same hit shape and scales."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_assembly.errors import ConflictError, InvalidParamsError
+from context_assembly.stores.embedding import HASHING
+from context_assembly.stores.store_set import StoreSet
+from context_assembly.stores.vector import VectorStore
+
+DOCS = {
+    "auth.md": "The login request fails with a timeout when the authentication server is slow.",
+    "db.md": "Database connection pool exhausted: too many open connections to postgres.",
+    "bake.md": "Banana bread recipe: mash ripe bananas, mix in flour and sugar, bake for an hour.",
+    "deploy.md": "Deploying to production: build the image, push it, roll out the release.",
+}
+HIT_KEYS = {"id", "doc_uri", "chunk", "text", "score", "metadata", "source"}
+
+
+@pytest.fixture
+def vectors(stores: StoreSet) -> VectorStore:
+    assert stores.vectors is not None
+    stores.vectors.settings("docs", HASHING)
+    for uri, text in DOCS.items():
+        stores.vectors.upsert("docs", uri, text, {"title": uri.removesuffix(".md")})
+    return stores.vectors
+
+
+def uris(hits: list) -> list[str]:
+    return [h["doc_uri"] for h in hits]
+
+
+def test_documents_list_get_and_collections(vectors: VectorStore) -> None:
+    assert isinstance(vectors, VectorStore)
+    assert vectors.upsert("docs", "new.md", "fresh words", {"a": 1}) == {"collection": "docs", "doc_uri": "new.md",
+                                                                       "chunks": 1}
+    listed = {d["doc_uri"]: d for d in vectors.list("docs")}
+    assert sorted(listed) == sorted([*DOCS, "new.md"]) and listed["new.md"]["chunks"] == 1
+    assert listed["new.md"]["metadata"] == {"a": 1} and listed["new.md"]["chars"] == len("fresh words")
+    [collection] = vectors.list()
+    assert collection == {"collection": "docs", "embedding_model": HASHING, "dimension": 256, "documents": 5,
+                          "chunks": 5}
+    got = vectors.get("docs", "new.md")
+    assert got is not None and got["text"] == "fresh words" and got["chunks"] == 1 and vectors.get("docs", "x") is None
+
+
+def test_vector_search_ranks_by_cosine(vectors: VectorStore) -> None:
+    hits = vectors.search("docs", "login request timeout", top_k=10)
+    assert hits[0]["doc_uri"] == "auth.md" and set(hits[0]) == HIT_KEYS
+    assert hits[0]["source"] == "vector://docs/auth.md" and hits[0]["id"] == "docs/auth.md#0"
+    assert hits[0]["metadata"] == {"title": "auth"}
+    assert all(-1.0 <= h["score"] <= 1.0 + 1e-6 for h in hits)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert vectors.search("docs", "login request timeout", top_k=10, min_score=1.01) == []
+    assert len(vectors.search("docs", "login request timeout", top_k=2)) == 2
+
+
+def test_keyword_and_hybrid(vectors: VectorStore) -> None:
+    hits = vectors.search("docs", "postgres connections", mode="keyword")
+    assert uris(hits) == ["db.md"] and 0 < hits[0]["score"] < 1
+    assert vectors.search("docs", "zebras", mode="keyword") == []
+    fused = vectors.search("docs", "login request timeout", mode="hybrid", top_k=10)
+    assert fused[0]["doc_uri"] == "auth.md" and fused[0]["score"] == pytest.approx(1.0)
+    assert all(0 < h["score"] <= 1 for h in fused)
+
+
+def test_hostile_queries_and_unknown_collections(vectors: VectorStore) -> None:
+    for query in ['"', "*", "NEAR(", "-", "", "AND", "a OR", "col:term", "'", "\\", "(", "!", "&|", "x" * 5000]:
+        for mode in ("vector", "hybrid", "keyword"):
+            assert isinstance(vectors.search("docs", query, mode=mode), list)
+    for mode in ("vector", "hybrid", "keyword"):
+        assert vectors.search("nowhere", "login", mode=mode) == []
+    with pytest.raises(InvalidParamsError):
+        vectors.search("docs", "x", top_k=-1)
+
+
+def test_replace_and_delete_invalidate(vectors: VectorStore) -> None:
+    start = vectors.generation()
+    vectors.upsert("docs", "auth.md", "bananas only now", {})
+    assert vectors.search("docs", "login", mode="keyword") == []
+    assert uris(vectors.search("docs", "only", mode="keyword")) == ["auth.md"]
+    assert vectors.delete("docs", "auth.md") is True and vectors.delete("docs", "auth.md") is False
+    assert vectors.get("docs", "auth.md") is None and vectors.generation() == start + 2
+
+
+def test_a_collection_keeps_its_model(stores: StoreSet) -> None:
+    assert stores.vectors is not None
+    stores.vectors.settings("c", HASHING)
+    stores.vectors.upsert("c", "d", "text", {})
+    assert stores.vectors.settings("c").embedding_model == HASHING
+    with pytest.raises(ConflictError):
+        stores.vectors.index.upsert("c", "other-model", 8, [])  # type: ignore[attr-defined]
+
+
+def test_bulk_upsert_and_chunking(stores: StoreSet) -> None:
+    assert stores.vectors is not None
+    stores.vectors.settings("big", HASHING)
+    docs = [(f"d{i}", f"document marker{i} " + "filler words here " * (i % 3) * 60, {"i": i}) for i in range(30)]
+    result = stores.vectors.upsert_many("big", docs)
+    assert result["documents"] == 30 and result["chunks"] > 30
+    assert len(stores.vectors.list("big")) == 30
+    hits = stores.vectors.search("big", "marker7", top_k=3, mode="hybrid")
+    assert hits and hits[0]["doc_uri"] == "d7"

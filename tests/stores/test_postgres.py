@@ -1,0 +1,175 @@
+"""What only the PostgreSQL backend has: the database's own guards, project keys, the swarm namespace,
+migrations, and staying up while the database goes away and comes back."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from context_assembly.errors import InvalidParamsError, StorageError
+from context_assembly.stores.factory import open_stores
+from context_assembly.stores.memory import MemoryRouter
+from context_assembly.stores.postgres.database import PgDatabase
+from context_assembly.stores.postgres.migrations import LATEST, migrate
+from context_assembly.stores.store_set import StoreSet
+from context_assembly.workspace.layout import WorkspaceLayout
+from context_assembly.workspace.settings import StoreSettings
+from tests.postgres import fresh_project, server_dsn, server_folder, start_server
+
+
+def pg_stores(root: Path, dsn: str | None, project: str | None = None) -> StoreSet:
+    return open_stores(WorkspaceLayout(root), StoreSettings(backend="postgres", dsn=dsn, project=project))
+
+
+@pytest.fixture(autouse=True)
+def _no_dsn_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
+
+
+def test_the_database_itself_keeps_the_log_append_only(postgres_dsn: str, tmp_path: Path) -> None:
+    stores = pg_stores(tmp_path, postgres_dsn, fresh_project())
+    event = stores.events.append("audit", "login", {"user": "ann"})
+    with psycopg.connect(postgres_dsn) as conn:
+        for sql in ("UPDATE ca_events SET payload = '{}' WHERE id = %s", "DELETE FROM ca_events WHERE id = %s"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                conn.execute(sql, (event["id"],))
+            conn.rollback()
+        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+            conn.execute("TRUNCATE ca_events")
+    assert stores.events.get("audit", event["id"]) == event
+    stores.close()
+
+
+def test_projects_are_separate_and_the_swarm_namespace_is_shared(postgres_dsn: str, tmp_path: Path) -> None:
+    one, two = pg_stores(tmp_path / "one", postgres_dsn, fresh_project()), pg_stores(tmp_path / "two", postgres_dsn,
+                                                                                         fresh_project())
+    one.kv.set("default", "default", "k", "one's")
+    one.kv.set("swarm", "plan", "owner", "agent-7")
+    assert two.kv.get("default", "default", "k") is None and two.kv.list("default") == []
+    entry = two.kv.get("swarm", "plan", "owner")
+    assert entry is not None and entry.value == "agent-7"
+    assert [e.key for e in two.kv.list("swarm")] == ["owner"]
+    one.close()
+    two.close()
+
+
+def test_same_project_key_shares_every_store_whatever_the_folder(postgres_dsn: str, tmp_path: Path) -> None:
+    project = fresh_project()
+    one, two = pg_stores(tmp_path / "a", postgres_dsn, project), pg_stores(tmp_path / "b", postgres_dsn, project)
+    before = two.json_docs.generation()
+    one.json_docs.put("plan", {"step": 1})
+    one.episodic.append("t", {"role": "user", "content": "hi"})
+    assert two.json_docs.get("plan", "/step") == (True, 1) and two.json_docs.generation() == before + 1
+    assert two.episodic.count("t") == 1
+    one.close()
+    two.close()
+
+
+def test_the_project_key_defaults_to_the_folder_name(postgres_dsn: str, tmp_path: Path) -> None:
+    name = fresh_project()
+    one, two = pg_stores(tmp_path / "x" / name, postgres_dsn), pg_stores(tmp_path / "y" / name, postgres_dsn)
+    one.kv.set("default", "default", "k", 1)
+    assert two.kv.get("default", "default", "k") is not None
+    one.close()
+    two.close()
+
+
+def test_the_environment_dsn_overrides_the_settings(postgres_dsn: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTEXT_ASSEMBLY_DSN", postgres_dsn)
+    stores = pg_stores(tmp_path, "postgresql://nobody@/nowhere?host=/nonexistent", fresh_project())
+    stores.kv.set("default", "default", "k", 1)
+    stores.close()
+
+
+def test_no_dsn_is_a_clear_error_on_each_call(tmp_path: Path) -> None:
+    memory = MemoryRouter(tmp_path, stores=pg_stores(tmp_path, None))
+    for _ in range(2):
+        with pytest.raises(StorageError, match="no DSN is set.*CONTEXT_ASSEMBLY_DSN"):
+            memory.read("kv://k")
+    assert memory.read("markdown://absent")["exists"] is False  # notes stay in the checkout and keep working
+
+
+def test_migrations_apply_once(postgres_dsn: str) -> None:
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        migrate(conn)  # whatever the session did first
+        assert migrate(conn) == []
+        row = conn.execute("SELECT max(version) FROM ca_schema_version").fetchone()
+        assert row is not None and row[0] == LATEST
+
+
+@pytest.fixture
+def own_server() -> Iterator[tuple[object, Path]]:
+    """A server of this test's own, which it stops and starts."""
+    folder = server_folder()
+    server = start_server(folder / "data")
+    try:
+        yield server, folder / "data"
+    finally:
+        server.cleanup()  # type: ignore[attr-defined]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_lost_database_fails_each_call_clearly_and_comes_back(own_server: tuple[object, Path],
+                                                                tmp_path: Path) -> None:
+    server, data = own_server
+    dsn = server_dsn(server)
+    memory = MemoryRouter(tmp_path, stores=pg_stores(tmp_path, dsn, fresh_project()))
+    memory.write("kv://k", 1)
+    memory.write("json://doc", {"a": 1})
+    server.cleanup()  # type: ignore[attr-defined]
+    for uri in ("kv://k", "json://doc", "log://audit"):
+        with pytest.raises(StorageError, match="unreachable"):
+            memory.read(uri)
+    with pytest.raises(StorageError, match="unreachable"):
+        memory.write("kv://k", 2)
+    restarted = start_server(data)
+    assert server_dsn(restarted) == dsn
+    value = None
+    for _ in range(400):  # the pool reconnects by itself; the first calls may still fail fast
+        try:
+            value = memory.read("kv://k")["value"]
+            break
+        except StorageError:
+            time.sleep(0.05)
+    assert value == 1  # the failed write left the previous value intact
+    memory.write("kv://k", 3)
+    assert memory.read("kv://k")["value"] == 3
+    memory.close()
+
+
+def test_an_unreachable_database_does_not_stop_a_router(tmp_path: Path) -> None:
+    missing = server_folder()
+    try:
+        dsn = f"postgresql://postgres:@/postgres?host={missing}"
+        db = PgDatabase(dsn, "p")
+        with pytest.raises(StorageError, match="unreachable"):
+            db.generation("kv")
+        with pytest.raises(StorageError, match="unreachable"):
+            db.generation("kv")  # the second call fails at once, with the same message
+        db.close()
+    finally:
+        shutil.rmtree(missing, ignore_errors=True)
+
+
+def test_check_reports_a_cypher_view_when_the_backend_is_postgres(tmp_path: Path) -> None:
+    from context_assembly.workspace.lint import lint_workspace
+    from context_assembly.workspace.loader import WorkspaceLoader
+
+    layout = WorkspaceLayout(tmp_path)
+    layout.graph_views_dir.mkdir(parents=True)
+    (layout.graph_views_dir / "owners.json").write_text(
+        '{"id": "owners", "description": "d", "cypher": "MATCH (n:Entity) RETURN n.name AS name"}')
+    assert not [p for p in lint_workspace(WorkspaceLoader(tmp_path).load()) if p.code == "cypher-view-on-postgres"]
+    layout.settings_path.write_text('{"stores": {"backend": "postgres", "dsn": "postgresql://x@/y"}}')
+    found = [p for p in lint_workspace(WorkspaceLoader(tmp_path).load()) if p.code == "cypher-view-on-postgres"]
+    assert [(p.file, p.path) for p in found] == [(".codebolt/knowledgegraph/views/owners.json", "/cypher")]
+    stores = pg_stores(tmp_path, "postgresql://x@/y", "p")
+    assert stores.graph is not None
+    with pytest.raises(InvalidParamsError, match="embedded graph only"):
+        stores.graph.run_view("owners", {})

@@ -1,0 +1,195 @@
+"""Every limit of `context_assembly.limits`, at its edge and just past it: the value at the limit is
+served, one past it is refused with a clear -32602 (InvalidParamsError) naming the limit, or, for a
+file on disk, reported and skipped, and the assembly says so. Malformed definitions on disk never
+break workspace-wide answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.editor.completion import complete
+from context_assembly.editor.documents import build_document
+from context_assembly.errors import InvalidParamsError
+from context_assembly.limits import LIMITS, SEARCH_TOP_K
+from context_assembly.methods import Session, call
+
+from ..lsp.support import REPO, REQUEST
+from .builder import write
+
+ENGINES = ".codebolt/context-rule-engines"
+
+
+def rule(rule_id: str, condition: Any = None) -> dict[str, Any]:
+    return {"id": rule_id, "when": [condition or {"field": "addVar.phase", "operator": "eq", "value": rule_id}],
+            "then": {"add_memories": ["architecture-docs"]}}
+
+
+def engine(engine_id: str, count: int, **extra: Any) -> dict[str, Any]:
+    return {"id": engine_id, "name": engine_id, "enabled": True, "rules": [rule(f"r{i}") for i in range(count)],
+            **extra}
+
+
+@pytest.fixture
+def session(example_copy: Path) -> Any:
+    opened = Session(example_copy)
+    yield opened
+    opened.close()
+
+
+def refused(session: Session, method: str, params: Any) -> str:
+    with pytest.raises(InvalidParamsError) as caught:
+        call(session, method, params)
+    return caught.value.message
+
+
+def settings_file(root: Path, **limits: int) -> None:
+    write(root, "context-assembly.json", {"limits": limits})
+
+
+def padded_to(document: dict[str, Any], size: int) -> str:
+    text = json.dumps(document)
+    document = {**document, "description": "x" * (size - len(text) - len(', "description": ""'))}
+    text = json.dumps(document)
+    assert len(text) == size
+    return text
+
+
+# -- definition files ------------------------------------------------------------------------------
+
+
+def test_a_definition_file_at_the_size_limit_loads_one_byte_more_is_reported(session: Session) -> None:
+    root = session.root
+    settings_file(root, definition_file_bytes=4096)
+    (root / ENGINES / "at.json").write_text(padded_to(engine("at", 1), 4096))
+    (root / ENGINES / "past.json").write_text(padded_to(engine("past", 1), 4097))
+    workspace = session.workspace()
+    assert "at" in workspace.engines and "past" not in workspace.engines
+    [problem] = [p for p in workspace.problems if p.file and p.file.endswith("past.json")]
+    assert problem.code == "limits" and "4097 bytes; at most 4096 (limits.definition_file_bytes)" in problem.message
+    warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
+    assert any("past.json failed to load" in w for w in warnings)
+
+
+def test_create_past_the_definition_file_size_is_refused(session: Session) -> None:
+    session.set_settings({"limits": {"definition_file_bytes": 2048}})
+    message = refused(session, "contextRuleEngine/create", engine("big", 20))
+    assert "limits.definition_file_bytes" in message
+    assert not (session.root / ENGINES / "big.json").exists()
+
+
+def test_rules_per_engine_at_the_limit_load_one_more_is_reported(session: Session) -> None:
+    root = session.root
+    settings_file(root, rules_per_engine=3)
+    write(root, "context-rule-engines/three.json", engine("three", 3))
+    write(root, "context-rule-engines/four.json", engine("four", 4))
+    workspace = session.workspace()
+    assert "three" in workspace.engines and "four" not in workspace.engines
+    assert any("4 rules; at most 3 (limits.rules_per_engine)" in p.message for p in workspace.problems)
+
+
+def test_create_and_add_rule_past_rules_per_engine_are_refused(session: Session) -> None:
+    session.set_settings({"limits": {"rules_per_engine": 3}})
+    assert call(session, "contextRuleEngine/create", engine("three", 3))["id"] == "three"
+    assert "limits.rules_per_engine" in refused(session, "contextRuleEngine/addRule",
+                                                {"engine_id": "three", "rule": rule("r3")})
+    assert "limits.rules_per_engine" in refused(session, "contextRuleEngine/create", engine("four", 4))
+    assert len(call(session, "contextRuleEngine/get", {"id": "three"})["rules"]) == 3
+
+
+# -- nesting ---------------------------------------------------------------------------------------
+
+
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_params_at_the_nesting_limit_are_served_one_level_more_is_refused(session: Session) -> None:
+    depth = session.limits().nesting_depth
+    # the params object is one level, the value's lists the others
+    assert call(session, "memory/write", {"uri": "kv://deep/at", "value": nested(depth - 1)})["written"]
+    message = refused(session, "memory/write", {"uri": "kv://deep/past", "value": nested(depth)})
+    assert f"more than {depth} levels, limits.nesting_depth" in message
+
+
+def test_not_nested_900_deep_is_invalid_params_and_the_file_on_disk_is_reported(session: Session) -> None:
+    condition: Any = {"field": "input.text", "operator": "eq", "value": "x"}
+    for _ in range(900):
+        condition = {"not": condition}
+    deep = {**engine("deep", 0), "rules": [rule("r", condition)]}
+    assert "limits.nesting_depth" in refused(session, "contextRuleEngine/create", deep)
+    assert "limits.nesting_depth" in refused(session, "contextRuleEngine/validate", deep)
+    (session.root / ENGINES / "deep.json").write_text(json.dumps(deep))
+    warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
+    assert any("deep.json failed to load: nested too deeply" in w for w in warnings)
+
+
+# -- values written --------------------------------------------------------------------------------
+
+
+def test_a_value_at_the_write_limit_is_stored_one_byte_more_is_refused(session: Session) -> None:
+    session.set_settings({"limits": {"write_value_bytes": 1024}})
+    assert call(session, "memory/write", {"uri": "kv://v/at", "value": "x" * 1022})["written"]  # 1,024 with quotes
+    message = refused(session, "memory/write", {"uri": "kv://v/past", "value": "x" * 1023})
+    assert "1025 bytes; at most 1024 (limits.write_value_bytes)" in message
+    assert call(session, "memory/read", {"uri": "kv://v/past"})["exists"] is False
+
+
+# -- graph and search ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "ok"), [(10_000, True), (10_001, False), (-1, False), (10**20, False),
+                                           (2**63, False)])
+def test_graph_view_limit_parameter(session: Session, limit: int, ok: bool) -> None:
+    params = {"uri": f"graph://dependents?name=auth&limit={limit}"}
+    if ok:
+        assert call(session, "memory/read", params)["exists"] is True
+        return
+    with pytest.raises(InvalidParamsError) as caught:
+        call(session, "memory/read", params)
+    [error] = caught.value.data["errors"]
+    assert error["path"] == "/params/limit"
+    assert "out of range" in error["message"] and "limits.graph_view_rows" in error["message"]
+
+
+def test_search_top_k_at_the_limit_and_past_it(session: Session) -> None:
+    found = call(session, "memory/read", {"uri": f"vector://docs?q=auth&top_k={SEARCH_TOP_K}"})
+    assert found["exists"] is True
+    with pytest.raises(InvalidParamsError) as caught:
+        call(session, "memory/read", {"uri": f"vector://docs?q=auth&top_k={SEARCH_TOP_K + 1}"})
+    assert "limits.search_top_k" in str(caught.value.data)
+
+
+# -- malformed definitions on disk -----------------------------------------------------------------
+
+
+def test_an_invalid_regex_on_disk_is_a_warning_of_the_assembly(session: Session) -> None:
+    write(session.root, "context-rule-engines/badre.json",
+          {**engine("badre", 0), "rules": [rule("r", {"field": "input.text", "operator": "regex", "value": "(("})]})
+    warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
+    assert any(w.startswith("Warning: rule 'badre/r' can never match: regex") for w in warnings)
+
+
+def test_a_two_segment_field_does_not_break_possible_variables_or_completion(session: Session) -> None:
+    write(session.root, "context-rule-engines/half.json",
+          {**engine("half", 0), "rules": [rule("r", {"field": "scope.agent", "operator": "eq", "value": "x"})]})
+    keys = [item["key"] for item in call(session, "contextRuleEngine/possibleVariables", {})["items"]]
+    assert "scope.agent" not in keys and "scope.agent.agent_type" in keys
+    text = '{"id": "t", "rules": [{"id": "a", "when": [{"field": "scope.", "operator": "eq"}]}]}'
+    uri = (session.root / ENGINES / "t.json").as_uri()
+    document = build_document(uri, text, 1, session.root)
+    assert document is not None
+    labels = {item["label"] for item in complete(document, text.index("scope.") + 6, session.workspace())}
+    assert labels
+
+
+def test_the_readme_table_lists_every_limit() -> None:
+    readme = (REPO / "README.md").read_text()
+    for spec in LIMITS:
+        assert f"| `{spec.name}` |" in readme, spec.name
