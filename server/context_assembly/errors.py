@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# The schema layer's wording for an absent required property; an InvalidParams error names the
+# property in its path (`/scope_variables`), so a client can point at what to add.
+MISSING_PROPERTY = "missing required property '{}'"
+_MISSING = re.compile(re.escape(MISSING_PROPERTY).replace(r"\{\}", "(.+)") + "$")
 
 
 class ContextAssemblyError(Exception):
@@ -20,8 +26,19 @@ class InvalidParamsError(ContextAssemblyError):
     code = -32602
 
     def __init__(self, message: str, errors: list[dict[str, Any]]) -> None:
+        errors = [_naming_missing(e) for e in errors]
         super().__init__(message, {"errors": errors})
         self.errors = errors
+
+
+def _naming_missing(error: dict[str, Any]) -> dict[str, Any]:
+    """`{path: "", message: "missing required property 'x'"}` -> path `/x` (JSON-pointer escaped)."""
+    found = _MISSING.match(str(error.get("message") or ""))
+    if not found:
+        return error
+    segment = "/" + found.group(1).replace("~", "~0").replace("/", "~1")
+    path = str(error.get("path") or "")
+    return error if path.endswith(segment) else {**error, "path": path + segment}
 
 
 class NotFoundError(ContextAssemblyError):

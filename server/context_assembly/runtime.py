@@ -12,14 +12,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .assembly.cache import ResultCache
 from .assembly.engine import Assembler
 from .assembly.execute import Executor
 from .model.context import AssembledContext
+from .model.evaluation import EvaluationResult
+from .model.request import AssemblyRequest
+from .rules.evaluate import RuleSet
 from .stores.bundle import StoreBundleView
 from .stores.factory import open_stores
 from .stores.memory import MemoryRouter
-from .workspace.loader import Workspace, WorkspaceLoader
+from .workspace.loader import Workspace, WorkspaceLoader, load_warnings
 from .workspace.settings import load_settings
 
 
@@ -55,6 +60,33 @@ class Runtime:
             self._workspace = self.loader.load()
             self.cache.ttl_s = self._workspace.settings.cache_ttl_s
             return self._workspace
+
+    def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The variable lookup (and the derived values in it) every method and command evaluates
+        rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""
+        return self.assembler.lookup(request)
+
+    def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
+                 engine_id: str | None = None, explain: str | None = None) -> Any:
+        """Rule evaluation as `evaluate`, `evaluateRules` and `contextRuleEngine/evaluate` answer it:
+        over the assembly's lookup (derived values included), with a warning per rule file that
+        failed to load. `engine_id`: that engine alone (enabled or not; the caller checked it
+        exists). `explain` (all, matched, none): the JSON form with the compiled trace, as the
+        methods answer; None: the full EvaluationResult, as the CLI renders it."""
+        workspace = workspace or self.workspace()
+        lookup, derived = self.lookup(request)
+        rule_set = workspace.rule_set
+        if engine_id is not None:
+            rule_set = RuleSet([e for e in rule_set.engines if e.id == engine_id])
+            request = attrs.evolve(request, rule_engine_ids=[engine_id])
+        failed = load_warnings(workspace, request.rule_engine_ids)
+        if explain is None:
+            result: EvaluationResult = rule_set.evaluate(request, lookup, derived=derived)
+            result.warnings += failed
+            return result
+        wire = rule_set.evaluate_wire(request, lookup, explain, derived)
+        wire["warnings"] = [*wire.get("warnings", []), *failed]
+        return wire
 
     def last_workspace(self) -> Workspace | None:
         """The workspace as last loaded, without looking at the disk (None before the first load)."""

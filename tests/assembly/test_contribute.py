@@ -66,10 +66,10 @@ def test_rule_caps_by_section_memory_and_pattern() -> None:
     items = [candidate("h1", "hist", "history"), candidate("h2", "hist", "history"),
              candidate("v1", "vec", source="vector://docs/a"), candidate("v2", "vec", source="vector://docs/b"),
              candidate("k", "kv")]
-    result = contribute(items, [Cap("history", max_items=1), Cap("vector://*", max_tokens=10)], {}, [], {})
+    result = contribute(items, [Cap("history", max_items=1), Cap("vector://**", max_tokens=10)], {}, [], {})
     assert ids(result.sections["history"]) == ["h1"]
     assert ids(result.sections["knowledge"]) == ["v1", "k"]
-    assert sorted(d.by or "" for d in result.dropped) == ["cap on history", "cap on vector://*"]
+    assert sorted(d.by or "" for d in result.dropped) == ["cap on history", "cap on vector://**"]
 
 
 def test_per_source_rules_cap_and_reprioritise_one_reference() -> None:

@@ -201,7 +201,7 @@ def test_budget_never_exceeded_and_truncation_is_told(runtime: Runtime, workspac
 def test_rule_caps_priorities_and_exclusions(workspace: Path) -> None:
     write(workspace, "context-rule-engines/main.json", engine([
         {"id": "first", "priority": 10, "when": [], "then": {
-            "exclude_memories": ["kv://*"], "caps": [{"target": "history", "max_items": 1}],
+            "exclude_memories": ["kv://**"], "caps": [{"target": "history", "max_items": 1}],
             "set_priority": {"history": "critical"}}},
         always(["prefs", "notes", "turns", "kv://users/u-1"]),
     ]))
@@ -275,7 +275,7 @@ def test_invalid_request_is_an_error_with_every_path(runtime: Runtime) -> None:
         runtime.assemble({"additional_variables": [], "constraints": {"max_tokens": -1}},
                          observer=lambda name, _payload: events.append(name))
     paths = {e["path"] for e in caught.value.errors}
-    assert {"", "/additional_variables", "/constraints/max_tokens"} <= paths
+    assert {"/scope_variables", "/additional_variables", "/constraints/max_tokens"} <= paths
     assert events == ["error"]
 
 
@@ -331,3 +331,41 @@ def test_editing_a_named_note_by_hand_invalidates_the_cache(runtime: Runtime, wo
     result = assemble(runtime)
     assert calls(result)["notes"]["status"] == "ok"
     assert any("Edited by hand" in i["content"] for i in result["context"]["knowledge"])
+
+
+def test_an_include_decided_before_an_exclude_keeps_the_items(workspace: Path) -> None:
+    """SPEC §4.3: the first matching rule decides, at every stage (the contribution stage too)."""
+    write(workspace, "context-rule-engines/main.json", engine([
+        {"id": "include", "priority": 10, "when": [], "then": {"add_memories": ["kv://users/u-1", "prefs"]}},
+        {"id": "exclude", "priority": 1, "when": [], "then": {"exclude_memories": ["kv://**"]}},
+    ]))
+    rt = Runtime(workspace)
+    try:
+        rt.memory.write("kv://users/u-1", {"tone": "terse"})
+        result = assemble(rt)
+        assert calls(result)["kv://users/u-1"]["status"] == "ok"
+        assert sources(result, "knowledge") == ["kv://users/u-1"], "the included reference's own item was dropped"
+        excluded = [d for d in result["trace"]["decisions"] if d["kind"] == "excluded"]
+        # the pattern still applies to what other pipelines return (prefs reads the same key)
+        assert [(d["memory_id"], d["by"]) for d in excluded] == [("prefs", "main/exclude")]
+        conflicts = [d for d in result["trace"]["decisions"] if d["kind"] == "conflict"]
+        assert [(d["source"], d["reason"], d["by"]) for d in conflicts] == \
+            [("kv://users/u-1", "included", "main/include")]
+    finally:
+        rt.close()
+
+
+def test_per_source_rules_are_settled_as_the_request_rules_are(workspace: Path) -> None:
+    """Two per-source rules cap one source: the first in evaluation order decides (SPEC §4.3, §4.4)."""
+    source = [{"field": "memory.source", "operator": "eq", "value": "notes"}]
+    write(workspace, "context-rule-engines/main.json", engine([
+        always(["notes"]),
+        {"id": "loose", "priority": 5, "when": source, "then": {"caps": [{"target": "notes", "max_items": 2}]}},
+        {"id": "tight", "priority": 1, "when": source, "then": {"caps": [{"target": "notes", "max_items": 1}]}},
+    ]))
+    rt = Runtime(workspace)
+    try:
+        result = assemble(rt)
+        assert len(result["context"]["knowledge"]) == 2  # the earlier rule's cap; before, both applied
+    finally:
+        rt.close()

@@ -214,7 +214,7 @@ def test_tools_below_the_floor_are_left_out_and_bad_tools_are_refused(runtime: R
     with pytest.raises(InvalidParamsError) as caught:
         runtime.assemble({"scope_variables": SCOPES, "tools": [{"description": "no name"}], "system_prompt": 3})
     paths = {e["path"] for e in caught.value.errors}
-    assert "/tools/0" in paths and "/system_prompt" in paths
+    assert "/tools/0/name" in paths and "/system_prompt" in paths
 
 
 def test_memory_calls_say_when_the_result_came_from_the_cache(runtime: Runtime, root: Path) -> None:

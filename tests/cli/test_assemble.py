@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,43 @@ def test_bad_request_and_workspace(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["assemble", "--workspace", str(tmp_path), "--request", str(bad)]) == 2
     assert "/scope_variables" in capsys.readouterr().err
     assert main(["assemble", "--workspace", str(tmp_path / "missing"), "--text", "x"]) == 2
+
+
+def test_the_report_names_dropped_items_and_what_the_bars_measure(seeded: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["assemble", "--workspace", str(seeded), "--request", str(seeded / "request.json"), "--max-tokens", "300",
+            "--no-color"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "of a 300-token budget" in out.splitlines()[0]
+    assert "share of the 300-token budget" in out
+    dropped = out.split("Dropped:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    budget = [line for line in dropped if ": budget: over the budget of 300 tokens" in line]
+    assert budget and all(re.match(r"  [a-z][\w-]*(://\S+)? \(\w+, \d+ tokens?\): ", line) for line in budget)
+    assert not any(re.match(r"  [0-9a-f]{16}\b", line) for line in dropped)  # named by memory, not a hash
+    first = dropped.index(budget[0])
+    assert any(line.startswith("      “") for line in dropped[first + 1: first + 3])  # a preview of the item
+    assert not re.search(r"\bNone\b|(?<!\d)1 (items|tokens|lines)\b", out)
+
+
+def test_the_report_on_a_terminal_is_coloured(seeded: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    for command in (["assemble", "--request", str(seeded / "request.json")],
+                    ["evaluate", "--request", str(seeded / "request.json")]):
+        assert main([*command, "--workspace", str(seeded)]) == 0
+        assert "\x1b[1m" in capsys.readouterr().out
+        assert main([*command, "--workspace", str(seeded), "--no-color"]) == 0
+        assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_the_workspace_is_found_from_inside_it(seeded: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(seeded / ".codebolt" / "memory")
+    assert main(["assemble", "--text", "review the auth flow", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trace"]["memory_calls"]
+    assert main(["evaluate", str(seeded), "--request", str(seeded / "request.json")]) == 0
+    assert capsys.readouterr().out.startswith("Matched memories (")

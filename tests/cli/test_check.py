@@ -42,7 +42,7 @@ def broken(tmp_path: Path) -> Path:
 
 
 def run_text(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, str]]]:
-    status = main(["check", str(root)])
+    status = main(["check", str(root), "--no-color"])
     out = capsys.readouterr().out.splitlines()
     parsed = [m.groupdict() for m in map(LINE.match, out[:-1])]
     assert all(parsed), out  # every line but the summary has the documented shape
@@ -56,6 +56,9 @@ def by_code(problems: list[dict[str, str]], code: str) -> list[dict[str, str]]:
 def test_check_reports_every_problem_with_place_and_code(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, problems = run_text(broken, capsys)
     assert status == 1
+    for problem in problems:  # relative to the current directory, so a terminal links them
+        assert (Path.cwd() / problem["file"]).resolve().is_relative_to(broken.resolve())
+    problems = [{**p, "file": Path(p["file"]).resolve().relative_to(broken.resolve()).as_posix()} for p in problems]
     unknown_op = by_code(problems, "unknown-operator")
     assert {p["file"] for p in unknown_op} == {".codebolt/context-rule-engines/main.json",
                                                ".codebolt/ContextRuleEngine/01_rules.json"}
@@ -76,6 +79,7 @@ def test_check_reports_every_problem_with_place_and_code(broken: Path, capsys: p
 
 def test_positions_point_at_the_offending_value(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, problems = run_text(broken, capsys)
+    problems = [{**p, "file": Path(p["file"]).resolve().relative_to(broken.resolve()).as_posix()} for p in problems]
     text = (broken / ".codebolt/context-rule-engines/main.json").read_text().splitlines()
     problem = next(p for p in by_code(problems, "unknown-operator") if p["file"].endswith("main.json"))
     line = text[int(problem["line"]) - 1]
@@ -87,7 +91,7 @@ def test_clean_workspace_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixtur
     write(tmp_path, "context-rule-engines/e.json",
           {"id": "e", "rules": [{"id": "r", "when": [], "then": {"add_memories": ["m"]}}]})
     assert main(["check", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == "0 error(s), 0 warning(s), 0 note(s)"
+    assert capsys.readouterr().out.strip() == "0 errors, 0 warnings, 0 notes"
 
 
 def test_json_format(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +120,7 @@ def test_sarif_format(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_missing_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(tmp_path / "nope")]) == 2
-    assert "no such directory" in capsys.readouterr().out
+    assert "no such directory" in capsys.readouterr().err
 
 
 def test_the_shipped_example_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +129,7 @@ def test_the_shipped_example_is_clean(capsys: pytest.CaptureFixture[str]) -> Non
     status = main(["check", str(EXAMPLE)])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert " error(s)" in out and out.splitlines()[-1].startswith("0 error(s), 0 warning(s)")
+    assert out.splitlines()[-1].startswith("0 errors, 0 warnings")
 
 
 def test_every_reported_code_is_documented(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,7 +76,9 @@ def test_import_seeds_the_example_idempotently(example_copy: Path, capsys: pytes
     seed = str(example_copy / "seed.json")
     for _ in range(2):
         status, out, _ = run(capsys, "import", seed, "--workspace", str(example_copy))
-        assert status == 0 and out == {"imported": {"writes": 12, "turns": 3, "nodes": 12, "edges": 15}}
+        assert status == 0 and out["imported"] == {"writes": 12, "threads": 1, "turns": 3, "nodes": 12, "edges": 15,
+                                                   "stores": out["imported"]["stores"]}
+        assert sum(out["imported"]["stores"].values()) == 12
     _, turns, _ = run(capsys, "read", "episodic://t-42", "--workspace", str(example_copy))
     assert len(turns["value"]) == 3  # replaced, not appended twice
     _, prefs, _ = run(capsys, "read", "kv://users/u-ada", "--workspace", str(example_copy))
@@ -93,7 +95,46 @@ def test_import_refuses_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixt
     assert status == 2 and "/graph" in err
 
 
+def test_import_checks_the_whole_file_before_writing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".codebolt").mkdir()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"writes": [{"uri": "kv://first", "value": 1}],
+                               "threads": {"t-1": [{"role": "user", "content": "hi"}]},
+                               "graph": {"nodes": [{"id": "a", "kind": "K"}], "edges": [{"kind": "R", "from": "a"}]}}))
+    status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
+    assert status == 2 and "/graph/edges/0/to" in err
+    _, first, _ = run(capsys, "read", "kv://first", "--workspace", str(tmp_path))
+    assert first["exists"] is False  # nothing was written
+    _, turns, _ = run(capsys, "read", "episodic://t-1", "--workspace", str(tmp_path))
+    assert turns["value"] == []
+
+
+def test_import_takes_an_inline_graph_and_names_edges_without_ids(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".codebolt").mkdir()
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps({"writes": [{"uri": "kv://a", "value": 1}, {"uri": "json://doc", "value": {}}],
+                                "graph": {"nodes": [{"id": "a", "kind": "K"}, {"id": "b", "kind": "K"}],
+                                          "edges": [{"kind": "R", "from": "a", "to": "b"}]}}))
+    for _ in range(2):  # the generated id is stable: importing twice gives one edge
+        status, out, _ = run(capsys, "import", str(seed), "--workspace", str(tmp_path))
+        assert status == 0 and out["imported"] == {"writes": 2, "threads": 0, "turns": 0, "nodes": 2, "edges": 1,
+                                                   "stores": {"kv": 1, "json": 1}}
+    from context_assembly.stores.kuzu.graph import generated_edge_id
+
+    uri = f"graph://default/edge/{generated_edge_id('R', 'a', 'b')}"
+    _, edge, _ = run(capsys, "read", uri, "--workspace", str(tmp_path))
+    assert edge["exists"] and (edge["value"]["from"], edge["value"]["to"]) == ("a", "b")
+
+
 def test_missing_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "read", "kv://k", "--workspace", str(tmp_path / "nope"))
     assert status == 2 and "no such directory" in err
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_refusal_is_printed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".codebolt").mkdir()
+    status, _, err = run(capsys, "write", "log://audit", "5", "--workspace", str(tmp_path))
+    assert status == 2
+    assert err.count("an event is a JSON object") == 1 and "/value" in err

@@ -92,4 +92,4 @@ async def test_trace_page(client: LanguageClient) -> None:
     error = await error_of(client, "contextAssembly/tracePage", {"request": REQUEST, "result": assembled})
     assert error.code == -32602 and "exactly one" in error.message
     error = await error_of(client, "contextAssembly/tracePage", {"request": {"input": {"text": "x"}}})
-    assert error.code == -32602 and paths(error) == ["/request"]  # scope_variables is required
+    assert error.code == -32602 and paths(error) == ["/request/scope_variables"]  # scope_variables is required

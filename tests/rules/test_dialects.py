@@ -33,7 +33,7 @@ def test_seed004_array_include_exclude_priority_and_source_caps() -> None:
     assert rules[0].condition_pointer(1) == "/0/condition/1"
     assert rules[1].rule["id"] == "02_x-2"
     assert rules[1].rule["when"][0]["operator"] == "starts_with"
-    assert rules[1].rule["then"]["caps"] == [{"target": "vector://*", "max_tokens": 512}]
+    assert rules[1].rule["then"]["caps"] == [{"target": "vector://**", "max_tokens": 512}]
     assert rules[1].rule["then"]["set_priority"] == {"history": "high"}
 
 
@@ -54,7 +54,8 @@ def test_seed003_yaml_sketch() -> None:
 def test_unknown_seed003_condition_is_reported_and_never_matches() -> None:
     _, [rule], problems = normalise_file({"when": {"task_type": "bug"}, "then": {}}, "x", ".yaml")
     assert [p.path for p in problems] == ["/when/task_type"]
-    assert rule.rule["when"] == [{"invalid": "task_type"}]
+    reason = "unknown condition 'task_type' (seed-003 rules understand task_contains)"
+    assert rule.rule["when"] == [{"$unreadable": "task_type", "reason": reason}]
 
 
 def test_dialect_detection() -> None:

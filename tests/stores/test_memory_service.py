@@ -198,7 +198,7 @@ def test_log_is_append_only(memory: MemoryRouter) -> None:
     with pytest.raises(InvalidParamsError):
         memory.write("log://default", {"payload": {}})
     with pytest.raises(InvalidParamsError):
-        memory.write("log://default", {"event_type": "x", "payload": {}, "extra": 1})
+        memory.write("log://default", {"event_type": "x", "payload": "text", "extra": 1})  # extras need an object
     assert len(memory.read("log://default")["value"]) == 2  # nothing changed
     assert [(i["uri"], i["count"]) for i in memory.list("log://")["items"]] == [("log://audit", 1),
                                                                                ("log://default", 2)]

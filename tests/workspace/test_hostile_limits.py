@@ -71,7 +71,7 @@ def test_a_definition_file_at_the_size_limit_loads_one_byte_more_is_reported(ses
     [problem] = [p for p in workspace.problems if p.file and p.file.endswith("past.json")]
     assert problem.code == "limits" and "4097 bytes; at most 4096 (limits.definition_file_bytes)" in problem.message
     warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
-    assert any("past.json' was skipped" in w for w in warnings)
+    assert any("past.json failed to load" in w for w in warnings)
 
 
 def test_create_past_the_definition_file_size_is_refused(session: Session) -> None:
@@ -127,7 +127,7 @@ def test_not_nested_900_deep_is_invalid_params_and_the_file_on_disk_is_reported(
     assert "limits.nesting_depth" in refused(session, "contextRuleEngine/validate", deep)
     (session.root / ENGINES / "deep.json").write_text(json.dumps(deep))
     warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
-    assert any("deep.json' was skipped: nested too deeply" in w for w in warnings)
+    assert any("deep.json failed to load: nested too deeply" in w for w in warnings)
 
 
 # -- values written --------------------------------------------------------------------------------

@@ -8,13 +8,13 @@ arrival. Sections pack in their effective priority order: the seed-001 defaults,
 from __future__ import annotations
 
 from collections.abc import Iterable
-from fnmatch import fnmatchcase
 
 from attrs import define, field
 
-from ..model.context import DroppedItem
+from ..model.context import DroppedItem, preview
 from ..model.rules import Boost, Cap
 from ..registry.sections import PRIORITY_WEIGHTS, SECTION_NAMES
+from ..rules.globs import is_pattern, reference_matches
 from .candidates import Candidate
 from .summary import shorten_item
 from .tokens import Counter
@@ -61,8 +61,8 @@ def matches_target(target: str, candidate: Candidate) -> bool:
         return entity in haystack.casefold()
     if target in (item.memory_id, candidate.reference, item.source, item.section):
         return True
-    if any(ch in target for ch in "*?["):
-        return any(fnmatchcase(value, target) for value in (item.source, candidate.reference) if value)
+    if is_pattern(target):
+        return any(reference_matches(target, value) for value in (item.source, candidate.reference) if value)
     return False
 
 
@@ -96,7 +96,8 @@ def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int |
         if over_items or over_tokens:
             reason = f"{'max_items' if over_items else 'max_tokens'} of {by}"
             dropped.append(DroppedItem(kind if kind == "cap" else ("max_items" if over_items else "max_tokens"),
-                                       reason, item.id, item.memory_id, item.source, item.section, item.tokens, by))
+                                       reason, item.id, item.memory_id, item.source, item.section, item.tokens, by,
+                                       preview(item.content)))
             continue
         kept.append(candidate)
         tokens += item.tokens

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -17,17 +16,26 @@ import orjson
 from attrs import define, field
 
 from ..errors import CancelledError, ContextAssemblyError
-from ..model.context import AssembledContext, ContextItem, DroppedItem, MemoryCall, Meta, SectionTrace, Trace
+from ..model.context import (
+    AssembledContext,
+    ContextItem,
+    DroppedItem,
+    MemoryCall,
+    Meta,
+    SectionTrace,
+    Trace,
+    preview,
+)
 from ..model.converter import unstructure
 from ..model.definitions import Contribution, MemoryDefinition
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.sections import SECTION_NAMES
-from ..rules.evaluate import reference_matches
-from ..rules.lookup import build_lookup
+from ..rules.lookup import request_lookup
+from ..rules.settle import Settlement
 from ..stores.uri import default_section, parse_uri
 from ..workspace.atomic import write_atomic
-from ..workspace.loader import Workspace
+from ..workspace.loader import Workspace, load_warnings
 from .budget import pack
 from .candidates import Candidate
 from .contribute import SourceRules, contribute
@@ -56,7 +64,7 @@ class _Run:
     trace: Trace = field(factory=Trace)
     warnings: list[tuple[str, dict[str, Any]]] = field(factory=list)
     candidates: list[Candidate] = field(factory=list)
-    excludes: dict[str, str] = field(factory=dict)  # exclude pattern -> the rule that set it
+    settlement: Settlement = field(factory=lambda: Settlement(set()))  # the rules' one decision
     stage_started: float = field(factory=time.perf_counter)
 
     def stage(self, name: str) -> None:
@@ -99,6 +107,10 @@ class Assembler:
             observer("error", {"assembly_id": assembly_id, "message": f"{type(exc).__name__}: {exc}", "code": -32603})
             raise
 
+    def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The variable lookup of a request, derived values included, as every method builds it."""
+        return request_lookup(request, lambda thread: self.memory.episodic.count(thread))
+
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
                   assembly_id: str, llm: Llm | None, snapshot: bool = True,
                   workspace_of: Callable[[], Workspace] | None = None) -> AssembledContext:
@@ -107,14 +119,16 @@ class Assembler:
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
         run.emit("started", thread_id=request.thread_id)
-        lookup = build_lookup(request, self._derived(request))
-        for problem in [*_validate(request, workspace), *skipped_rule_files(workspace)]:
+        lookup, derived = self.lookup(request)
+        for problem in _validate(request, workspace):
             run.warn(problem, kind="validation")
         run.stage("validate")
 
-        evaluation = workspace.rule_set.evaluate(request, lookup, explain="matched")
+        evaluation, run.settlement = workspace.rule_set.settle(request, lookup, explain="matched", derived=derived)
         references = resolve(request, evaluation, set(workspace.memories), _uri_problem)
-        run.excludes = _exclusions(evaluation)
+        for reference in references:  # a broken definition file says so, not "no persistent memory"
+            if reference.kind == "unknown" and "://" not in reference.reference:
+                reference.error = next(iter(load_warnings(workspace, [], [reference.reference])), reference.error)
         _record_rules(run, evaluation)
         run.emit("rulesEvaluated", matched_memories=evaluation.matched_memories,
                  resolved=[{"reference": r.reference, "origin": r.origin, "kind": r.kind} for r in references])
@@ -134,8 +148,9 @@ class Assembler:
         run.stage("merge")
 
         per_source = self._per_source(run, executions, lookup)
-        contribution = contribute(run.candidates, evaluation.caps, evaluation.set_priority, evaluation.boost,
-                                  per_source, run.count)
+        settled = run.settlement
+        contribution = contribute(run.candidates, list(settled.caps.values()), settled.priorities,
+                                  list(settled.boosts.values()), per_source, run.count)
         run.trace.decisions += contribution.dropped
         run.trace.section_order = contribution.order
         run.stage("contribute")
@@ -165,16 +180,6 @@ class Assembler:
 
     # -- stage helpers -------------------------------------------------------------------------
 
-    def _derived(self, request: AssemblyRequest) -> dict[str, Any]:
-        """Values the server knows when the caller does not pass them (seed-004 session.turnCount)."""
-        thread = request.thread_id or (request.scope_variables.thread or {}).get("thread_id")
-        if "turn_count" in request.additional_variables or not isinstance(thread, str) or not thread:
-            return {}
-        try:
-            return {"addVar.turn_count": self.memory.episodic.count(thread)}
-        except Exception:  # no turns recorded, or the store is unavailable: the variable stays absent
-            return {}
-
     def _collect(self, run: _Run, executions: list[Execution], lookup: dict[str, Any]) -> None:
         for execution in executions:
             ref = execution.reference
@@ -184,11 +189,11 @@ class Assembler:
                 continue
             section, priority, limits = _placement(ref, execution.definition)
             for item in execution.items:
-                blocker = None if ref.explicit else excluded_by(item.source, run.excludes)
+                blocker = None if ref.explicit else run.settlement.excludes(ref.reference, item.source)
                 if blocker is not None:
                     run.trace.decisions.append(DroppedItem("excluded", f"excluded by the pattern {blocker[0]}",
                                                            item.id, ref.reference, item.source, section,
-                                                           by=blocker[1]))
+                                                           by=blocker[1], preview=preview(item.content)))
                     continue
                 context_item = ContextItem(
                     item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
@@ -223,13 +228,12 @@ class Assembler:
         for execution in executions:
             reference = execution.reference.reference
             matched = rule_set.per_source_matches(run.request.rule_engine_ids, lookup, reference)
-            if matched:
-                rules = SourceRules(rules=[r.ref for r in matched])
+            if matched:  # settled as the request's rules are: the first cap per target, priority per section
+                settled = Settlement(set())
                 for rule in matched:
-                    rules.caps += rule.rule.then.caps
-                    for section, priority in rule.rule.then.set_priority.items():
-                        rules.set_priority.setdefault(section, priority)
-                out[reference] = rules
+                    settled.apply(rule)
+                out[reference] = SourceRules(list(settled.caps.values()), dict(settled.priorities),
+                                             [r.ref for r in matched])
         return out
 
     def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
@@ -255,7 +259,8 @@ class Assembler:
                 continue  # the budget is too small even for the note
             kind = "relevance" if strategy == "relevance_floor" else "budget"
             run.trace.decisions.append(DroppedItem(kind, reason, item.id, item.memory_id, item.source,
-                                                   item.section, item.tokens, by=strategy))
+                                                   item.section, item.tokens, by=strategy,
+                                                   preview=preview(item.content)))
         run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
         _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
@@ -274,23 +279,6 @@ def _uri_problem(text: str) -> str | None:
     return None
 
 
-def skipped_rule_files(workspace: Workspace) -> list[str]:
-    """Rule files on disk that could not be used at all (too large, too deep, not a rule engine)."""
-    found = _SKIPPED.get(workspace)
-    if found is None:
-        found = _SKIPPED[workspace] = [
-            f"rule file '{source.relpath}' was skipped: {problem.message}"
-            + (f" (line {problem.line}, column {problem.column})" if problem.line else "")
-            for source in workspace.files.values()
-            if (source.kind == "rule-engine" and source.compiled is None)
-            or (source.kind == "context-rules" and not source.rules)
-            for problem in source.problems[:1] if problem.is_error]
-    return found
-
-
-_SKIPPED: weakref.WeakKeyDictionary[Workspace, list[str]] = weakref.WeakKeyDictionary()
-
-
 def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:
     """Stage 1 beyond the request's own shape: references and engines that do not exist."""
     problems = []
@@ -298,7 +286,7 @@ def _validate(request: AssemblyRequest, workspace: Workspace) -> list[str]:
     for engine_id in request.rule_engine_ids or []:
         if engine_id not in known:
             problems.append(f"unknown rule engine '{engine_id}'")
-    return problems
+    return problems + load_warnings(workspace, request.rule_engine_ids)
 
 
 def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
@@ -313,24 +301,6 @@ def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
     for warning in evaluation.warnings:
         if not warning.startswith("unknown rule engine"):  # stage 1 already said so
             run.warn(warning, kind="rules")
-
-
-def _exclusions(evaluation: EvaluationResult) -> dict[str, str]:
-    """Exclude patterns with the rule that set them (from the evaluation's per-rule results)."""
-    by_rule: dict[str, str] = {}
-    for engine in evaluation.engine_results:
-        for rule in engine.rules:
-            for pattern in rule.excluded if rule.matched else []:
-                by_rule.setdefault(pattern, f"{engine.engine_id}/{rule.rule_id}")
-    return {pattern: by_rule.get(pattern, "rules") for pattern in evaluation.excluded_memories}
-
-
-def excluded_by(source: str, excludes: dict[str, str]) -> tuple[str, str] | None:
-    """Seed 004: an exclude suppresses a reference even when a retrieval pipeline returns it."""
-    for pattern, rule in excludes.items():
-        if reference_matches(pattern, source):
-            return pattern, rule
-    return None
 
 
 def reference_id(reference: str) -> str:
@@ -369,6 +339,8 @@ def _miss_message(execution: Execution) -> str:
     if execution.status == "timeout":
         return f"memory '{ref}' timed out: {execution.error}"
     if execution.status == "missing":
+        if (execution.error or "").startswith(f"'{ref}' "):  # it names the reference already: once is enough
+            return f"memory reference {execution.error}"
         return f"memory reference '{ref}' does not resolve: {execution.error}"
     return f"memory '{ref}' {execution.status}: {execution.error}"
 

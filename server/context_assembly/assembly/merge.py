@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..model.context import DroppedItem
+from ..model.context import DroppedItem, preview
 from .candidates import Candidate
 
 
@@ -25,7 +25,8 @@ def deduplicate(candidates: list[Candidate]) -> tuple[list[Candidate], list[Drop
     winners = {id(c) for c in best.values()}
     dropped = [
         DroppedItem("duplicate", "the same content is already included", c.item.id, c.item.memory_id,
-                    c.item.source, c.item.section, c.item.tokens, by=best[content_hash(c.dedupe_text)].item.id)
+                    c.item.source, c.item.section, c.item.tokens, by=best[content_hash(c.dedupe_text)].item.id,
+                    preview=preview(c.item.content))
         for c in candidates if id(c) not in winners
     ]
     return [c for c in candidates if id(c) in winners], dropped

@@ -12,9 +12,10 @@ import orjson
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..registry.sections import SECTION_NAMES
 from .evaluate import read_json
+from .terminal import Painter, add_common, counted, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
-    from ..model.context import AssembledContext
+    from ..model.context import AssembledContext, DroppedItem
 
 BAR_WIDTH = 30
 PREVIEW_LINES = 6
@@ -25,7 +26,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "assemble", help="assemble the context for a request and show it with its trace",
         description="Run the seven assembly stages on a workspace: rules, pipelines, merge, caps and budget.",
     )
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    parser.add_argument("positional_workspace", nargs="?", metavar="WORKSPACE", help="the same as --workspace")
+    add_common(parser)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--request", help="a JSON file holding an assembly request ('-' = stdin)")
     source.add_argument("--text", help="just the task text (a request with empty scope variables)")
@@ -43,8 +45,9 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not Path(args.workspace).is_dir():
-        print(f"context-assembly assemble: no such directory: {args.workspace}", file=sys.stderr)
+    root = workspace_root(args.workspace or args.positional_workspace)
+    if not root.is_dir():
+        print(f"context-assembly assemble: no such directory: {root}", file=sys.stderr)
         return 2
     try:
         data = _request(args)
@@ -54,13 +57,11 @@ def run(args: argparse.Namespace) -> int:
     from ..model.converter import unstructure  # the engine loads only when a command runs it
     from ..runtime import Runtime
 
-    runtime = Runtime(args.workspace)
+    runtime = Runtime(root)
     try:
         result = runtime.assemble(data)
     except InvalidParamsError as exc:
-        print("context-assembly assemble: " + exc.message, file=sys.stderr)
-        for error in exc.errors:
-            print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
+        report_invalid("assemble", exc.message, exc.errors)
         return 2
     except ContextAssemblyError as exc:
         print(f"context-assembly assemble: {exc.message}", file=sys.stderr)
@@ -74,12 +75,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render(result))
+        print(render(result, painter(args, sys.stdout)))
     return 0
 
 
 def _bar(tokens: int, total: int) -> str:
-    filled = round(BAR_WIDTH * tokens / total) if total else 0
+    filled = min(BAR_WIDTH, round(BAR_WIDTH * tokens / total)) if total else 0
     return "#" * filled + "." * (BAR_WIDTH - filled)
 
 
@@ -87,46 +88,65 @@ def _preview(content: str) -> list[str]:
     lines = content.splitlines() or [""]
     shown = [f"      {line}" for line in lines[:PREVIEW_LINES]]
     if len(lines) > PREVIEW_LINES:
-        shown.append(f"      … ({len(lines) - PREVIEW_LINES} more lines)")
+        shown.append(f"      … ({counted(len(lines) - PREVIEW_LINES, 'more line')})")
     return shown
 
 
-def render(result: AssembledContext) -> str:
+def _dropped_line(d: DroppedItem, paint: Painter) -> list[str]:
+    """`  architecture-docs (knowledge, 120 tokens): budget: over the budget …` and the item's start."""
+    name = d.memory_id or d.source or d.item_id or "(an item)"
+    where = ", ".join(x for x in (d.section, counted(d.tokens, "token") if d.tokens is not None else None) if x)
+    lines = [f"  {paint(name, 'bold')}" + (f" ({where})" if where else "") + f": {d.kind}: {d.reason}"
+             + (f" [{d.by}]" if d.by and d.kind != "excluded" else "")]
+    if d.source and d.source != name:
+        lines.append(f"      from {d.source}")
+    if d.preview:
+        lines.append(paint(f"      “{d.preview}”", "dim"))
+    return lines
+
+
+def render(result: AssembledContext, paint: Painter | None = None) -> str:
+    paint = paint or Painter(False)
     meta, trace = result.meta, result.trace
-    budget = f" of {meta.max_tokens}" if meta.max_tokens else " (no budget)"
-    out = [f"Assembly {meta.assembly_id}: {meta.total_items} items, {meta.token_estimate} tokens{budget}, "
-           f"{meta.duration_ms:.1f} ms" + (" — TRUNCATED" if meta.truncated else "")]
+    budget = f" of a {meta.max_tokens}-token budget" if meta.max_tokens else " (no budget)"
+    head = (f"Assembly {meta.assembly_id}: {counted(meta.total_items, 'item')}, "
+            f"{counted(meta.token_estimate, 'token')}{budget}, {meta.duration_ms:.1f} ms")
+    out = [paint(head, "bold") + (" — " + paint("TRUNCATED", "warning") if meta.truncated else "")]
     for name in trace.section_order:
         items = result.context[name]
         if not items:
             continue
-        out += ["", f"== {name} ({sum(i.tokens for i in items)} tokens)"]
+        out += ["", paint(f"== {name} ({counted(sum(i.tokens for i in items), 'token')})", "bold")]
         for item in items:
             title = item.metadata.get("title") or item.id
             score = f", score {item.score:.2f}" if item.score is not None else ""
             out.append(f"  - [{item.priority}{score}, {item.tokens} tok] {title}  <{item.source}>")
             out += _preview(item.content)
     total = sum(s.tokens for s in trace.sections.values())
-    out += ["", "Section          tokens  items  dropped", "-" * 72]
+    whole = meta.max_tokens or total
+    share = f"share of the {meta.max_tokens}-token budget" if meta.max_tokens else \
+        f"share of the {counted(total, 'token')} assembled"
+    out += ["", f"Section          tokens  items  dropped  {share}", "-" * 72]
     for name in SECTION_NAMES:
         section = trace.sections[name]
         out.append(f"{name:<15} {section.tokens:>7} {section.items:>6} {section.dropped:>8}  "
-                   f"{_bar(section.tokens, total)}" + ("  truncated" if section.truncated else ""))
+                   f"{_bar(section.tokens, whole)}" + ("  truncated" if section.truncated else ""))
     if trace.rules_applied:
-        out += ["", "Rules that fired:"]
+        out += ["", paint("Rules that fired:", "bold")]
         out += [f"  {r['engine_id']}/{r['rule_id']} -> {', '.join(r.get('memories') or []) or '(actions only)'}"
                 for r in trace.rules_applied]
-    out += ["", "Memories:"]
+    out += ["", paint("Memories:", "bold")]
     for call in trace.memory_calls:
-        detail = f": {call.error}" if call.error else ""
-        out.append(f"  {call.reference} [{call.status}] {call.items} items, {call.duration_ms:.1f} ms "
+        detail = ": " + paint(call.error, "warning") if call.error else ""
+        out.append(f"  {call.reference} [{call.status}] {counted(call.items, 'item')}, {call.duration_ms:.1f} ms "
                    f"(from {', '.join(call.origin)}){detail}")
     dropped = [d for d in trace.decisions if d.kind != "conflict"]
     if dropped:
-        out += ["", "Dropped:"]
-        out += [f"  {d.item_id or d.source} ({d.section}): {d.kind}: {d.reason}" for d in dropped]
+        out += ["", paint("Dropped:", "bold")]
+        for decision in dropped:
+            out += _dropped_line(decision, paint)
     conflicts = [d for d in trace.decisions if d.kind == "conflict"]
     if conflicts:
-        out += ["", "Conflicts settled by rule order:"]
+        out += ["", paint("Conflicts settled by rule order:", "bold")]
         out += [f"  {d.source}: {d.reason} by {d.by}" for d in conflicts]
     return "\n".join(out)

@@ -3,35 +3,68 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 
 import orjson
+
+from .terminal import CODEBOLT, add_common, find_root, painter, shown
+
+FORMATS = ("text", "json", "sarif", "github")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "check", help="lint every .codebolt/ definition file (syntax, schema, meaning)",
-        description="Lint every definition file under WORKSPACE/.codebolt/. Exit status 1 when there is an "
-                    "error, 0 otherwise (warnings and hints do not fail).",
+        description="Lint every definition file under WORKSPACE/.codebolt/. Exit status 1 when there is a "
+                    "problem at the fail level (error by default), 2 when there is no .codebolt/ folder, "
+                    "0 otherwise.",
     )
-    parser.add_argument("workspace", nargs="?", default=".", help="the workspace root (default: .)")
-    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    parser.add_argument("positional_workspace", nargs="?", metavar="WORKSPACE",
+                        help="the workspace root (the same as --workspace)")
+    add_common(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (path:line:col: severity: message [code]), json, sarif (2.1.0) or github "
+                             "(workflow commands that annotate a pull request)")
+    parser.add_argument("--fail-level", choices=("error", "warning"), default="error",
+                        help="the least severe problem that makes the exit status 1 (default: error)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    root = Path(args.workspace)
-    if not root.is_dir():
-        print(f"context-assembly check: no such directory: {root}")
+    given = args.workspace or args.positional_workspace
+    if given is not None and args.workspace and args.positional_workspace \
+            and args.workspace != args.positional_workspace:
+        print("context-assembly check: give the workspace once (WORKSPACE or --workspace)", file=sys.stderr)
         return 2
+    from pathlib import Path
+
+    if given is None:
+        root = find_root(Path.cwd())
+        if root is None:
+            print(f"context-assembly check: no {CODEBOLT}/ folder in {Path.cwd()} or any folder above it "
+                  "(give the workspace root: check DIR)", file=sys.stderr)
+            return 2
+    else:
+        root = Path(given)
+        if not root.is_dir():
+            print(f"context-assembly check: no such directory: {given}", file=sys.stderr)
+            return 2
+        if not (root / CODEBOLT).is_dir():
+            inside = find_root(root)
+            hint = f" (it is inside the workspace {shown(inside)})" if inside is not None else ""
+            print(f"context-assembly check: no {CODEBOLT}/ folder in {shown(root)}{hint}", file=sys.stderr)
+            return 2
     from ..workspace.lint import lint_workspace  # the engine loads only when a command runs it
     from ..workspace.loader import load_workspace
-    from .report import as_json, as_sarif, as_text
+    from .report import as_github, as_json, as_sarif, as_text
 
     problems = lint_workspace(load_workspace(root))
     if args.format == "text":
-        print(as_text(problems))
+        print(as_text(problems, root, painter(args, sys.stdout)))
+    elif args.format == "github":
+        print(as_github(problems, root))
     else:
-        document = as_json(problems) if args.format == "json" else as_sarif(problems)
+        document = as_json(problems) if args.format == "json" else as_sarif(problems, root)
         print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
-    return 1 if any(p.is_error for p in problems) else 0
+    failing = {"error": ("error",), "warning": ("error", "warning")}[args.fail_level]
+    return 1 if any(p.severity.value in failing for p in problems) else 0

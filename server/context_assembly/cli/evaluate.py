@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParamsError
+from .terminal import Painter, add_common, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..model.evaluation import ConditionResult, EvaluationResult
@@ -22,7 +23,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Evaluate every enabled rule engine (or the request's rule_engine_ids) and print the "
                     "matched memories with the per-condition explanation.",
     )
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    parser.add_argument("positional_workspace", nargs="?", metavar="WORKSPACE", help="the same as --workspace")
+    add_common(parser)
     parser.add_argument("--request", required=True, help="a JSON file holding an assembly request ('-' = stdin)")
     parser.add_argument("--json", action="store_true", help="print the evaluation result as JSON")
     parser.set_defaults(run=run)
@@ -36,7 +38,7 @@ def read_json(path: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from ..assembly.request import parse_request  # the engine loads only when a command runs it
     from ..model.converter import unstructure
-    from ..workspace.loader import load_workspace
+    from ..runtime import Runtime
 
     try:
         data = read_json(args.request)
@@ -45,58 +47,69 @@ def run(args: argparse.Namespace) -> int:
         print(f"context-assembly evaluate: cannot read the request: {exc}", file=sys.stderr)
         return 2
     except InvalidParamsError as exc:
-        print("context-assembly evaluate: " + exc.message, file=sys.stderr)
-        for error in exc.errors:
-            print(f"  {error['path'] or '/'}: {error['message']}", file=sys.stderr)
+        report_invalid("evaluate", exc.message, exc.errors)
         return 2
-    workspace = load_workspace(args.workspace)
-    result = workspace.rule_set.evaluate(request)
+    runtime = Runtime(workspace_root(args.workspace or args.positional_workspace))
+    try:
+        result = runtime.evaluate(request)
+    finally:
+        runtime.close()
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render(result))
+        print(render(result, painter(args, sys.stdout)))
     return 0
 
 
 def _show(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _condition_lines(result: ConditionResult, depth: int) -> list[str]:
+def _condition_lines(result: ConditionResult, depth: int, paint: Painter | None = None) -> list[str]:
+    paint = paint or Painter(False)
     pad = "    " * depth
-    mark = "[x]" if result.result else "[ ]"
+    mark = paint("[x]", "ok") if result.result else paint("[ ]", "no")
     if result.group:
         lines = [f"{pad}{mark} {result.group}:"]
         for child in result.conditions or []:
-            lines += _condition_lines(child, depth + 1)
+            lines += _condition_lines(child, depth + 1, paint)
         return lines
+    if not isinstance(result.field, str) or result.operator is None:  # not a readable condition
+        return [f"{pad}{mark} (not a condition)   " + paint(f"ERROR: {result.error or 'unreadable'}", "error")]
     value = "" if result.operator in ("exists", "not_exists") else " " + _show(result.value)
     actual = _show(result.actual) if result.present else "absent"
-    line = f"{pad}{mark} {result.field} {result.operator}{value}   (actual: {actual})"
+    line = f"{pad}{mark} {result.field} {result.operator}{value}   " + paint(f"(actual: {actual})", "dim")
     if result.error:
-        line += f"   ERROR: {result.error}"
+        line += "   " + paint(f"ERROR: {result.error}", "error")
     return [line]
 
 
-def render(result: EvaluationResult) -> str:
-    lines = [f"Matched memories ({len(result.matched_memories)}): " + (", ".join(result.matched_memories) or "-")]
+def render(result: EvaluationResult, paint: Painter | None = None) -> str:
+    paint = paint or Painter(False)
+    matched = ", ".join(result.matched_memories) or "-"
+    lines = [paint(f"Matched memories ({len(result.matched_memories)}): ", "bold") + matched]
     if result.excluded_memories:
-        lines.append("Excluded: " + ", ".join(result.excluded_memories))
+        lines.append(paint("Excluded: ", "bold") + ", ".join(result.excluded_memories))
     if result.missing_variables:
-        lines.append("Missing variables: " + ", ".join(result.missing_variables))
+        lines.append(paint("Missing variables: ", "bold") + ", ".join(result.missing_variables))
+    for key, value in result.derived_variables.items():
+        lines.append(f"Derived: {key} = {_show(value)}")
     for warning in result.warnings:
-        lines.append(f"Warning: {warning}")
+        lines.append(paint("Warning: ", "warning") + warning)
     for decision in result.decisions:
         lines.append(f"Decision: {decision.reference} {decision.outcome} by {decision.rule}"
                      + (f" (overrides {', '.join(decision.overridden)})" if decision.overridden else ""))
     for engine in result.engine_results:
         lines.append("")
-        lines.append(f"engine {engine.engine_id}" + ("" if engine.enabled else " (disabled, named explicitly)"))
+        lines.append(paint(f"engine {engine.engine_id}", "bold")
+                     + ("" if engine.enabled else " (disabled, named explicitly)"))
         for rule in engine.rules:
-            mark = "[x]" if rule.matched else "[ ]"
+            mark = paint("[x]", "ok") if rule.matched else paint("[ ]", "no")
             adds = f" -> {', '.join(rule.memories)}" if rule.memories else ""
             note = "  (per source: evaluated during assembly)" if rule.per_source else ""
             lines.append(f"  {mark} {rule.rule_id} (priority {rule.priority}){adds}{note}")
+            if rule.error and not rule.conditions:
+                lines.append("        " + paint(f"ERROR: {rule.error}", "error"))
             for condition in rule.conditions:
-                lines += _condition_lines(condition, 2)
+                lines += _condition_lines(condition, 2, paint)
     return "\n".join(lines)

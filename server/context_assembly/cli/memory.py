@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
+from .terminal import add_common, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -35,14 +36,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    add_common(parser)
     parser.set_defaults(run=run)
 
 
 def _fail(message: str, errors: list[dict[str, Any]] | None = None) -> int:
-    print(f"context-assembly memory: {message}", file=sys.stderr)
-    for error in errors or []:
-        print(f"  {error.get('path') or '/'}: {error.get('message')}", file=sys.stderr)
+    report_invalid("memory", message, errors or [])
     return 2
 
 
@@ -74,7 +73,7 @@ def _export(runtime: Runtime, target: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = Path(args.workspace)
+    root = workspace_root(args.workspace)
     if not root.is_dir():
         return _fail(f"no such directory: {root}")
     given = [v for v in (args.value, args.text) if v is not None]

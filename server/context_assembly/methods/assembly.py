@@ -131,7 +131,7 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params)
-    return session.workspace().rule_set.evaluate_wire(request, explain=params.get("explain", "all"))
+    return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"))
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

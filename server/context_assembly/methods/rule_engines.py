@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import attrs
-
 from ..assembly.request import parse_request
 from ..documents import ParsedDocument, parse_document
 from ..editor.diagnostics import SEVERITY, document_diagnostics
@@ -15,7 +13,6 @@ from ..editor.documents import EditorDocument, build_document, overlay
 from ..errors import NotFoundError
 from ..model.converter import unstructure
 from ..model.problems import Severity
-from ..rules.evaluate import RuleSet
 from ..workspace.variables import possible_variables
 from .call import CallContext, MethodSpec
 from .crud import crud_methods
@@ -47,14 +44,11 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     """One engine by `id` (enabled or not: naming it is an explicit request), or every enabled one."""
     engine_id = params.get(ENGINE_ID)
     request = parse_request({k: v for k, v in params.items() if k != ENGINE_ID})
-    explain = params.get("explain", "all")
-    rule_set = session.workspace().rule_set
-    if engine_id is None:
-        return rule_set.evaluate_wire(request, explain=explain)
-    compiled = next((e for e in rule_set.engines if e.id == engine_id), None)
-    if compiled is None:
+    workspace = session.workspace()
+    if engine_id is not None and all(e.id != engine_id for e in workspace.rule_set.engines):
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
-    return RuleSet([compiled]).evaluate_wire(attrs.evolve(request, rule_engine_ids=[engine_id]), explain=explain)
+    return session.runtime.evaluate(request, workspace, engine_id,
+                                    explain=params.get("explain", "all"))
 
 
 def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -75,6 +75,16 @@ class DroppedItem:
     section: str | None = None
     tokens: int | None = None
     by: str | None = None  # the rule, cap or copy responsible
+    preview: str | None = None  # the start of the dropped item's content (one line), for people
+
+
+PREVIEW_CHARS = 80
+
+
+def preview(content: str) -> str:
+    """The start of a text on one line, at most PREVIEW_CHARS characters (`…` when cut)."""
+    flat = " ".join(content.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
 
 
 @define

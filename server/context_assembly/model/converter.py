@@ -19,6 +19,7 @@ from .context import ContextItem
 from .definitions import IngestionPipeline, MemoryDefinition, OpenRecord, Route
 from .problems import Severity
 from .rules import (
+    UNREADABLE,
     AllOf,
     AnyOf,
     Condition,
@@ -195,6 +196,8 @@ def structure_condition(raw: Any, _type: Any = None, depth: int = 0) -> Conditio
             return group([structure_condition(item, None, depth + 1) for item in items])
     if "not" in raw:
         return Not(structure_condition(raw["not"], None, depth + 1))
+    if UNREADABLE in raw:  # a dialect's condition it could not read; the dialect said why
+        return InvalidCondition(raw[UNREADABLE], str(raw.get("reason") or "not a condition"))
     if "field" not in raw or "operator" not in raw:
         missing = [k for k in ("field", "operator") if k not in raw]
         return InvalidCondition(raw, "a condition needs " + " and ".join(f"'{k}'" for k in missing))

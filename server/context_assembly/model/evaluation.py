@@ -67,3 +67,6 @@ class EvaluationResult:
     boost: list[Boost] = field(factory=list)
     decisions: list[Decision] = field(factory=list)
     warnings: list[str] = field(factory=list)
+    # values the server derived for variables the request left out (addVar.turn_count from the
+    # thread's episodic turns); each is also in variables_used when a rule reads it
+    derived_variables: dict[str, Any] = field(factory=dict)

@@ -40,6 +40,12 @@ class Not:
     not_: Condition
 
 
+# `{"$unreadable": raw, "reason": why}`: a condition a rule dialect could not read, kept so its rule
+# never matches. The dialect has reported it; the canonical checks leave it alone, and it reads back
+# as an InvalidCondition with the dialect's reason.
+UNREADABLE = "$unreadable"
+
+
 @define
 class InvalidCondition:
     """Something in a condition list that is not a condition; its rule never matches."""

@@ -14,6 +14,7 @@ from typing import Any
 from attrs import define, field
 
 from ..model.problems import Problem, Severity
+from ..model.rules import UNREADABLE
 from ..registry.operators import ConditionValueError, ValueKind, all_spellings, lookup_operator
 from ..registry.values import MISSING, json_equal
 from ..registry.variables import (
@@ -91,7 +92,8 @@ def check_field(value: Any, pointer: str, ctx: LintContext) -> Iterator[Problem]
     if value in FIELD_ALIASES and ctx.dialect == "canonical":
         yield _problem(f"'{value}' is the seed-004 spelling of '{key}'", "field-alias", pointer,
                        Severity.HINT, replacement=key)
-    if key.startswith(SCOPE_PREFIX) and not is_documented(key):
+    # an alias's target (project.name -> scope.project.project_name) is a documented name too
+    if key.startswith(SCOPE_PREFIX) and not is_documented(key) and key not in FIELD_ALIASES.values():
         hints = _hints(key, documented_keys())
         if hints:
             yield _problem(f"unknown scope field '{key}'{_mean(hints)}", "unknown-variable", pointer,
@@ -144,6 +146,8 @@ def check_leaf(cond: dict[str, Any], pointer: str, ctx: LintContext) -> Iterator
 def check_condition(cond: Any, pointer: str, ctx: LintContext, depth: int = 0) -> Iterator[Problem]:
     if not isinstance(cond, dict):
         yield _problem("a condition must be an object", "invalid-condition", pointer)
+        return
+    if UNREADABLE in cond:  # a dialect's unreadable condition: the dialect reported it
         return
     if depth > 32:
         yield _problem("conditions are nested too deeply (more than 32 levels)", "invalid-condition", pointer)

@@ -17,84 +17,28 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
-from fnmatch import fnmatchcase
 from itertools import chain
 from typing import Any
 
 from attrs import define, field
 
 from ..model.converter import unstructure
-from ..model.evaluation import Decision, EngineResult, EvaluationResult
+from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
-from ..model.rules import Boost, Cap
 from ..registry.variables import MEMORY_SOURCE
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
+from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
+from .settle import Settlement
 from .trace import TraceProgram, matched_rules, program
+
+__all__ = ["RuleSet", "Settlement", "engine_order", "is_pattern", "reference_matches"]
 
 
 def engine_order(engines: Iterable[CompiledEngine]) -> list[CompiledEngine]:
     """Id order, with the normalised context-rules engine last."""
     return sorted(engines, key=lambda e: (e.id == CONTEXT_RULES_ID, e.id))
-
-
-def is_pattern(reference: str) -> bool:
-    return any(ch in reference for ch in "*?[")
-
-
-def reference_matches(pattern: str, reference: str) -> bool:
-    return fnmatchcase(reference, pattern) if is_pattern(pattern) else pattern == reference
-
-
-@define
-class _Resolution:
-    """Settles includes, excludes and actions in rule order: first matching rule wins."""
-
-    explicit: set[str]
-    included: dict[str, str] = field(factory=dict)  # reference -> deciding rule
-    excluded: dict[str, str] = field(factory=dict)  # reference or pattern -> deciding rule
-    caps: dict[str, Cap] = field(factory=dict)
-    priorities: dict[str, str] = field(factory=dict)
-    boosts: dict[str, Boost] = field(factory=dict)
-    decisions: dict[str, Decision] = field(factory=dict)
-
-    def _note(self, reference: str, outcome: str, by: str, overridden: str | None = None) -> None:
-        decision = self.decisions.setdefault(reference, Decision(reference, outcome, by))
-        if overridden and overridden not in decision.overridden:
-            decision.overridden.append(overridden)
-
-    def apply(self, rule: CompiledRule) -> None:
-        if rule.plain and not self.excluded:  # the common case, kept cheap
-            for memory in rule.memories:
-                if memory not in self.included:
-                    self.included[memory] = rule.ref
-            return
-        ref = rule.ref
-        then = rule.rule.then
-        for memory in then.add_memories:
-            if memory in self.included:
-                continue
-            blocker = next((p for p in self.excluded if reference_matches(p, memory)), None) \
-                if self.excluded else None
-            if blocker is not None and memory not in self.explicit:
-                self._note(memory, "excluded", self.excluded[blocker], ref)
-            else:
-                self.included[memory] = ref
-        for pattern in then.exclude_memories:
-            self.excluded.setdefault(pattern, ref)
-            for memory in self.explicit:
-                if reference_matches(pattern, memory):
-                    self._note(memory, "kept_explicit", "explicit_memory", ref)
-            for memory, by in self.included.items():
-                if memory not in self.explicit and reference_matches(pattern, memory):
-                    self._note(memory, "included", by, ref)
-        for cap in then.caps:
-            self.caps.setdefault(cap.target, cap)
-        for section, priority in then.set_priority.items():
-            self.priorities.setdefault(section, priority)
-        for boost in then.boost:
-            self.boosts.setdefault(boost.target, boost)
 
 
 @define
@@ -157,20 +101,29 @@ class RuleSet:
 
     def evaluate(
         self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool | str = True,
+        derived: dict[str, Any] | None = None,
     ) -> EvaluationResult:
+        return self.settle(request, lookup, explain, derived)[0]
+
+    def settle(
+        self, request: AssemblyRequest, lookup: Lookup | None = None, explain: bool | str = True,
+        derived: dict[str, Any] | None = None,
+    ) -> tuple[EvaluationResult, Settlement]:
+        """The evaluation result and the one settlement it was written from (what the assembly reads)."""
         lookup = build_lookup(request) if lookup is None else lookup
         selection = self._selection(request.rule_engine_ids)
-        return self._settle(request, lookup, selection, self._match(selection, lookup), explain)
+        return self._settle(request, lookup, selection, self._match(selection, lookup), explain, derived)
 
     def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
-                      explain: str = "all") -> dict[str, Any]:
+                      explain: str = "all", derived: dict[str, Any] | None = None) -> dict[str, Any]:
         """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py)."""
         lookup = build_lookup(request) if lookup is None else lookup
         if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
-            return unstructure(self.evaluate(request, lookup, {"all": True, "none": False}.get(explain, explain)))
+            return unstructure(self.evaluate(request, lookup, {"all": True, "none": False}.get(explain, explain),
+                                             derived))
         selection = self._selection(request.rule_engine_ids)
         found = self._match(selection, lookup)
-        wire: dict[str, Any] = unstructure(self._settle(request, lookup, selection, found, None))
+        wire: dict[str, Any] = unstructure(self._settle(request, lookup, selection, found, None, derived)[0])
         if explain == "none":
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
@@ -186,31 +139,33 @@ class RuleSet:
         return [(engine, engine.matcher(values)) for engine in selection.engines]  # rule indexes
 
     def _settle(self, request: AssemblyRequest, lookup: Lookup, selection: _Selection,
-                found: list[tuple[CompiledEngine, list[int]]], explain: bool | str | None) -> EvaluationResult:
+                found: list[tuple[CompiledEngine, list[int]]], explain: bool | str | None,
+                derived: dict[str, Any] | None) -> tuple[EvaluationResult, Settlement]:
         # explain=None: no engine results (the wire path makes its own)
         results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
-        resolution = _Resolution(explicit=set(request.explicit_memory))
+        settlement = Settlement(explicit=set(request.explicit_memory))
         if selection.plain:  # nothing to settle: the memories in first-added order
-            memories = list(dict.fromkeys(chain.from_iterable(
-                chain.from_iterable(map(engine.memories_at, hits)) for engine, hits in found)))
+            settlement.include_all(chain.from_iterable(
+                chain.from_iterable(map(engine.memories_at, hits)) for engine, hits in found))
         else:
             for engine, hits in found:
                 for rule in map(engine.rule_at, hits):
-                    resolution.apply(rule)
-            memories = list(resolution.included)
+                    settlement.apply(rule)
         variables = selection.variables
-        return EvaluationResult(
-            matched_memories=memories,
-            excluded_memories=list(resolution.excluded),
+        result = EvaluationResult(
+            matched_memories=settlement.matched,
+            excluded_memories=settlement.in_force(),
             engine_results=results,
             variables_used=list(variables),
             missing_variables=[k for k in variables if k not in lookup],
-            caps=list(resolution.caps.values()),
-            set_priority=dict(resolution.priorities),
-            boost=list(resolution.boosts.values()),
-            decisions=list(resolution.decisions.values()),
+            caps=list(settlement.caps.values()),
+            set_priority=dict(settlement.priorities),
+            boost=list(settlement.boosts.values()),
+            decisions=list(settlement.decisions.values()),
             warnings=list(selection.warnings),
+            derived_variables=dict(derived or {}),
         )
+        return result, settlement
 
 
 def _engine_result(engine: CompiledEngine, hits: list[int], lookup: Lookup, explain: bool | str) -> EngineResult:

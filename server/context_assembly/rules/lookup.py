@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..model.request import AssemblyRequest
 from ..registry.values import MISSING
-from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, SCOPE_NAMES, SCOPE_PREFIX
+from ..registry.variables import ADDVAR_PREFIX, INPUT_TEXT, SCOPE_NAMES, SCOPE_PREFIX, TURN_COUNT
 
 Lookup = dict[str, Any]
 
@@ -56,6 +56,25 @@ def build_lookup(request: AssemblyRequest, derived: Mapping[str, Any] | None = N
         if value is not None:
             lookup.setdefault(intern(key), shared(value))
     return lookup
+
+
+def derived_variables(request: AssemblyRequest, count_turns: Callable[[str], int] | None) -> dict[str, Any]:
+    """Values the server knows when the caller does not pass them: the thread's episodic turn
+    count (`addVar.turn_count`, seed-004 `session.turnCount`)."""
+    thread = request.thread_id or (request.scope_variables.thread or {}).get("thread_id")
+    if count_turns is None or "turn_count" in request.additional_variables or not isinstance(thread, str) \
+            or not thread:
+        return {}
+    try:
+        return {TURN_COUNT: count_turns(thread)}
+    except Exception:  # no turns recorded, or the store is unavailable: the variable stays absent
+        return {}
+
+
+def request_lookup(request: AssemblyRequest, count_turns: Callable[[str], int] | None) -> tuple[Lookup, dict[str, Any]]:
+    """The one lookup every method and command evaluates against, and the derived values in it."""
+    derived = derived_variables(request, count_turns)
+    return build_lookup(request, derived), derived
 
 
 intern = sys.intern

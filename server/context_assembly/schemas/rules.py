@@ -41,7 +41,8 @@ def _cap() -> Schema:
     return obj("Cap", "Limit what a memory id, URI pattern or section contributes; give max_tokens, "
                "max_items or both.", {
                    "target": described({"type": "string", "minLength": 1},
-                                       "A memory id, a URI pattern (vector://*) or a section name."),
+                                       "A memory id, a URI pattern (vector://**; * stays within one path "
+                                       "segment) or a section name."),
                    "max_tokens": integer("The most tokens the target may contribute."),
                    "max_items": integer("The most items the target may contribute."),
                }, ["target"], anyOf=[{"required": ["max_tokens"]}, {"required": ["max_items"]}])

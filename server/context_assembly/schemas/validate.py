@@ -8,6 +8,7 @@ keyword, so which engine answered never shows.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -20,6 +21,7 @@ from attrs import frozen
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from ..errors import MISSING_PROPERTY
 from ..registry.patterns import check_pattern
 from ..registry.steps import TEMPLATE_PATTERN
 from ..registry.values import json_type
@@ -350,7 +352,11 @@ def _msg_type(f: _Failure, _root: Mapping[str, Any]) -> str:
 
 def _msg_enum(f: _Failure, _root: Mapping[str, Any]) -> str:
     what = f"a known {str(f.parent['title']).lower()}" if "title" in f.parent else "allowed here"
-    return f"{_show(f.instance)} is not {what}; expected one of: {_choices(f.value or [])}"
+    values = list(f.value or [])
+    close = difflib.get_close_matches(f.instance, [v for v in values if isinstance(v, str)], n=3, cutoff=0.6) \
+        if isinstance(f.instance, str) else []
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return f"{_show(f.instance)} is not {what}{hint}; expected one of: {_choices(values)}"
 
 
 def _msg_const(f: _Failure, _root: Mapping[str, Any]) -> str:
@@ -358,7 +364,7 @@ def _msg_const(f: _Failure, _root: Mapping[str, Any]) -> str:
 
 
 def _msg_required(f: _Failure, _root: Mapping[str, Any]) -> str | None:
-    return f"missing required property '{f.missing}'" if f.missing else None
+    return MISSING_PROPERTY.format(f.missing) if f.missing else None
 
 
 def _msg_additional(f: _Failure, _root: Mapping[str, Any]) -> str | None:

@@ -21,6 +21,7 @@ import orjson
 from ..errors import ContextAssemblyError, StorageError
 from ..workspace.layout import WorkspaceLayout
 from .confine import check_key, check_relative_path, refuse
+from .event import event_fields
 from .graph import GraphStore
 from .interfaces import BlobStore, EpisodicStore, EventLog, FileReader, JsonStore, KVStore, NoteStore, WorkingMemory
 from .store_set import StoreSet
@@ -232,12 +233,7 @@ class MemoryRouter:
     def _write_log(self, uri: MemoryUri, value: Any) -> None:
         if len(uri.parts) == 2:
             raise refuse(APPEND_ONLY)
-        if not isinstance(value, dict) or not isinstance(value.get("event_type"), str):
-            raise refuse("an event is written as {event_type, payload}", "/value")
-        unknown = sorted(set(value) - {"event_type", "payload", "ts"})
-        if unknown:
-            raise refuse(f"an event has only event_type, payload and ts (not {', '.join(unknown)})", "/value")
-        self.events.append(uri.parts[0], value["event_type"], value.get("payload", {}), value.get("ts"))
+        self.events.append(uri.parts[0], *event_fields(value))
 
     def _list_log(self, wanted: str) -> Items:
         return [{"uri": render("log", (i.name,)), "instance": i.name, "count": i.count, "last_ts": i.last_ts}
@@ -465,3 +461,4 @@ def _param_value(text: str) -> Any:
     except orjson.JSONDecodeError:
         return text
     return value if value is None or isinstance(value, (bool, int, float, str)) else text
+

@@ -7,13 +7,15 @@ problem is dropped.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..documents.pointers import resolve_pointer
 from ..model.problems import Problem, Severity
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
 from ..schemas.validate import validation_errors_by_item
-from .loader import SourceFile, Workspace
+from .loader import ANY_SUFFIXES, KINDS, SourceFile, Workspace
 
 # file kind -> published schema name (seed-003 YAML rule files have no schema of their own)
 SCHEMA_OF = {
@@ -124,7 +126,9 @@ def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
         source.locate(problem)
         for related in problem.related:
             source.locate(related)
-    return problems
+    if any(p.code == "encoding" for p in problems):  # one cause: not also what the U+FFFD it left says
+        problems = [p for p in problems if p.code == "encoding" or "\ufffd" not in p.message]
+    return _once(problems)
 
 
 def duplicates_across_files(workspace: Workspace) -> list[Problem]:
@@ -144,7 +148,7 @@ def duplicates_across_files(workspace: Workspace) -> list[Problem]:
                 problems.append(problem)
             else:
                 first[the_id] = source
-            if the_id != source.path.stem:
+            if the_id != source.path.stem and "\ufffd" not in the_id:  # (an encoding error is told once)
                 problems.append(source.locate(Problem(
                     f"the id '{the_id}' differs from the file name '{source.path.name}'",
                     "id-mismatch", Severity.WARNING, path="/id")))
@@ -172,10 +176,39 @@ def _context_rule_duplicates(workspace: Workspace) -> list[Problem]:
     return problems
 
 
+def ignored_files(workspace: Workspace) -> list[Problem]:
+    """Definition files the loader skips for their format: YAML in a folder that reads only JSON."""
+    problems = []
+    for attribute, suffixes in KINDS.values():
+        directory: Path = getattr(workspace.layout, attribute)
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.is_file() and path.suffix in ANY_SUFFIXES and path.suffix not in suffixes:
+                hint = " (seed-003 YAML rules go in ContextRuleEngine/)" if attribute == "rule_engines_dir" else ""
+                problems.append(Problem(
+                    f"this file is not read: {directory.name}/ holds JSON files only{hint}", "ignored-file",
+                    Severity.WARNING, path="", file=path.relative_to(workspace.root).as_posix(), line=1, column=1))
+    return problems
+
+
+def _once(problems: list[Problem]) -> list[Problem]:
+    """Each message once per place (two stages may word the same finding the same way)."""
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for p in problems:
+        key = (p.file, p.line, p.column, p.code, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
 def lint_workspace(workspace: Workspace) -> list[Problem]:
     problems: list[Problem] = []
     for source in workspace.files.values():
         problems += file_problems(source, workspace)
     problems += duplicates_across_files(workspace)
     problems += [p for p in workspace.problems if p.file and p.file.endswith("context-assembly.json")]
+    problems += ignored_files(workspace)
     return sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0, p.code))

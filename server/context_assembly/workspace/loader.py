@@ -8,6 +8,7 @@ JSON pointer, line and column. Files are parsed and engines compiled once per fi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
-from ..rules.dialects import NormalisedRule, context_rules_engine, normalise_file
+from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
 from .layout import DEFINITION_DIRS, WorkspaceLayout
@@ -356,8 +357,44 @@ def _by_id(files: dict[str, SourceFile], kind: str) -> dict[str, dict[str, Any]]
     return out
 
 
+def failed_to_load(source: SourceFile) -> str | None:
+    """`<path> failed to load: <first problem>` when the file gave the workspace nothing (it was
+    skipped), else None. A file that loaded with problems is the linter's business, not this."""
+    if source.kind == "rule-engine":
+        skipped = source.compiled is None
+    elif source.kind == "context-rules":
+        skipped = not source.rules and any(p.is_error for p in source.problems)
+    else:
+        skipped = not isinstance(source.value, dict)
+    if not skipped:
+        return None
+    first = next((p for p in source.problems if p.is_error), None)
+    where = f" (line {first.line})" if first is not None and first.line else ""
+    reason = f"{first.message}{where}" if first is not None else "it holds no definition"
+    return f"{source.relpath} failed to load: {reason}"
+
+
+def load_warnings(workspace: Workspace, engine_ids: list[str] | None, references: Iterable[str] = ()) -> list[str]:
+    """A warning per skipped definition file a request needed: every rule file of the engines it
+    runs (all enabled ones, or those named: a broken file's id is its file name), and the
+    persistent-memory files named as its references."""
+    wanted = set(references)
+    out = []
+    for source in workspace.files.values():
+        if source.kind in ("rule-engine", "context-rules"):
+            engine_id = source.path.stem if source.kind == "rule-engine" else CONTEXT_RULES_ID
+            needed = engine_ids is None or engine_id in engine_ids
+        else:
+            needed = source.kind == "persistent-memory" and source.path.stem in wanted
+        message = failed_to_load(source) if needed else None
+        if message:
+            out.append(message)
+    return out
+
+
 def load_workspace(root: Path | str) -> Workspace:
     return WorkspaceLoader(root).load()
 
 
-__all__ = ["KINDS", "SourceFile", "Workspace", "WorkspaceLoader", "load_workspace", "stamp_or_none"]
+__all__ = ["KINDS", "SourceFile", "Workspace", "WorkspaceLoader", "failed_to_load", "load_warnings", "load_workspace",
+           "stamp_or_none"]

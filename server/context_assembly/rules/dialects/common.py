@@ -8,6 +8,7 @@ from typing import Any
 from attrs import define
 
 from ...model.problems import Problem, Severity
+from ...model.rules import UNREADABLE
 
 
 @define
@@ -37,6 +38,10 @@ def rule_id(name: Any, stem: str, index: int, count: int) -> str:
         if slug:
             return slug
     return stem if count == 1 else f"{stem}-{index + 1}"
+
+
+def unreadable(raw: Any, reason: str) -> dict[str, Any]:
+    return {UNREADABLE: raw, "reason": reason}
 
 
 def dialect_problem(pointer: str, message: str) -> Problem:

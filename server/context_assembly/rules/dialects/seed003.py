@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...registry.variables import INPUT_TEXT
-from .common import NormalisedRule, as_list, dialect_problem, rule_id
+from .common import NormalisedRule, as_list, dialect_problem, rule_id, unreadable
 
 DIALECT = "seed-003"
 KG_ENTITY_PREFIX = "kg_entity:"
@@ -50,7 +50,7 @@ def _conditions(when: Any, where: str, problems: list) -> list[dict[str, Any]]:
         return []
     if not isinstance(when, dict):
         problems.append(dialect_problem(f"{where}/when", "'when' must be a mapping"))
-        return [{"invalid": when}]
+        return [unreadable(when, "'when' must be a mapping")]
     conditions: list[dict[str, Any]] = []
     for key, value in when.items():
         if key == "task_contains":
@@ -58,9 +58,9 @@ def _conditions(when: Any, where: str, problems: list) -> list[dict[str, Any]]:
             conditions.append({"any": [{"field": INPUT_TEXT, "operator": "contains", "value": w}
                                        for w in words]})
         else:
-            problems.append(dialect_problem(f"{where}/when/{key}", f"unknown condition '{key}' "
-                                            "(seed-003 rules understand task_contains)"))
-            conditions.append({"invalid": key})
+            reason = f"unknown condition '{key}' (seed-003 rules understand task_contains)"
+            problems.append(dialect_problem(f"{where}/when/{key}", reason))
+            conditions.append(unreadable(key, reason))
     return conditions
 
 

@@ -45,7 +45,7 @@ def _cap(raw: Any) -> dict[str, Any] | None:
     if not isinstance(target, str):
         return None
     if target.endswith("://"):
-        target += "*"  # a bare scheme caps every source of that store
+        target += "**"  # a bare scheme caps every source of that store
     cap: dict[str, Any] = {"target": target}
     if "tokens" in raw or "max_tokens" in raw:
         cap["max_tokens"] = raw.get("tokens", raw.get("max_tokens"))

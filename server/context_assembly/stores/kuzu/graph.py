@@ -31,6 +31,7 @@ processes read without opening the database to tell whether their caches are sta
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -279,7 +280,7 @@ class KuzuGraph:
 def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -> dict[str, int]:
     """Upsert the nodes and edges of a JSON file into `graph`; returns how many of each.
 
-    The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id, kind, from, to,
+    The file is `{"instance"?, "nodes": [{id, kind, name, attributes}], "edges": [{id?, kind, from, to,
     attributes}]}`; `instance` (argument, else the file's, else the graph's default) names the graph
     instance. The whole file is checked first; a store with `load` then takes it in one transaction.
     """
@@ -287,12 +288,22 @@ def load_graph_json(graph: Any, path: Path | str, instance: str | None = None) -
         document = orjson.loads(Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
         raise InvalidParamsError(f"cannot read graph data {path}: {exc}", [{"path": "", "message": str(exc)}]) from exc
+    return load_graph_entries(graph, *graph_entries(graph, document, instance))
+
+
+def graph_entries(graph: Any, document: Any, instance: str | None = None) -> tuple[list[GraphNode], list[GraphEdge]]:
+    """The checked nodes and edges of graph data `{instance?, nodes, edges}`, nothing written.
+    An edge without an `id` gets one made of its kind and ends, so loading twice gives one edge."""
     if not isinstance(document, dict):
         raise _invalid("", "expected an object {nodes, edges}")
     space = instance or document.get("instance") or getattr(graph, "instance_default", "default")
     space = _instance(space)
     nodes = [_node_entry(space, entry, f"/nodes/{index}") for index, entry in enumerate(_list(document, "nodes"))]
     edges = [_edge_entry(space, entry, f"/edges/{index}") for index, entry in enumerate(_list(document, "edges"))]
+    return nodes, edges
+
+
+def load_graph_entries(graph: Any, nodes: list[GraphNode], edges: list[GraphEdge]) -> dict[str, int]:
     if callable(getattr(graph, "load", None)):  # one transaction where the store offers it
         graph.load(nodes, edges)
     else:
@@ -565,9 +576,17 @@ def _node_entry(instance: str, entry: Any, path: str) -> GraphNode:
 def _edge_entry(instance: str, entry: Any, path: str) -> GraphEdge:
     if not isinstance(entry, dict):
         raise _invalid(path, "expected an object {id, kind, from, to, attributes}")
-    return GraphEdge(instance=instance, id=_text(entry.get("id"), f"{path}/id"),
-                     kind=_text(entry.get("kind"), f"{path}/kind"), from_id=_text(entry.get("from"), f"{path}/from"),
-                     to_id=_text(entry.get("to"), f"{path}/to"), attributes=_attributes(entry.get("attributes")))
+    kind = _text(entry.get("kind"), f"{path}/kind")
+    from_id, to_id = _text(entry.get("from"), f"{path}/from"), _text(entry.get("to"), f"{path}/to")
+    the_id = _text(entry["id"], f"{path}/id") if "id" in entry else generated_edge_id(kind, from_id, to_id)
+    return GraphEdge(instance=instance, id=the_id, kind=kind, from_id=from_id, to_id=to_id,
+                     attributes=_attributes(entry.get("attributes")))
+
+
+def generated_edge_id(kind: str, from_id: str, to_id: str) -> str:
+    """A stable id for an edge given without one: the same edge imported twice is one edge."""
+    digest = hashlib.sha256("\0".join((kind, from_id, to_id)).encode()).hexdigest()[:16]
+    return f"edge-{digest}"
 
 
 def _invalid(path: str, message: str) -> InvalidParamsError:
