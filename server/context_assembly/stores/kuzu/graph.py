@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,10 +40,22 @@ import ladybug
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
-from ...limits import GRAPH_DEPTH, GRAPH_LIMIT, GRAPH_VIEW_ROWS
+from ...limits import GRAPH_VIEW_ROWS
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph_checks import (
+    MAX_LEVEL_EDGES,
+    MAX_LIMIT,
+    attributes_json,
+    check_attributes,
+    check_count,
+    check_expansion,
+    check_instance,
+    check_name,
+    check_text,
+    invalid,
+)
 from ..graph_views import run_portable
 from .rows import NODE_TABLE, REL_TABLE, edge_from, node_from, to_json
 from .session import KuzuSessions, SessionSettings
@@ -58,19 +69,9 @@ REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NO
            "instance STRING, id STRING, kind STRING, from_id STRING, to_id STRING, attributes STRING)")
 
 GENERATION_FILE = "generation"
-MAX_ID_CHARS = 1024
-MAX_NAME_CHARS = 4096
-MAX_DEPTH = GRAPH_DEPTH
-MAX_LIMIT = GRAPH_LIMIT
 MAX_VIEW_ROWS = GRAPH_VIEW_ROWS
-# Edges read per expansion level: bounds the work a hub node can cause.
-MAX_LEVEL_EDGES = 10_000
-DIRECTIONS = ("both", "out", "in")
 # Rows per UNWIND statement in `load`: bounds the size of one parameter list.
 LOAD_BATCH = 1000
-
-_INSTANCE = re.compile(r"[^/\x00-\x1f\x7f]{1,128}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _NODE_COLUMNS = "n.instance AS instance, n.id AS id, n.kind AS kind, n.name AS name, n.attributes AS attributes"
 _EDGE_COLUMNS = ("r.instance AS instance, r.id AS id, r.kind AS kind, r.from_id AS from_id, r.to_id AS to_id, "
@@ -83,7 +84,7 @@ class KuzuGraph:
     def __init__(self, layout: WorkspaceLayout | Path | str, instance_default: str = "default",
                  settings: SessionSettings | None = None) -> None:
         self.layout = layout if isinstance(layout, WorkspaceLayout) else WorkspaceLayout(layout)
-        self.instance_default = _instance(instance_default)
+        self.instance_default = check_instance(instance_default)
         self._schema_ready = False
         self._sessions = KuzuSessions(self.layout, settings, on_open=self._ensure_schema)
 
@@ -91,37 +92,39 @@ class KuzuGraph:
 
     def upsert_node(self, instance: str, node_id: str, kind: str, name: str,
                     attributes: dict[str, Any]) -> dict[str, Any]:
-        node = GraphNode(instance=self._instance(instance), id=_text(node_id, "/id"), kind=_text(kind, "/kind"),
-                         name=_name(name, "/name"), attributes=_attributes(attributes))
+        node = GraphNode(instance=self._instance(instance), id=check_text(node_id, "/id"),
+                         kind=check_text(kind, "/kind"), name=check_name(name, "/name"),
+                         attributes=check_attributes(attributes))
         return self._write(lambda conn: _put_node(conn, node)).as_dict()
 
     def upsert_edge(self, instance: str, edge_id: str, kind: str, from_id: str, to_id: str,
                     attributes: dict[str, Any]) -> dict[str, Any]:
-        edge = GraphEdge(instance=self._instance(instance), id=_text(edge_id, "/id"), kind=_text(kind, "/kind"),
-                         from_id=_text(from_id, "/from"), to_id=_text(to_id, "/to"),
-                         attributes=_attributes(attributes))
+        edge = GraphEdge(instance=self._instance(instance), id=check_text(edge_id, "/id"),
+                         kind=check_text(kind, "/kind"), from_id=check_text(from_id, "/from"),
+                         to_id=check_text(to_id, "/to"),
+                         attributes=check_attributes(attributes))
         return self._write(lambda conn: _put_edge(conn, edge)).as_dict()
 
     def get_node(self, instance: str, node_id: str) -> dict[str, Any] | None:
-        key = _key(self._instance(instance), _text(node_id, "/id"))
+        key = _key(self._instance(instance), check_text(node_id, "/id"))
         rows = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE} {{key: $key}}) RETURN {_NODE_COLUMNS}",
                                               {"key": key}))
         return node_from(rows[0]).as_dict() if rows else None
 
     def get_edge(self, instance: str, edge_id: str) -> dict[str, Any] | None:
-        key = _key(self._instance(instance), _text(edge_id, "/id"))
+        key = _key(self._instance(instance), check_text(edge_id, "/id"))
         rows = self._read(lambda conn: _find_edge(conn, key))
         return edge_from(rows[0]).as_dict() if rows else None
 
     def delete_node(self, instance: str, node_id: str) -> bool:
         """Remove the node and every edge that touches it."""
-        key = _key(self._instance(instance), _text(node_id, "/id"))
+        key = _key(self._instance(instance), check_text(node_id, "/id"))
         rows = self._write(lambda conn: _query(
             conn, f"MATCH (n:{NODE_TABLE} {{key: $key}}) DETACH DELETE n RETURN count(*) AS removed", {"key": key}))
         return bool(rows and rows[0]["removed"])
 
     def delete_edge(self, instance: str, edge_id: str) -> bool:
-        key = _key(self._instance(instance), _text(edge_id, "/id"))
+        key = _key(self._instance(instance), check_text(edge_id, "/id"))
         rows = self._write(lambda conn: _query(
             conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() DELETE r RETURN count(*) AS removed", {"key": key}))
         return bool(rows and rows[0]["removed"])
@@ -132,13 +135,14 @@ class KuzuGraph:
     def find_nodes(self, instance: str, *, kind: str | None = None, name: str | None = None,
                    limit: int = 100) -> list[GraphNode]:
         """Entity lookup: the instance's nodes of a kind and/or with an exact name, by id."""
-        params: dict[str, Any] = {"instance": self._instance(instance), "limit": _count(limit, "/limit", MAX_LIMIT)}
+        params: dict[str, Any] = {"instance": self._instance(instance),
+                                  "limit": check_count(limit, "/limit", MAX_LIMIT)}
         where = "n.instance = $instance"
         if kind is not None:
-            params["kind"] = _text(kind, "/kind")
+            params["kind"] = check_text(kind, "/kind")
             where += " AND n.kind = $kind"
         if name is not None:
-            params["name"] = _name(name, "/name")
+            params["name"] = check_name(name, "/name")
             where += " AND n.name = $name"
         cypher = f"MATCH (n:{NODE_TABLE}) WHERE {where} RETURN {_NODE_COLUMNS} ORDER BY n.id LIMIT $limit"
         return [node_from(row) for row in self._read(lambda conn: _query(conn, cypher, params))]
@@ -188,16 +192,7 @@ class KuzuGraph:
         included. `edge_kinds` None or empty means every kind; `direction` is `both`, `out` or `in`.
         """
         space = self._instance(instance)
-        if not isinstance(node_ids, list):
-            raise _invalid("/node_ids", "expected a list of node ids")
-        seeds = [_text(node_id, f"/node_ids/{index}") for index, node_id in enumerate(node_ids)]
-        depth = _count(depth, "/depth", MAX_DEPTH)
-        limit = _count(limit, "/limit", MAX_LIMIT)
-        if edge_kinds is not None and not isinstance(edge_kinds, list):
-            raise _invalid("/edge_kinds", "expected a list of edge kinds")
-        kinds = [_text(kind, f"/edge_kinds/{index}") for index, kind in enumerate(edge_kinds or [])]
-        if direction not in DIRECTIONS:
-            raise _invalid("/direction", f"expected one of {', '.join(DIRECTIONS)}")
+        seeds, depth, kinds, limit = check_expansion(node_ids, depth, edge_kinds, limit, direction)
         if not seeds or not depth or not limit:
             return []
         hits = self._read(lambda conn: _expand(conn, space, seeds, depth, kinds, limit, direction))
@@ -238,7 +233,7 @@ class KuzuGraph:
     # -- internals ----------------------------------------------------------------------------
 
     def _instance(self, instance: str | None) -> str:
-        return _instance(instance) if instance else self.instance_default
+        return check_instance(instance) if instance else self.instance_default
 
     def _read(self, work: Callable[[ladybug.Connection], T]) -> T:
         try:
@@ -295,9 +290,9 @@ def graph_entries(graph: Any, document: Any, instance: str | None = None) -> tup
     """The checked nodes and edges of graph data `{instance?, nodes, edges}`, nothing written.
     An edge without an `id` gets one made of its kind and ends, so loading twice gives one edge."""
     if not isinstance(document, dict):
-        raise _invalid("", "expected an object {nodes, edges}")
+        raise invalid("", "expected an object {nodes, edges}")
     space = instance or document.get("instance") or getattr(graph, "instance_default", "default")
-    space = _instance(space)
+    space = check_instance(space)
     nodes = [_node_entry(space, entry, f"/nodes/{index}") for index, entry in enumerate(_list(document, "nodes"))]
     edges = [_edge_entry(space, entry, f"/edges/{index}") for index, entry in enumerate(_list(document, "edges"))]
     return nodes, edges
@@ -360,14 +355,14 @@ def _put_node(conn: ladybug.Connection, node: GraphNode) -> GraphNode:
     _query(conn, f"MERGE (n:{NODE_TABLE} {{key: $key}}) SET n.instance = $instance, n.id = $id, n.kind = $kind, "
                  "n.name = $name, n.attributes = $attributes",
            {"key": _key(node.instance, node.id), "instance": node.instance, "id": node.id, "kind": node.kind,
-            "name": node.name, "attributes": _dump(node.attributes)})
+            "name": node.name, "attributes": attributes_json(node.attributes)})
     return node
 
 
 def _put_edge(conn: ladybug.Connection, edge: GraphEdge) -> GraphEdge:
     _check_endpoints(conn, [edge])
     key = _key(edge.instance, edge.id)
-    params = {"key": key, "kind": edge.kind, "attributes": _dump(edge.attributes)}
+    params = {"key": key, "kind": edge.kind, "attributes": attributes_json(edge.attributes)}
     current = _find_edge(conn, key)
     if current and (current[0]["from_id"], current[0]["to_id"]) == (edge.from_id, edge.to_id):
         _query(conn, f"MATCH ()-[r:{REL_TABLE} {{key: $key}}]->() SET r.kind = $kind, r.attributes = $attributes",
@@ -409,7 +404,7 @@ _CREATE_EDGES = (f"UNWIND $rows AS row WITH row, row.from_key AS fk MATCH (a:{NO
 def _put_nodes(conn: ladybug.Connection, nodes: list[GraphNode]) -> None:
     latest = {_key(node.instance, node.id): node for node in nodes}  # duplicates: the last one wins
     rows = [{"key": key, "instance": node.instance, "id": node.id, "kind": node.kind, "name": node.name,
-             "attributes": _dump(node.attributes)} for key, node in latest.items()]
+             "attributes": attributes_json(node.attributes)} for key, node in latest.items()]
     _run_batches(conn, _MERGE_NODES, "rows", rows)
 
 
@@ -421,7 +416,7 @@ def _put_edges(conn: ladybug.Connection, edges: list[GraphEdge]) -> None:
     # A relationship cannot be re-pointed: one whose endpoints moved is deleted and created anew.
     _run_batches(conn, _DELETE_EDGES, "keys", [key for key in stored if key not in kept])
     _run_batches(conn, _UPDATE_EDGES, "rows", [{"key": key, "kind": latest[key].kind,
-                                                "attributes": _dump(latest[key].attributes)} for key in kept])
+                                                "attributes": attributes_json(latest[key].attributes)} for key in kept])
     _run_batches(conn, _CREATE_EDGES, "rows", [_edge_row(key, edge) for key, edge in latest.items()
                                                if key not in kept])
 
@@ -451,7 +446,7 @@ def _stored_ends(conn: ladybug.Connection, keys: list[str]) -> dict[str, set[tup
 def _edge_row(key: str, edge: GraphEdge) -> dict[str, Any]:
     return {"key": key, "from_key": _key(edge.instance, edge.from_id), "to_key": _key(edge.instance, edge.to_id),
             "instance": edge.instance, "id": edge.id, "kind": edge.kind, "from_id": edge.from_id,
-            "to_id": edge.to_id, "attributes": _dump(edge.attributes)}
+            "to_id": edge.to_id, "attributes": attributes_json(edge.attributes)}
 
 
 def _run_batches(conn: ladybug.Connection, cypher: str, name: str, values: list[Any]) -> None:
@@ -508,79 +503,30 @@ def _key(instance: str, item_id: str) -> str:
     return f"{instance}/{item_id}"
 
 
-def _instance(instance: Any) -> str:
-    if not isinstance(instance, str) or not _INSTANCE.fullmatch(instance):
-        raise _invalid("/instance", "a graph instance name is 1-128 characters without '/' or control characters")
-    return instance
-
-
-def _text(value: Any, path: str) -> str:
-    """An id or a kind: non-empty, bounded, no control characters."""
-    if not isinstance(value, str):
-        raise _invalid(path, "expected a string")
-    if not value:
-        raise _invalid(path, "must not be empty")
-    if len(value) > MAX_ID_CHARS:
-        raise _invalid(path, f"longer than {MAX_ID_CHARS} characters")
-    if _CONTROL.search(value):
-        raise _invalid(path, "must not contain control characters")
-    return value
-
-
-def _name(value: Any, path: str) -> str:
-    """A display name: any text, possibly empty."""
-    if not isinstance(value, str):
-        raise _invalid(path, "expected a string")
-    if len(value) > MAX_NAME_CHARS:
-        raise _invalid(path, f"longer than {MAX_NAME_CHARS} characters")
-    return value
-
-
-def _attributes(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _invalid("/attributes", "expected an object")
-    try:
-        return dict(orjson.loads(orjson.dumps(value)))  # a JSON round trip: what is stored is what is returned
-    except TypeError as exc:
-        raise _invalid("/attributes", f"not JSON: {exc}") from exc
-
-
-def _dump(attributes: dict[str, Any]) -> str:
-    return orjson.dumps(attributes).decode()
-
-
-def _count(value: Any, path: str, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise _invalid(path, f"expected an integer from 0 to {maximum}")
-    return value
-
-
 def _list(document: dict[str, Any], name: str) -> list[Any]:
     value = document.get(name, [])
     if not isinstance(value, list):
-        raise _invalid(f"/{name}", "expected a list")
+        raise invalid(f"/{name}", "expected a list")
     return value
 
 
 def _node_entry(instance: str, entry: Any, path: str) -> GraphNode:
     if not isinstance(entry, dict):
-        raise _invalid(path, "expected an object {id, kind, name, attributes}")
-    return GraphNode(instance=instance, id=_text(entry.get("id"), f"{path}/id"),
-                     kind=_text(entry.get("kind"), f"{path}/kind"),
-                     name=_name(entry.get("name", entry.get("id")), f"{path}/name"),
-                     attributes=_attributes(entry.get("attributes")))
+        raise invalid(path, "expected an object {id, kind, name, attributes}")
+    return GraphNode(instance=instance, id=check_text(entry.get("id"), f"{path}/id"),
+                     kind=check_text(entry.get("kind"), f"{path}/kind"),
+                     name=check_name(entry.get("name", entry.get("id")), f"{path}/name"),
+                     attributes=check_attributes(entry.get("attributes")))
 
 
 def _edge_entry(instance: str, entry: Any, path: str) -> GraphEdge:
     if not isinstance(entry, dict):
-        raise _invalid(path, "expected an object {id, kind, from, to, attributes}")
-    kind = _text(entry.get("kind"), f"{path}/kind")
-    from_id, to_id = _text(entry.get("from"), f"{path}/from"), _text(entry.get("to"), f"{path}/to")
-    the_id = _text(entry["id"], f"{path}/id") if "id" in entry else generated_edge_id(kind, from_id, to_id)
+        raise invalid(path, "expected an object {id, kind, from, to, attributes}")
+    kind = check_text(entry.get("kind"), f"{path}/kind")
+    from_id, to_id = check_text(entry.get("from"), f"{path}/from"), check_text(entry.get("to"), f"{path}/to")
+    the_id = check_text(entry["id"], f"{path}/id") if "id" in entry else generated_edge_id(kind, from_id, to_id)
     return GraphEdge(instance=instance, id=the_id, kind=kind, from_id=from_id, to_id=to_id,
-                     attributes=_attributes(entry.get("attributes")))
+                     attributes=check_attributes(entry.get("attributes")))
 
 
 def generated_edge_id(kind: str, from_id: str, to_id: str) -> str:
@@ -588,6 +534,3 @@ def generated_edge_id(kind: str, from_id: str, to_id: str) -> str:
     digest = hashlib.sha256("\0".join((kind, from_id, to_id)).encode()).hexdigest()[:16]
     return f"edge-{digest}"
 
-
-def _invalid(path: str, message: str) -> InvalidParamsError:
-    return InvalidParamsError(f"{path or 'input'}: {message}", [{"path": path, "message": message}])

@@ -6,9 +6,8 @@ import builtins
 import hashlib
 import time
 
-from ..confine import refuse
+from ..checks import blob_bytes, check_blob
 from ..interfaces import BlobInfo
-from ..sqlite.blobs import MAX_BLOB_BYTES, check_blob
 from .database import PgDatabase
 
 STORE = "blob"
@@ -26,11 +25,7 @@ class PgBlobStore:
 
     def put(self, bucket: str, key: str, data: bytes) -> BlobInfo:
         check_blob(bucket, key)
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise refuse("blob data must be bytes", "/value")
-        data = bytes(data)
-        if len(data) > MAX_BLOB_BYTES:
-            raise refuse(f"the blob is too big ({len(data)} bytes; at most {MAX_BLOB_BYTES})", "/value")
+        data = blob_bytes(data)
         info = BlobInfo(bucket, key, len(data), hashlib.sha256(data).hexdigest(), time.time())
         with self.db.connection() as conn:
             conn.execute("INSERT INTO ca_blobs(project, bucket, key, data, size, sha256, updated_at) "

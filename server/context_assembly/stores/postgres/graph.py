@@ -1,6 +1,6 @@
 """The knowledge graph on PostgreSQL: node and edge tables, the graph steps in SQL.
 
-Same validation, shapes and expansion order as the embedded Kuzu graph (`stores.kuzu.graph`): an
+Same validation (`stores.graph_checks`), shapes and expansion order as the embedded Kuzu graph: an
 edge's endpoints must exist (NotFoundError), deleting a node deletes its edges (a cascading foreign
 key), and `neighbors` walks breadth-first, one indexed query per level, each node reached once by
 its first shortest path in (seed order, edge id, node id) order. Named views in the portable form
@@ -18,20 +18,18 @@ import orjson
 from ...errors import InvalidParamsError, NotFoundError
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
-from ..graph_views import run_portable
-from ..kuzu.graph import (
-    DIRECTIONS,
-    MAX_DEPTH,
+from ..graph_checks import (
     MAX_LEVEL_EDGES,
     MAX_LIMIT,
-    _attributes,
-    _count,
-    _dump,
-    _instance,
-    _invalid,
-    _name,
-    _text,
+    attributes_json,
+    check_attributes,
+    check_count,
+    check_expansion,
+    check_instance,
+    check_name,
+    check_text,
 )
+from ..graph_views import run_portable
 from ..kuzu.views import load_view
 from .database import PgDatabase
 
@@ -52,24 +50,24 @@ class PgGraph:
     def __init__(self, db: PgDatabase, layout: WorkspaceLayout, instance_default: str = "default") -> None:
         self.db = db
         self.layout = layout
-        self.instance_default = _instance(instance_default)
+        self.instance_default = check_instance(instance_default)
 
     def _space(self, instance: str | None) -> str:
-        return _instance(instance) if instance else self.instance_default
+        return check_instance(instance) if instance else self.instance_default
 
     # -- nodes and edges
 
     def upsert_node(self, instance: str, node_id: str, kind: str, name: str,
                     attributes: dict[str, Any]) -> dict[str, Any]:
-        node = GraphNode(self._space(instance), _text(node_id, "/id"), _text(kind, "/kind"), _name(name, "/name"),
-                         _attributes(attributes))
+        node = GraphNode(self._space(instance), check_text(node_id, "/id"), check_text(kind, "/kind"),
+                         check_name(name, "/name"), check_attributes(attributes))
         self.load([node], [])
         return node.as_dict()
 
     def upsert_edge(self, instance: str, edge_id: str, kind: str, from_id: str, to_id: str,
                     attributes: dict[str, Any]) -> dict[str, Any]:
-        edge = GraphEdge(self._space(instance), _text(edge_id, "/id"), _text(kind, "/kind"), _text(from_id, "/from"),
-                         _text(to_id, "/to"), _attributes(attributes))
+        edge = GraphEdge(self._space(instance), check_text(edge_id, "/id"), check_text(kind, "/kind"),
+                         check_text(from_id, "/from"), check_text(to_id, "/to"), check_attributes(attributes))
         self.load([], [edge])
         return edge.as_dict()
 
@@ -82,7 +80,7 @@ class PgGraph:
                     "INSERT INTO ca_graph_nodes(project, instance, id, kind, name, attributes) "
                     "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (project, instance, id) DO UPDATE SET "
                     "kind = excluded.kind, name = excluded.name, attributes = excluded.attributes",
-                    [(project, n.instance, n.id, n.kind, n.name, _dump(n.attributes)) for n in nodes])
+                    [(project, n.instance, n.id, n.kind, n.name, attributes_json(n.attributes)) for n in nodes])
             if edges:
                 self._check_endpoints(conn, edges)
                 with conn.cursor() as cursor:
@@ -91,7 +89,8 @@ class PgGraph:
                         "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, instance, id) DO UPDATE SET "
                         "kind = excluded.kind, from_id = excluded.from_id, to_id = excluded.to_id, "
                         "attributes = excluded.attributes",
-                        [(project, e.instance, e.id, e.kind, e.from_id, e.to_id, _dump(e.attributes)) for e in edges])
+                        [(project, e.instance, e.id, e.kind, e.from_id, e.to_id, attributes_json(e.attributes))
+                         for e in edges])
             if nodes or edges:
                 self.db.bump(conn, STORE)
 
@@ -109,20 +108,20 @@ class PgGraph:
 
     def get_node(self, instance: str, node_id: str) -> dict[str, Any] | None:
         rows = self.db.read(f"SELECT {_NODE} FROM ca_graph_nodes WHERE project = %s AND instance = %s AND id = %s",
-                            (self.db.project, self._space(instance), _text(node_id, "/id")))
+                            (self.db.project, self._space(instance), check_text(node_id, "/id")))
         return _node(rows[0]).as_dict() if rows else None
 
     def get_edge(self, instance: str, edge_id: str) -> dict[str, Any] | None:
         rows = self.db.read(f"SELECT {_EDGE} FROM ca_graph_edges WHERE project = %s AND instance = %s AND id = %s",
-                            (self.db.project, self._space(instance), _text(edge_id, "/id")))
+                            (self.db.project, self._space(instance), check_text(edge_id, "/id")))
         return _edge(rows[0]).as_dict() if rows else None
 
     def delete_node(self, instance: str, node_id: str) -> bool:
         """Remove the node and every edge that touches it."""
-        return self._delete("ca_graph_nodes", instance, _text(node_id, "/id"))
+        return self._delete("ca_graph_nodes", instance, check_text(node_id, "/id"))
 
     def delete_edge(self, instance: str, edge_id: str) -> bool:
-        return self._delete("ca_graph_edges", instance, _text(edge_id, "/id"))
+        return self._delete("ca_graph_edges", instance, check_text(edge_id, "/id"))
 
     def _delete(self, table: str, instance: str, ident: str) -> bool:
         with self.db.connection() as conn:
@@ -142,11 +141,11 @@ class PgGraph:
         params: builtins.list[Any] = [self.db.project, self._space(instance)]
         if kind is not None:
             sql += " AND kind = %s"
-            params.append(_text(kind, "/kind"))
+            params.append(check_text(kind, "/kind"))
         if name is not None:
             sql += " AND name = %s"
-            params.append(_name(name, "/name"))
-        params.append(_count(limit, "/limit", MAX_LIMIT))
+            params.append(check_name(name, "/name"))
+        params.append(check_count(limit, "/limit", MAX_LIMIT))
         return [_node(row) for row in self.db.read(sql + " ORDER BY id COLLATE \"C\" LIMIT %s", tuple(params))]
 
     def dump(self) -> dict[str, builtins.list[dict[str, Any]]]:
@@ -176,16 +175,7 @@ class PgGraph:
                   edge_kinds: builtins.list[str] | None = None, limit: int = 50,
                   direction: str = "both") -> builtins.list[dict[str, Any]]:
         space = self._space(instance)
-        if not isinstance(node_ids, list):
-            raise _invalid("/node_ids", "expected a list of node ids")
-        seeds = [_text(node_id, f"/node_ids/{index}") for index, node_id in enumerate(node_ids)]
-        depth = _count(depth, "/depth", MAX_DEPTH)
-        limit = _count(limit, "/limit", MAX_LIMIT)
-        if edge_kinds is not None and not isinstance(edge_kinds, list):
-            raise _invalid("/edge_kinds", "expected a list of edge kinds")
-        kinds = [_text(kind, f"/edge_kinds/{index}") for index, kind in enumerate(edge_kinds or [])]
-        if direction not in DIRECTIONS:
-            raise _invalid("/direction", f"expected one of {', '.join(DIRECTIONS)}")
+        seeds, depth, kinds, limit = check_expansion(node_ids, depth, edge_kinds, limit, direction)
         if not seeds or not depth or not limit:
             return []
         return [hit.as_dict() for hit in self._expand(space, seeds, depth, kinds, limit, direction)]

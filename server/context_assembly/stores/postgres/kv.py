@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..checks import check_kv, check_working
 from ..confine import check_key
 from ..interfaces import KVEntry, WorkingEntry
 from ..sqlite.json_docs import decode_value, encode_value
@@ -23,12 +24,6 @@ _UPSERT = ("INSERT INTO ca_kv(project, instance, namespace, key, value, updated_
            "updated_at = excluded.updated_at")
 
 
-def _check(instance: str, namespace: str, key: str) -> None:
-    check_key(instance, what="KV instance")
-    check_key(namespace, what="KV namespace")
-    check_key(key, what="KV key")
-
-
 class PgKVStore:
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
@@ -37,7 +32,7 @@ class PgKVStore:
         return SWARM_PROJECT if instance == SWARM_INSTANCE else self.db.project
 
     def get(self, instance: str, namespace: str, key: str) -> KVEntry | None:
-        _check(instance, namespace, key)
+        check_kv(instance, namespace, key)
         rows = self.db.read("SELECT value, updated_at FROM ca_kv WHERE project = %s AND instance = %s "
                             "AND namespace = %s AND key = %s", (self._project(instance), instance, namespace, key))
         return KVEntry(instance, namespace, key, decode_value(rows[0][0]), rows[0][1]) if rows else None
@@ -53,7 +48,7 @@ class PgKVStore:
     def _write(self, entries: Sequence[tuple[str, str, str, Any]], now: float) -> int:
         rows = []
         for index, (instance, namespace, key, value) in enumerate(entries):
-            _check(instance, namespace, key)
+            check_kv(instance, namespace, key)
             pointer = "/value" if len(entries) == 1 else f"/value/{index}"
             rows.append((self._project(instance), instance, namespace, key, encode_value(value, pointer), now))
         if not rows:
@@ -66,7 +61,7 @@ class PgKVStore:
         return len(rows)
 
     def delete(self, instance: str, namespace: str, key: str) -> bool:
-        _check(instance, namespace, key)
+        check_kv(instance, namespace, key)
         project = self._project(instance)
         with self.db.connection() as conn:
             deleted = conn.execute("DELETE FROM ca_kv WHERE project = %s AND instance = %s AND namespace = %s "
@@ -95,23 +90,18 @@ class PgKVStore:
         return self.db.generation("kv")
 
 
-def _check_working(thread_id: str, key: str) -> None:
-    check_key(thread_id, what="thread id")
-    check_key(key, what="working-memory key")
-
-
 class PgWorkingMemory:
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
 
     def get(self, thread_id: str, key: str) -> WorkingEntry | None:
-        _check_working(thread_id, key)
+        check_working(thread_id, key)
         rows = self.db.read("SELECT value, updated_at FROM ca_working WHERE project = %s AND thread_id = %s "
                             "AND key = %s", (self.db.project, thread_id, key))
         return WorkingEntry(thread_id, key, decode_value(rows[0][0]), rows[0][1]) if rows else None
 
     def set(self, thread_id: str, key: str, value: Any) -> WorkingEntry:
-        _check_working(thread_id, key)
+        check_working(thread_id, key)
         text = encode_value(value)
         now = time.time()
         with self.db.connection() as conn:
@@ -123,7 +113,7 @@ class PgWorkingMemory:
         return WorkingEntry(thread_id, key, value, now)
 
     def delete(self, thread_id: str, key: str) -> bool:
-        _check_working(thread_id, key)
+        check_working(thread_id, key)
         with self.db.connection() as conn:
             deleted = conn.execute("DELETE FROM ca_working WHERE project = %s AND thread_id = %s AND key = %s",
                                    (self.db.project, thread_id, key)).rowcount > 0

@@ -8,15 +8,12 @@ advisory lock, so concurrent appends to one thread never collide.
 from __future__ import annotations
 
 import builtins
-import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..confine import check_key, refuse
+from ..checks import MAX_EVENTS, MAX_TURNS, check_event, check_limit, check_turn
+from ..confine import check_key
 from ..interfaces import ThreadInfo
-from ..sqlite.episodic import MAX_LIMIT as MAX_TURNS
-from ..sqlite.events import MAX_LIMIT as MAX_EVENTS
 from ..sqlite.json_docs import decode_value, encode_value
 from .database import PgDatabase
 
@@ -29,14 +26,7 @@ class PgEventLog:
 
     def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
                ) -> dict[str, Any]:
-        check_key(instance, what="event log instance")
-        check_key(event_type, what="event type", pointer="/value/event_type")
-        if not isinstance(payload, dict):
-            raise refuse("an event payload must be a JSON object", "/value/payload")
-        if ts is None:
-            ts = time.time()
-        elif isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
-            raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
+        ts = check_event(instance, event_type, payload, ts)
         text = encode_value(payload, "/value/payload")
         with self.db.connection() as conn:
             row = conn.execute("INSERT INTO ca_events(project, instance, event_type, payload, payload_text, ts) "
@@ -55,8 +45,7 @@ class PgEventLog:
                fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20
                ) -> builtins.list[dict[str, Any]]:
         check_key(instance, what="event log instance")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EVENTS:
-            raise refuse(f"limit must be an integer between 1 and {MAX_EVENTS}", "/limit")
+        check_limit(limit, MAX_EVENTS)
         where = ["project = %s", "instance = %s"]
         params: builtins.list[Any] = [self.db.project, instance]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])
@@ -104,16 +93,7 @@ class PgEpisodicStore:
         self.db = db
 
     def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-        check_key(thread_id, what="thread id")
-        if not isinstance(turn, dict):
-            raise refuse("a turn must be a JSON object {role, content, …}", "/value")
-        if not isinstance(turn.get("role"), str) or not turn["role"]:
-            raise refuse("a turn needs a 'role' string (user, assistant, tool, …)", "/value/role")
-        if "content" not in turn:
-            raise refuse("a turn needs 'content'", "/value/content")
-        given = turn.get("ts")
-        is_time = isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given)
-        ts = float(given) if is_time else time.time()  # type: ignore[arg-type]
+        ts = check_turn(thread_id, turn)
         text = encode_value(turn)
         with self.db.connection() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"episodic:{self.db.project}:{thread_id}",))
@@ -126,8 +106,7 @@ class PgEpisodicStore:
 
     def recent(self, thread_id: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TURNS:
-            raise refuse(f"limit must be an integer between 1 and {MAX_TURNS}", "/limit")
+        check_limit(limit, MAX_TURNS)
         rows = self.db.read("SELECT seq, turn, ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
                             "ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, limit))
         return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]

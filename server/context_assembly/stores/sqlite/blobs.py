@@ -6,12 +6,11 @@ import hashlib
 import sqlite3
 import time
 
-from ..confine import check_key, refuse
+from ..checks import blob_bytes, check_blob
 from ..interfaces import BlobInfo
 from .database import Database
 
 STORE = "blob"
-MAX_BLOB_BYTES = 64 * 1024 * 1024
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -32,11 +31,7 @@ class SqliteBlobStore:
 
     def put(self, bucket: str, key: str, data: bytes) -> BlobInfo:
         check_blob(bucket, key)
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise refuse("blob data must be bytes", "/value")
-        data = bytes(data)
-        if len(data) > MAX_BLOB_BYTES:
-            raise refuse(f"the blob is too big ({len(data)} bytes; at most {MAX_BLOB_BYTES})", "/value")
+        data = blob_bytes(data)
         info = BlobInfo(bucket, key, len(data), hashlib.sha256(data).hexdigest(), time.time())
         with self.db.transaction() as conn:
             conn.execute("INSERT INTO blobs(bucket, key, data, size, sha256, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
@@ -65,8 +60,3 @@ class SqliteBlobStore:
 
     def generation(self) -> int:
         return self.db.generation(STORE)
-
-
-def check_blob(bucket: str, key: str) -> None:
-    check_key(bucket, what="blob bucket")
-    check_key(key, what="blob key")

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import sqlite3
-import time
 from typing import Any
 
-from ...limits import LOG_LIMIT
-from ..confine import check_key, refuse
+from ..checks import MAX_TURNS, check_limit, check_turn
+from ..confine import check_key
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
 
 STORE = "episodic"
-MAX_LIMIT = LOG_LIMIT
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -28,15 +25,7 @@ class SqliteEpisodicStore:
         db.register("episodic", _migrate)
 
     def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-        check_key(thread_id, what="thread id")
-        if not isinstance(turn, dict):
-            raise refuse("a turn must be a JSON object {role, content, …}", "/value")
-        if not isinstance(turn.get("role"), str) or not turn["role"]:
-            raise refuse("a turn needs a 'role' string (user, assistant, tool, …)", "/value/role")
-        if "content" not in turn:
-            raise refuse("a turn needs 'content'", "/value/content")
-        given = turn.get("ts")
-        ts = float(given) if given is not None and _is_time(given) else time.time()
+        ts = check_turn(thread_id, turn)
         text = encode_value(turn)
         with self.db.transaction() as conn:
             # BEGIN IMMEDIATE serialises writers, so max+1 cannot collide across processes.
@@ -50,8 +39,7 @@ class SqliteEpisodicStore:
 
     def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise refuse(f"limit must be an integer between 1 and {MAX_LIMIT}", "/limit")
+        check_limit(limit, MAX_TURNS)
         rows = self.db.read("SELECT seq, turn, ts FROM episodic WHERE thread_id = ? ORDER BY seq DESC LIMIT ?",
                             (thread_id, limit))
         return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]
@@ -74,7 +62,3 @@ class SqliteEpisodicStore:
 
     def generation(self) -> int:
         return self.db.generation(STORE)
-
-
-def _is_time(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -11,19 +11,17 @@ import hashlib
 import math
 import re
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
-from ...limits import LOG_LIMIT
-from ..confine import check_key, refuse
+from ..checks import MAX_EVENTS, check_event, check_limit
+from ..confine import check_key
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
 
 STORE = "log"
-MAX_LIMIT = LOG_LIMIT
 
 
 # A payload field an index can be built on: its name goes into SQL text (an index expression
@@ -73,14 +71,7 @@ class SqliteEventLog:
 
     def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
                ) -> dict[str, Any]:
-        check_key(instance, what="event log instance")
-        check_key(event_type, what="event type", pointer="/value/event_type")
-        if not isinstance(payload, dict):
-            raise refuse("an event payload must be a JSON object", "/value/payload")
-        if ts is None:
-            ts = time.time()
-        elif isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
-            raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
+        ts = check_event(instance, event_type, payload, ts)
         text = encode_value(payload, "/value/payload")
         with self.db.transaction() as conn:
             cursor = conn.execute("INSERT INTO events(instance, event_type, payload, ts) VALUES (?, ?, ?, ?)",
@@ -99,8 +90,7 @@ class SqliteEventLog:
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
                fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20) -> list[dict[str, Any]]:
         check_key(instance, what="event log instance")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise refuse(f"limit must be an integer between 1 and {MAX_LIMIT}", "/limit")
+        check_limit(limit, MAX_EVENTS)
         where = ["instance = ?"]
         params: list[Any] = [instance]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..confine import check_key
+from ..checks import check_kv
 from ..interfaces import KVEntry
 from .database import Database
 from .json_docs import decode_value, encode_value
@@ -23,12 +23,6 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS kv (instance TEXT NOT NULL, namespace TEXT NOT NULL, "
                  "key TEXT NOT NULL, value TEXT NOT NULL, updated_at REAL NOT NULL, "
                  "PRIMARY KEY (instance, namespace, key)) WITHOUT ROWID")
-
-
-def _check(instance: str, namespace: str, key: str) -> None:
-    check_key(instance, what="KV instance")
-    check_key(namespace, what="KV namespace")
-    check_key(key, what="KV key")
 
 
 def _prefix_end(prefix: str) -> str | None:
@@ -50,7 +44,7 @@ class SqliteKVStore:
         db.register("kv", _migrate)
 
     def get(self, instance: str, namespace: str, key: str) -> KVEntry | None:
-        _check(instance, namespace, key)
+        check_kv(instance, namespace, key)
         rows = self.db.read("SELECT value, updated_at FROM kv WHERE instance = ? AND namespace = ? AND key = ?",
                             (instance, namespace, key))
         if not rows:
@@ -58,7 +52,7 @@ class SqliteKVStore:
         return KVEntry(instance, namespace, key, decode_value(rows[0][0]), rows[0][1])
 
     def set(self, instance: str, namespace: str, key: str, value: Any) -> KVEntry:
-        _check(instance, namespace, key)
+        check_kv(instance, namespace, key)
         text = encode_value(value)
         now = time.time()
         with self.db.transaction() as conn:
@@ -70,7 +64,7 @@ class SqliteKVStore:
         rows = []
         now = time.time()
         for index, (instance, namespace, key, value) in enumerate(entries):
-            _check(instance, namespace, key)
+            check_kv(instance, namespace, key)
             rows.append((instance, namespace, key, encode_value(value, f"/value/{index}"), now))
         if not rows:
             return 0
@@ -80,7 +74,7 @@ class SqliteKVStore:
         return len(rows)
 
     def delete(self, instance: str, namespace: str, key: str) -> bool:
-        _check(instance, namespace, key)
+        check_kv(instance, namespace, key)
         with self.db.transaction() as conn:
             deleted = conn.execute("DELETE FROM kv WHERE instance = ? AND namespace = ? AND key = ?",
                                    (instance, namespace, key)).rowcount > 0

@@ -7,6 +7,7 @@ import sqlite3
 import time
 from typing import Any
 
+from ..checks import check_working
 from ..confine import check_key
 from ..interfaces import WorkingEntry
 from .database import Database
@@ -26,12 +27,12 @@ class SqliteWorkingMemory:
         db.register("working", _migrate)
 
     def get(self, thread_id: str, key: str) -> WorkingEntry | None:
-        _check(thread_id, key)
+        check_working(thread_id, key)
         rows = self.db.read("SELECT value, updated_at FROM working WHERE thread_id = ? AND key = ?", (thread_id, key))
         return WorkingEntry(thread_id, key, decode_value(rows[0][0]), rows[0][1]) if rows else None
 
     def set(self, thread_id: str, key: str, value: Any) -> WorkingEntry:
-        _check(thread_id, key)
+        check_working(thread_id, key)
         text = encode_value(value)
         now = time.time()
         with self.db.transaction() as conn:
@@ -42,7 +43,7 @@ class SqliteWorkingMemory:
         return WorkingEntry(thread_id, key, value, now)
 
     def delete(self, thread_id: str, key: str) -> bool:
-        _check(thread_id, key)
+        check_working(thread_id, key)
         with self.db.transaction() as conn:
             deleted = conn.execute("DELETE FROM working WHERE thread_id = ? AND key = ?",
                                    (thread_id, key)).rowcount > 0
@@ -73,8 +74,3 @@ class SqliteWorkingMemory:
 
     def generation(self) -> int:
         return self.db.generation(STORE)
-
-
-def _check(thread_id: str, key: str) -> None:
-    check_key(thread_id, what="thread id")
-    check_key(key, what="working-memory key")

@@ -1,0 +1,79 @@
+"""Input checks of the record stores (blobs, KV, working memory, event log, episodic memory).
+
+Every backend runs these before it touches its database, so a bad key, value or limit is refused
+with the same message and JSON pointer whichever backend holds the data.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from ..limits import LOG_LIMIT
+from .confine import check_key, refuse
+
+MAX_BLOB_BYTES = 64 * 1024 * 1024
+MAX_EVENTS = LOG_LIMIT
+MAX_TURNS = LOG_LIMIT
+
+
+def check_blob(bucket: str, key: str) -> None:
+    check_key(bucket, what="blob bucket")
+    check_key(key, what="blob key")
+
+
+def blob_bytes(data: Any) -> bytes:
+    """The blob's content as bytes, refused when it is not bytes or too big."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise refuse("blob data must be bytes", "/value")
+    data = bytes(data)
+    if len(data) > MAX_BLOB_BYTES:
+        raise refuse(f"the blob is too big ({len(data)} bytes; at most {MAX_BLOB_BYTES})", "/value")
+    return data
+
+
+def check_kv(instance: str, namespace: str, key: str) -> None:
+    check_key(instance, what="KV instance")
+    check_key(namespace, what="KV namespace")
+    check_key(key, what="KV key")
+
+
+def check_working(thread_id: str, key: str) -> None:
+    check_key(thread_id, what="thread id")
+    check_key(key, what="working-memory key")
+
+
+def check_event(instance: str, event_type: str, payload: Any, ts: Any) -> float:
+    """Refuses a malformed event; returns its time (now when `ts` is None)."""
+    check_key(instance, what="event log instance")
+    check_key(event_type, what="event type", pointer="/value/event_type")
+    if not isinstance(payload, dict):
+        raise refuse("an event payload must be a JSON object", "/value/payload")
+    if ts is None:
+        return time.time()
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
+    return float(ts)
+
+
+def check_turn(thread_id: str, turn: Any) -> float:
+    """Refuses a malformed turn; returns its time: its own `ts` when that is a finite number, else now."""
+    check_key(thread_id, what="thread id")
+    if not isinstance(turn, dict):
+        raise refuse("a turn must be a JSON object {role, content, …}", "/value")
+    if not isinstance(turn.get("role"), str) or not turn["role"]:
+        raise refuse("a turn needs a 'role' string (user, assistant, tool, …)", "/value/role")
+    if "content" not in turn:
+        raise refuse("a turn needs 'content'", "/value/content")
+    given = turn.get("ts")
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
+        return float(given)
+    return time.time()
+
+
+def check_limit(limit: Any, maximum: int) -> int:
+    """A search's `limit`: an integer from 1 to `maximum`."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
+        raise refuse(f"limit must be an integer between 1 and {maximum}", "/limit")
+    return limit
