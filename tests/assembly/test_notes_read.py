@@ -134,3 +134,11 @@ def test_the_cached_path_answers_what_a_fresh_run_answers(operations: list[tuple
         finally:
             cached.close()
             plain.close()
+
+
+def test_a_stamped_read_is_a_read_and_a_stamp(runtime: Runtime) -> None:
+    notes, memory = runtime.memory.notes, runtime.root / ".codebolt/memory"
+    (memory / "a.md").write_text("Alpha.")
+    (memory / "folder.md").mkdir()
+    for name in ("a", "folder", "missing"):
+        assert notes.read_stamped(name) == (notes.read(name), notes.stamp([name])[0])

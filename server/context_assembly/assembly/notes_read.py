@@ -40,10 +40,9 @@ class _RecordingNotes:
         self._record = record
 
     def read(self, name: str) -> str | None:
-        if name not in self._record.reads:
-            self._record.reads[name] = self._notes.stamp([name])[0]  # before the read: a later edit shows
-        text: str | None = self._notes.read(name)
-        return text
+        text, stamp = self._notes.read_stamped(name)  # the stamp before the read: a later edit shows
+        self._record.reads.setdefault(name, stamp)
+        return text if isinstance(text, str) else None
 
     def __getattr__(self, name: str) -> Any:
         self._record.exact = False
