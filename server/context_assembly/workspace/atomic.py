@@ -69,36 +69,41 @@ def stage_file(target: Path, data: bytes) -> Path:
 
 
 def replace_all(pairs: list[tuple[Path, Path]]) -> None:
-    """Rename each staged temp file onto its target, all or none: before a target is replaced its
-    old file is set aside (renamed), and a failed rename puts back every target already replaced.
-    Renames only, so putting back needs no free space. StorageError names the file that failed."""
+    """Rename each staged (temp file, target) onto its target, all or none: before a target is
+    replaced its old file is set aside (renamed), and a failed rename puts back every target already
+    replaced. Renames only, so putting back needs no free space. StorageError names the failed file."""
     done: list[tuple[Path, Path | None]] = []  # (target, its old file set aside, or None: it was new)
+    current = Path()
     try:
-        for tmp, target in pairs:
-            if target.is_dir():
-                raise IsADirectoryError(21, "is a directory", str(target))
-            aside: Path | None = temp_name(target)
+        for tmp, current in pairs:
+            if current.is_dir():
+                raise IsADirectoryError(21, "is a directory", str(current))
+            aside = temp_name(current)
             try:
-                os.rename(target, aside)
+                os.rename(current, aside)
+                done.append((current, aside))
             except FileNotFoundError:
-                aside = None
-            done.append((target, aside))
-            os.replace(tmp, target)
+                done.append((current, None))
+            os.replace(tmp, current)
     except OSError as exc:
-        for target, aside in reversed(done):
+        _put_back(done)
+        raise StorageError(f"cannot write {current}: {exc.strerror or exc}; the files already replaced were "
+                           "put back", {"path": str(current)}) from exc
+    for _target, old in done:
+        if old is not None:
             with contextlib.suppress(OSError):
-                if aside is None:
-                    os.unlink(target)
-                else:
-                    os.replace(aside, target)
-        raise StorageError(f"cannot write {exc.filename or target}: {exc.strerror or exc}; the files already "
-                           "replaced were put back", {"path": str(target)}) from exc
-    for target, aside in done:
-        if aside is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(aside)
+                os.unlink(old)
     for folder in {target.parent for _tmp, target in pairs}:
         fsync_directory(folder)
+
+
+def _put_back(done: list[tuple[Path, Path | None]]) -> None:
+    for target, aside in reversed(done):
+        with contextlib.suppress(OSError):
+            if aside is None:
+                os.unlink(target)
+            else:
+                os.replace(aside, target)
 
 
 TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")  # what write_atomic names its temp files, only that

@@ -37,6 +37,19 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _migrate(conn: sqlite3.Connection, migration: Migration) -> None:
+    # Deferred, not IMMEDIATE: tables that exist already need no write lock, so a connection opens
+    # (and reads) while another holds a long write transaction, such as a `memory import` batch.
+    conn.execute("BEGIN")
+    try:
+        migration(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -48,9 +61,19 @@ class Database:
         """Tables a store needs; created (idempotently) on first use by each connection."""
         with self._lock:
             self._migrations[name] = migration
-        if getattr(self._local, "connection", None) is not None:
-            with self.transaction() as conn:
-                migration(conn)
+        conn = getattr(self._local, "connection", None)
+        if conn is not None:
+            if self.in_batch():  # inside this thread's batch: a savepoint of it
+                with self.transaction():
+                    migration(conn)
+                return
+            try:
+                _migrate(conn, migration)
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                with self.transaction():  # tables to create and a writer in the way: queue behind it
+                    migration(conn)
 
     def connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "connection", None)
@@ -86,13 +109,7 @@ class Database:
             with self._lock:
                 migrations = list(self._migrations.values())
             for migration in migrations:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    migration(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                _migrate(conn, migration)
         except BaseException:
             conn.close()
             raise
