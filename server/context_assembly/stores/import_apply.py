@@ -211,7 +211,7 @@ def _failure(run: _Run, exc: ContextAssemblyError) -> ContextAssemblyError:
     undone = [u for u in run.units.values() if u.state == ROLLED_BACK]
     partly = [u for u in run.units.values() if u.state == PARTLY]
     where = f" at {pointer}" if pointer else ""
-    message = f"memory import failed in {unit}{where}: {exc.message.rstrip('.')}."
+    message = f"import failed in {unit}{where}: {exc.message.rstrip('.')}."
     if undone:
         message += " Rolled back: " + ", ".join(_named(u) for u in undone) + "."
     if partly:

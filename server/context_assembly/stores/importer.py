@@ -215,25 +215,38 @@ def _plan_graph_write(memory: MemoryRouter, plan: ImportPlan, pointer: str, uri:
 def plan_import(memory: MemoryRouter, document: Any, base: Path) -> ImportPlan:
     """The checked plan of an import document; InvalidParamsError lists every problem, nothing written."""
     problems = _problems(document)
-    if problems:
+    if not isinstance(document, dict):
         raise InvalidParamsError("invalid memory import", problems)
-    plan = ImportPlan(threads=dict(document.get("threads") or {}),
-                      events=dict(document["events"] or {}) if "events" in document else None)
-    for i, write in enumerate(document.get("writes") or []):
-        uri = parse_uri(write["uri"], pointer=f"/writes/{i}/uri")
-        problems += _plan_write(memory, plan, f"/writes/{i}", uri, write["value"])
+    plan = ImportPlan(threads=dict(_mapping(document.get("threads"))),
+                      events=dict(_mapping(document["events"])) if "events" in document else None)
+    writes = document.get("writes") or []
+    for i, write in enumerate(writes if isinstance(writes, list) else []):
+        pointer = f"/writes/{i}"
+        if any(e["path"] == pointer or e["path"].startswith(pointer + "/") for e in problems):
+            continue  # its shape or URI is wrong already
+        uri = parse_uri(write["uri"], pointer=f"{pointer}/uri")
+        problems += _plan_write(memory, plan, pointer, uri, write["value"])
         plan.stores[uri.scheme] = plan.stores.get(uri.scheme, 0) + 1
-    collections = document.get("collections") or {}
+    collections = _mapping(document.get("collections"))
     if collections and memory.vectors is None:
         problems.append({"path": "/collections", "message": "no vector store"})
-    plan.collections = {name: settings.get("embedding_model") for name, settings in collections.items()}
+    plan.collections = {name: settings.get("embedding_model") for name, settings in collections.items()
+                        if isinstance(settings, dict)}
+    try:
+        nodes, edges = _graph(memory, document.get("graph"), base)
+    except InvalidParamsError as exc:
+        problems += exc.errors
+        nodes, edges = [], []
     if problems:
         raise InvalidParamsError("invalid memory import", problems)
-    nodes, edges = _graph(memory, document.get("graph"), base)
     plan.nodes += nodes
     plan.edges += edges
     plan.graph_data = (len(nodes), len(edges))
     return plan
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def import_memory(memory: MemoryRouter, document: Any, base: Path) -> dict[str, Any]:

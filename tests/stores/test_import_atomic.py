@@ -1,0 +1,210 @@
+"""`memory import` is all or nothing: a write the stores refuse part-way leaves every store as it was.
+
+Each failure is a real one, made by the database or the store (a trigger refusing a key, a
+deferred check failing the commit, an edge whose node does not exist, a JSON pointer into a missing
+document), on the embedded stores and on PostgreSQL; "as it was" is `memory export` before and after.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.cli.main import main
+from context_assembly.stores.embedding import HASHING
+from context_assembly.workspace.layout import WorkspaceLayout
+from tests.postgres import fresh_project
+from tests.stores.refusals import fail_commit_on_kv_key, refuse_kv_key
+
+SEED = {
+    "collections": {"docs": {"embedding_model": HASHING}},
+    "writes": [{"uri": "kv://users/ann", "value": {"theme": "dark"}},
+               {"uri": "markdown://decisions", "value": "We use SQLite."},
+               {"uri": "vector://docs/a.md", "value": {"text": "login fails with a timeout", "metadata": {}}},
+               {"uri": "graph://default/node/svc", "value": {"kind": "Service", "name": "svc"}}],
+    "threads": {"t-1": [{"role": "user", "content": "hello"}]},
+    "events": {"audit": [{"event_type": "login", "payload": {"user": "ann"}, "ts": 10.0}]},
+}
+
+
+def import_document(bad: dict[str, Any]) -> dict[str, Any]:
+    """Something in every store, the notes and a new collection included, then `bad` as the Nth write."""
+    return {
+        "collections": {"fresh": {"embedding_model": HASHING}},
+        "writes": [{"uri": "kv://users/bob", "value": {"theme": "light"}},
+                   {"uri": "kv://users/ann", "value": {"theme": "light"}},
+                   {"uri": "json://plan", "value": {"steps": [1, 2]}},
+                   {"uri": "working://t-1/scratch", "value": "x"},
+                   {"uri": "blob://files/a.bin", "value": "AAEC"},
+                   {"uri": "markdown://decisions", "value": "We use PostgreSQL."},
+                   {"uri": "markdown://new/note", "value": "fresh"},
+                   {"uri": "vector://fresh/b.md", "value": {"text": "deploying to production", "metadata": {}}},
+                   {"uri": "vector://docs/a.md", "value": {"text": "replaced text", "metadata": {}}},
+                   {"uri": "graph://default/node/db", "value": {"kind": "Database", "name": "db"}},
+                   bad,
+                   {"uri": "kv://users/zed", "value": 1}],
+        "threads": {"t-1": [{"role": "user", "content": "replaced", "ts": 12.0}],
+                    "t-2": [{"role": "user", "content": "new", "ts": 13.0}]},
+        "events": {"deploys": [{"event_type": "deploy", "ts": 11.0}]},
+        "graph": {"nodes": [{"id": "api", "kind": "Service"}], "edges": [{"kind": "CALLS", "from": "api", "to": "db"}]},
+    }
+
+
+BAD_INDEX = 10  # where `bad` sits in the writes
+
+
+class Workspace:
+    def __init__(self, root: Path, capsys: pytest.CaptureFixture[str], dsn: str | None, project: str | None) -> None:
+        self.root, self.capsys, self.dsn, self.project = root, capsys, dsn, project
+        self.layout = WorkspaceLayout(root)
+
+    def run(self, *argv: str) -> tuple[int, str, str]:
+        status = main([*argv, "--workspace", str(self.root)])
+        out = self.capsys.readouterr()
+        return status, out.out, out.err
+
+    def import_(self, document: dict[str, Any]) -> tuple[int, Any, str]:
+        path = self.root.parent / "import.json"
+        path.write_text(json.dumps(document))
+        status, out, err = self.run("memory", "import", str(path))
+        return status, json.loads(out) if out.strip() else None, err
+
+    def export(self) -> dict[str, Any]:
+        status, out, _ = self.run("memory", "export", "-")
+        assert status == 0
+        document = json.loads(out)
+        document.pop("description")
+        return document
+
+    def files(self) -> list[str]:
+        """Every file under .codebolt/ but the databases: notes, collection settings, temp files."""
+        codebolt = self.root / ".codebolt"
+        skip = ("db", "kuzu", ".locks")
+        return sorted(str(p.relative_to(codebolt)) for p in codebolt.rglob("*")
+                      if p.is_file() and p.relative_to(codebolt).parts[0] not in skip)
+
+    def install(self, how: Callable[..., Callable[[], None]], key: str) -> Callable[[], None]:
+        return how(key, layout=self.layout, dsn=self.dsn, project=self.project)
+
+
+@pytest.fixture(params=["embedded", "postgres"])
+def workspace(request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[Workspace]:
+    monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
+    root = tmp_path / "ws"
+    (root / ".codebolt").mkdir(parents=True)
+    dsn = project = None
+    if request.param == "postgres":
+        dsn, project = request.getfixturevalue("postgres_dsn"), fresh_project()
+        (root / ".codebolt" / "context-assembly.json").write_text(json.dumps(
+            {"stores": {"backend": "postgres", "dsn": dsn, "project": project}}))
+    ws = Workspace(root, capsys, dsn, project)
+    status, _, err = ws.import_(SEED)
+    assert status == 0, err
+    yield ws
+
+
+def test_a_write_the_database_refuses_leaves_every_store_as_it_was(workspace: Workspace) -> None:
+    before, files = workspace.export(), workspace.files()
+    undo = workspace.install(refuse_kv_key, "bad")
+    try:
+        status, out, err = workspace.import_(import_document({"uri": "kv://bad", "value": 1}))
+    finally:
+        undo()
+    assert (status, out) == (1, None)
+    assert f"import failed in database at /writes/{BAD_INDEX}" in err and "key bad is refused" in err
+    assert "Rolled back: database (" in err and "Nothing was written." in err
+    assert workspace.export() == before
+    assert workspace.files() == files  # no note, no temp file, no settings file of the new collection
+
+
+def test_a_graph_the_store_refuses_rolls_back_everything(workspace: Workspace) -> None:
+    before, files = workspace.export(), workspace.files()
+    document = import_document({"uri": "kv://users/fine", "value": 1})
+    document["graph"]["edges"].append({"kind": "CALLS", "from": "api", "to": "nowhere"})  # no such node
+    status, out, err = workspace.import_(document)
+    assert (status, out) == (1, None)
+    assert "'nowhere'" in err and "Nothing was written." in err
+    unit = "graph" if workspace.dsn is None else "database"
+    assert f"import failed in {unit} at /graph" in err
+    assert workspace.export() == before and workspace.files() == files
+
+
+def test_a_value_refused_at_write_time_is_bad_input_and_writes_nothing(workspace: Workspace) -> None:
+    before, files = workspace.export(), workspace.files()
+    status, out, err = workspace.import_(import_document({"uri": "json://missing#/a", "value": 1}))
+    assert (status, out) == (2, None)  # a JSON pointer into a document that does not exist
+    assert f"/writes/{BAD_INDEX}" in err and "Nothing was written." in err
+    assert workspace.export() == before and workspace.files() == files
+
+
+def test_a_failing_commit_says_what_committed(workspace: Workspace) -> None:
+    before = workspace.export()
+    undo = workspace.install(fail_commit_on_kv_key, "late")
+    try:
+        status, _, err = workspace.import_(import_document({"uri": "kv://late", "value": 1}))
+    finally:
+        undo()
+    assert status == 1 and "import failed in database:" in err
+    after = workspace.export()
+    kv = [w for w in after["writes"] if w["uri"].startswith("kv://")]
+    assert kv == [w for w in before["writes"] if w["uri"].startswith("kv://")]
+    assert after["threads"] == before["threads"] and after["events"] == before["events"]
+    if workspace.dsn is None:  # the embedded graph is its own database: it committed just before
+        assert "Already committed: graph." in err and "Rolled back: database (" in err
+        assert {w["uri"] for w in after["writes"]} - {w["uri"] for w in before["writes"]} == {
+            "graph://default/node/api", "graph://default/node/db",
+            next(w["uri"] for w in after["writes"] if w["uri"].startswith("graph://default/edge/"))}
+    else:  # PostgreSQL holds the graph too: nothing committed
+        assert "Nothing was written." in err and after == before
+
+
+def test_an_import_reports_each_store_and_importing_again_changes_nothing(workspace: Workspace) -> None:
+    document = import_document({"uri": "kv://users/fine", "value": 1})
+    status, out, err = workspace.import_(document)
+    assert status == 0, err
+    imported = out["imported"]
+    assert imported["written"] == {"blob": 1, "episodic": 2, "graph": 3, "json": 1, "kv": 4, "log": 1,
+                                   "markdown": 2, "vector": 2, "working": 1}
+    assert imported["stores"] == {"kv": 4, "json": 1, "working": 1, "blob": 1, "markdown": 2, "vector": 2,
+                                  "graph": 1}
+    database = ["blob", "episodic", "json", "kv", "log", "vector", "working"]
+    if workspace.dsn is None:
+        assert imported["units"] == [{"unit": "graph", "schemes": ["graph"], "state": "committed"},
+                                     {"unit": "database", "schemes": database, "state": "committed"},
+                                     {"unit": "notes", "schemes": ["markdown"], "state": "committed"}]
+    else:
+        assert imported["units"] == [{"unit": "database", "schemes": sorted([*database, "graph"]),
+                                      "state": "committed"},
+                                     {"unit": "notes", "schemes": ["markdown"], "state": "committed"}]
+    once = workspace.export()
+    status, out, _ = workspace.import_(document)
+    assert status == 0 and workspace.export() == once
+    assert out["imported"]["skipped"] == {"events": {"deploys": 1}} and out["imported"]["events"] == 0
+
+
+def test_every_bad_value_is_named_before_anything_is_written(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    ws = Workspace(tmp_path / "ws", capsys, None, None)
+    (ws.root / ".codebolt").mkdir(parents=True)
+    status, _, err = ws.import_({
+        "writes": [{"uri": "kv://fine", "value": 1},
+                   {"uri": "blob://b/k", "value": "not base64!"},
+                   {"uri": "markdown://note", "value": 5},
+                   {"uri": "file://README.md", "value": "x"},
+                   {"uri": "graph://a-view", "value": {}},
+                   {"uri": "graph://default/edge/e", "value": {"kind": "R", "from": "a"}},
+                   {"uri": "vector://docs/d", "value": {"metadata": {}}},
+                   {"uri": "working://t-1", "value": 1}],
+        "threads": {"t-1": [{"role": "user"}]},
+        "events": {"audit": [{"payload": {}}]}})
+    assert status == 2
+    for path in ("/writes/1/value", "/writes/2/value", "/writes/3/uri", "/writes/4/uri", "/writes/5/value/to",
+                 "/writes/6/value", "/writes/7/uri", "/threads/t-1/0/content", "/events/audit/0/event_type"):
+        assert path in err, path
+    assert "/writes/0" not in err
+    assert ws.export() == {"collections": {}, "writes": [], "threads": {}, "events": {}}
