@@ -230,9 +230,7 @@ def _failure(run: _Run, exc: ContextAssemblyError) -> ContextAssemblyError:
 
 def _inside(path: str) -> str:
     """A store's error path (`/value/x`, `/uri`) below the import item that failed."""
-    if path.startswith("/value"):
-        return "/value" + path[len("/value"):]
-    return path if path in ("", "/uri") else ""
+    return path if path.startswith("/value") or path == "/uri" else ""
 
 
 def _named(unit: _Unit) -> str:
