@@ -103,6 +103,7 @@ def apply_import(memory: MemoryRouter, plan: ImportPlan) -> dict[str, Any]:
         if plan.notes:
             run.enter("markdown", None)
             staged = memory.notes.stage(plan.notes)
+        run.at = ("database", None)  # opening it (an unreachable server fails here)
         with memory.stores.batch() if "database" in run.units else contextlib.nullcontext():
             _write_database(run)
             run.at = ("database", None)  # the commit
