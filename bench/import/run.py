@@ -36,7 +36,8 @@ from context_assembly.stores.importer import import_memory  # noqa: E402
 
 def document(scale: float) -> dict[str, Any]:
     n = lambda count: max(1, int(count * scale))  # noqa: E731
-    writes: list[dict[str, Any]] = [{"uri": f"kv://users/u{i}", "value": {"n": i, "theme": "dark"}} for i in range(n(2000))]
+    writes: list[dict[str, Any]] = [{"uri": f"kv://users/u{i}", "value": {"n": i, "theme": "dark"}}
+                                    for i in range(n(2000))]
     writes += [{"uri": f"json://doc{i}", "value": {"steps": list(range(10))}} for i in range(n(200))]
     writes += [{"uri": f"vector://docs/d{i}.md", "value": {"text": f"login timeout number {i} in service {i % 7}"}}
                for i in range(n(300))]
