@@ -8,11 +8,14 @@ document), on the embedded stores and on PostgreSQL; "as it was" is `memory expo
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from context_assembly.cli.main import main
 from context_assembly.stores.embedding import HASHING
@@ -208,3 +211,34 @@ def test_every_bad_value_is_named_before_anything_is_written(tmp_path: Path,
         assert path in err, path
     assert "/writes/0" not in err
     assert ws.export() == {"collections": {}, "writes": [], "threads": {}, "events": {}}
+
+
+KEYS = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
+WRITES = st.lists(st.one_of(
+    st.builds(lambda k, v: {"uri": f"kv://ns/{k}", "value": v}, KEYS, st.integers() | st.text(max_size=5)),
+    st.builds(lambda k, v: {"uri": f"json://{k}", "value": {"v": v}}, KEYS, st.integers()),
+    st.builds(lambda k, v: {"uri": f"markdown://{k}", "value": v}, KEYS, st.text(max_size=20)),
+    st.builds(lambda k, v: {"uri": f"working://t/{k}", "value": v}, KEYS, st.booleans())), max_size=12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=WRITES, second=WRITES, position=st.integers(min_value=0, max_value=12),
+       turns=st.lists(st.text(max_size=8), max_size=4))
+def test_wherever_the_refused_write_sits_nothing_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         first: list, second: list, position: int,
+                                                         turns: list) -> None:
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    ws = Workspace(root / "ws", capsys, None, None)
+    (ws.root / ".codebolt").mkdir(parents=True)
+    assert ws.import_({"writes": first})[0] == 0
+    before, files = ws.export(), ws.files()
+    writes = list(second)
+    writes.insert(min(position, len(writes)), {"uri": "kv://ns/refused", "value": 1})
+    undo = ws.install(refuse_kv_key, "refused")
+    try:
+        status, _, err = ws.import_({"writes": writes, "threads": {"t": [{"role": "user", "content": c, "ts": 1.0}
+                                                                          for c in turns]}})
+    finally:
+        undo()
+    assert status == 1 and f"at /writes/{min(position, len(second))}:" in err
+    assert ws.export() == before and ws.files() == files
