@@ -7,8 +7,13 @@ document), on the embedded stores and on PostgreSQL; "as it was" is `memory expo
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,7 @@ from hypothesis import strategies as st
 
 from context_assembly.cli.main import main
 from context_assembly.stores.embedding import HASHING
+from context_assembly.workspace.atomic import TEMP_NAME, workspace_lock
 from context_assembly.workspace.layout import WorkspaceLayout
 from tests.postgres import fresh_project
 from tests.stores.refusals import fail_commit_on_kv_key, refuse_kv_key
@@ -242,3 +248,56 @@ def test_wherever_the_refused_write_sits_nothing_changes(tmp_path: Path, capsys:
         undo()
     assert status == 1 and f"at /writes/{min(position, len(second))}:" in err
     assert ws.export() == before and ws.files() == files
+
+
+def test_a_crash_in_the_middle_of_an_import_leaves_every_store_as_it_was(workspace: Workspace) -> None:
+    """The import process is killed (SIGKILL) while its database transaction is open: the writes
+    before that point are gone, and what is left of the notes is hidden temp files only."""
+    before, files = workspace.export(), workspace.files()
+    path = workspace.root.parent / "crash.json"
+    path.write_text(json.dumps(import_document({"uri": "kv://users/fine", "value": 1})))
+    with _blocked_mid_import(workspace) as is_waiting:
+        process = subprocess.Popen([sys.executable, "-m", "context_assembly", "memory", "import", str(path),
+                                    "--workspace", str(workspace.root)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(1200):  # until the import waits, its transaction open (or it ended: a failure)
+                if is_waiting() or process.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert process.poll() is None, "the import ended before it could be killed"
+            process.kill()
+        finally:
+            process.wait()
+    assert workspace.export() == before
+    left = sorted(set(workspace.files()) - set(files))
+    assert all(TEMP_NAME.fullmatch(Path(name).name) for name in left), left
+
+
+@contextlib.contextmanager
+def _blocked_mid_import(workspace: Workspace) -> Iterator[Callable[[], bool]]:
+    """Hold what the import needs after its database writes began: the graph's lock (embedded; the
+    graph loads last, inside the database transaction) or the advisory lock of thread t-2's
+    appends (PostgreSQL). Yields a test of whether the import is waiting for it."""
+    if workspace.dsn is None:
+        with workspace_lock(workspace.layout, "kuzu", timeout=-1):
+            yield lambda: _sqlite_write_locked(workspace.layout.db_path)
+        return
+    import psycopg
+
+    with psycopg.connect(workspace.dsn) as holder, psycopg.connect(workspace.dsn, autocommit=True) as watcher:
+        holder.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"episodic:{workspace.project}:t-2",))
+        yield lambda: bool(watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'context-assembly' "
+            "AND wait_event_type = 'Lock'").fetchone()[0])  # type: ignore[index]
+        holder.rollback()
+
+
+def _sqlite_write_locked(database: Path) -> bool:
+    with contextlib.closing(sqlite3.connect(database, timeout=0, isolation_level=None)) as conn:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return True
+        conn.execute("ROLLBACK")
+        return False

@@ -1,27 +1,26 @@
 """Writing a checked import (`stores.importer.ImportPlan`) all or nothing, and saying what was written.
 
-The import is written in at most three transactions ("units"), in this order:
+An import is written as at most three units, each all or nothing:
 
-1. `notes`: every markdown note is first written to a temp file beside it (nothing visible yet);
-2. `database`: one transaction of the database the stores share (`StoreSet.batch()`): embedded,
-   the SQLite database holding KV, JSON, working memory, blobs, the event log, episodic turns and
-   vector documents; PostgreSQL, all of those and the knowledge graph. Collection settings files
-   this import creates are removed again when it rolls back;
-3. `graph` (embedded only): the LadybugDB graph loads in its own transaction, run inside the
-   database's and committed just before it;
+- `database`: one transaction of the database the stores share (`StoreSet.batch()`): embedded,
+  the SQLite database of KV, JSON, working memory, blobs, the event log, episodic turns and vector
+  documents; PostgreSQL, all of those and the knowledge graph. Collection settings files the
+  import creates are removed again when it rolls back;
+- `graph` (embedded only): the LadybugDB graph, one transaction of its own;
+- `notes`: markdown notes, written to temp files beside them first, then renamed into place
+  (all, or none: a failed rename puts back the notes already replaced).
 
-then the database commits, then the notes are renamed into place (all, or none: a failed rename
-puts back the notes already replaced). A failure anywhere before the database's commit leaves every
-store as it was. Only a failure of the last steps can split an import: the database's own commit
-failing after the graph committed, or the notes' renames failing after the database committed;
-the error then says which units committed and which were rolled back.
+Steps: stage the notes; open the database transaction; write everything else into it, the graph
+last (embedded: its transaction commits there); commit the database; rename the notes. A failure
+anywhere before the database's commit leaves every store as it was. Only the last steps can split
+an import: the database's commit failing after the embedded graph committed, or a rename failing
+after the database committed; the error then says which units committed and which rolled back.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from attrs import define
@@ -32,7 +31,6 @@ from .interfaces import StagedWrites
 from .kuzu.graph import load_graph_entries
 from .memory import MemoryRouter
 from .uri import parse_uri
-from .vector import settings_path
 
 COMMITTED, ROLLED_BACK, NOT_WRITTEN, PARTLY = "committed", "rolled back", "not written", "partly written"
 _WRITING = "writing"  # begun, not committed yet
@@ -97,28 +95,33 @@ def apply_import(memory: MemoryRouter, plan: ImportPlan) -> dict[str, Any]:
     message and `data["import"]`, what each unit did."""
     run = _Run(memory, plan, _units(memory, plan), Counter())
     staged: StagedWrites | None = None
-    new_settings = _missing_settings(memory, plan)
+    settings: StagedWrites | None = None
     database_done = False
     try:
         if plan.notes:
             run.enter("markdown", None)
             staged = memory.notes.stage(plan.notes)
         run.at = ("database", None)  # opening it (an unreachable server fails here)
+        if memory.vectors is not None and _collections(plan):
+            settings = memory.vectors.stage_settings(_collections(plan))
         with memory.stores.batch() if "database" in run.units else contextlib.nullcontext():
             _write_database(run)
             run.at = ("database", None)  # the commit
         database_done = True
         run.settle(_WRITING, COMMITTED)
         run.settle(PARTLY, COMMITTED)
+        if settings is not None:  # the files of new collections, now that their documents are in
+            run.at = ("database", "/collections")
+            settings.commit()
         if staged is not None:
             run.at = ("notes", None)
             run.written["markdown"] = staged.commit()
             run.settle(_WRITING, COMMITTED, notes=True)
     except BaseException as exc:
-        if staged is not None:
-            staged.discard()
+        for held in (staged, settings):
+            if held is not None:
+                held.discard()
         if not database_done:
-            _remove(new_settings)
             run.settle(_WRITING, ROLLED_BACK)
         run.settle(_WRITING, ROLLED_BACK if database_done else NOT_WRITTEN, notes=True)
         if isinstance(exc, ContextAssemblyError):
@@ -130,7 +133,7 @@ def apply_import(memory: MemoryRouter, plan: ImportPlan) -> dict[str, Any]:
 def _write_database(run: _Run) -> None:
     """Everything but the notes, inside the database's batch (the graph last, in its own transaction)."""
     memory, plan = run.memory, run.plan
-    for name, model in plan.collections.items():
+    for name, model in plan.collections.items():  # before their documents (held by `stage_settings`)
         run.enter("vector", "/collections/" + name)
         assert memory.vectors is not None  # checked by the plan
         memory.vectors.settings(name, model)
@@ -173,21 +176,13 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _missing_settings(memory: MemoryRouter, plan: ImportPlan) -> list[Path]:
-    """The settings files of the collections this import may create (they go again on a rollback)."""
-    if memory.vectors is None:
-        return []
-    names = set(plan.collections)
-    names |= {parse_uri(uri).parts[0] for _pointer, uri, _value in plan.writes if uri.startswith("vector://")}
-    paths = [settings_path(memory.layout.vectordb_dir, name) for name in sorted(names)]
-    return [path for path in paths if not path.exists()]
-
-
-def _remove(settings_files: list[Path]) -> None:
-    for path in settings_files:
-        with contextlib.suppress(OSError):
-            path.unlink()
-            path.parent.rmdir()
+def _collections(plan: ImportPlan) -> dict[str, str | None]:
+    """Every collection the import writes: name -> the model its `collections` entry names."""
+    named: dict[str, str | None] = dict(plan.collections)
+    for _pointer, uri, _value in plan.writes:
+        if uri.startswith("vector://"):
+            named.setdefault(parse_uri(uri).parts[0], None)
+    return named
 
 
 def _report(run: _Run) -> dict[str, Any]:

@@ -218,3 +218,19 @@ def test_graph_loads_join_the_batch_where_the_database_holds_the_graph(stores: S
                           [GraphEdge("default", "e", "R", "a", "b")])  # type: ignore[attr-defined]
         raise Boom
     assert stores.graph.get_node("default", "a") is None and stores.graph.get_edge("default", "e") is None
+
+
+def test_staged_collection_settings_are_written_only_on_commit(stores: StoreSet, tmp_path: Path) -> None:
+    assert stores.vectors is not None
+    vectordb = WorkspaceLayout(tmp_path / "workspace").vectordb_dir
+    staged = stores.vectors.stage_settings({"fresh": HASHING, "other": None})
+    assert stores.vectors.settings("fresh").embedding_model == HASHING  # this thread's writes use it
+    with stores.batch():
+        stores.vectors.upsert("fresh", "d", "some words", {})
+    assert not (vectordb / "fresh").exists()
+    assert staged.commit() == 2
+    assert (vectordb / "fresh" / "collection.json").is_file()
+    assert stores.vectors.settings("fresh").embedding_model == HASHING
+    stores.vectors.stage_settings({"dropped": HASHING}).discard()
+    assert not (vectordb / "dropped").exists()
+    assert "dropped" not in [c["collection"] for c in stores.vectors.list()]

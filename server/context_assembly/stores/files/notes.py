@@ -110,7 +110,10 @@ class MarkdownNotes:
         target = self.path(name)
         if target.is_dir():
             raise refuse(f"markdown note {name!r} names a directory")
-        missing = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+        missing, folder = [], target.parent
+        while created is not None and not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
