@@ -47,4 +47,5 @@ def open_embedded_stores(layout: WorkspaceLayout, database: Database | None = No
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
                     vectors=SqliteVectorStore(db, layout.vectordb_dir) if components else None, graph=graph,
                     backend="embedded", closers=[*([graph.close] if graph else []), db.close],
-                    database=db, batched=EMBEDDED_BATCHED)
+                    database=db,  # without components, a caller's vector store may sit elsewhere
+                    batched=EMBEDDED_BATCHED if components else EMBEDDED_BATCHED - {"vector"})
