@@ -301,3 +301,30 @@ def _sqlite_write_locked(database: Path) -> bool:
             return True
         conn.execute("ROLLBACK")
         return False
+
+
+def test_a_vector_store_outside_the_database_is_reported_as_written_as_it_goes(tmp_path: Path) -> None:
+    from context_assembly.errors import StorageError
+    from context_assembly.stores.importer import import_memory
+    from context_assembly.stores.memory import MemoryRouter
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorStore
+
+    layout = WorkspaceLayout(tmp_path / "ws")
+    layout.codebolt.mkdir(parents=True)
+    outside = SqliteVectorStore(Database(tmp_path / "vectors.db"), layout.vectordb_dir)  # a database of its own
+    memory = MemoryRouter(layout, vectors=outside)
+    undo = refuse_kv_key("bad", layout=layout)
+    try:
+        document = {"collections": {"docs": {"embedding_model": HASHING}},
+                    "writes": [{"uri": "vector://docs/a", "value": "text"}, {"uri": "kv://bad", "value": 1}]}
+        with pytest.raises(StorageError) as failed:
+            import_memory(memory, document, layout.codebolt)
+        assert "Partly written (not transactional): vector." in failed.value.message
+        assert failed.value.data["import"]["units"] == [
+            {"unit": "vector", "schemes": ["vector"], "state": "partly written"},
+            {"unit": "database", "schemes": ["kv"], "state": "rolled back"}]
+        assert memory.kv.list() == [] and [d["doc_uri"] for d in outside.list("docs")] == ["a"]
+    finally:
+        undo()
+        memory.close()
