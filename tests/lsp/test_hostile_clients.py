@@ -200,7 +200,7 @@ async def test_a_non_loopback_address_needs_a_token(workspace: Path) -> None:
 
 POLICY = {
     "reader": {"methods": ["memory/read", "memory/list", "contextAssembly/*"], "read": ["kv://users/*"]},
-    "writer": {"methods": ["memory/*"], "read": ["kv://*"], "write": ["kv://notes/*"]},
+    "writer": {"methods": ["memory/*"], "read": ["kv://**"], "write": ["kv://notes/*"]},
 }
 
 

@@ -33,7 +33,7 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str
     files = [f for f in load_test_files(workspace) if f.relpath == file]
     for test_file in files:
         test_file.cases = [c for c in test_file.cases if case is None or c.name == case]
-    run = run_tests(workspace, lambda request: session.runtime.assemble(request, snapshot=False), files=files)
+    run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False), files=files)
     uri = (session.root / file).as_uri()
     document = current_document(ls, uri) or load_document(uri, session.root)
     if document is not None:  # the failing cases of this text stay on the file until it changes
