@@ -10,6 +10,7 @@ from typing import Any
 from lsprotocol import types
 
 from ...editor.documents import load_document
+from ...errors import InvalidParamsError
 from ...editor.tests import EVALUATE_RULE, RUN_TEST, code_lenses
 from ...testing import load_test_files, run_tests
 from ...testing.run import as_json, evaluate_rule
@@ -50,7 +51,8 @@ def _summary(result: dict[str, Any]) -> str:
 def _arguments(args: tuple[Any, ...], count: int, what: str) -> list[Any]:
     values = list(args) + [None] * (count - len(args))
     if not isinstance(values[0], str) or any(v is not None and not isinstance(v, str) for v in values[:count]):
-        raise ValueError(f"{what} takes {count} string arguments")
+        message = f"{what} takes {count} string arguments"
+        raise InvalidParamsError(message, [{"path": "/arguments", "message": message}])
     return values[:count]
 
 
