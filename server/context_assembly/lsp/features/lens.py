@@ -10,8 +10,8 @@ from typing import Any
 from lsprotocol import types
 
 from ...editor.documents import load_document
-from ...errors import InvalidParamsError
 from ...editor.tests import EVALUATE_RULE, RUN_TEST, code_lenses
+from ...errors import InvalidParamsError
 from ...testing import load_test_files, run_tests
 from ...testing.run import as_json, evaluate_rule
 from ..server import ContextAssemblyServer
