@@ -105,7 +105,11 @@ class Executor:
         except ContextAssemblyError:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
-        return _fingerprint(definition), orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations
+        try:
+            return _fingerprint(definition), orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), \
+                key_generations
+        except orjson.JSONEncodeError:  # an integer past 64 bits: run uncached, the step says what is wrong
+            return None
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],

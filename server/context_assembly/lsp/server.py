@@ -34,7 +34,6 @@ from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import METHODS
-from ..methods.access import ForbiddenError, check_call, grant_for, log_refusal, token_name
 from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
@@ -42,6 +41,7 @@ from .protocol import ContextAssemblyProtocol
 
 if TYPE_CHECKING:
     from ..methods import Session
+    from ..methods.access import ForbiddenError
     from ..methods.session import SharedRuntimes
     from .editor_state import EditorState
 
@@ -119,6 +119,10 @@ class ContextAssemblyServer(LanguageServer):
         session.position_encoding = self.position_encoding
         for problem in session.set_settings(settings):
             logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
+        if self.tokens:  # the policy of the settings file, read again at every check
+            from ..methods.access import Access, settings_policy
+
+            session.access = Access(self.token_name or "", settings_policy(session.workspace), self.log_refusal)
         return session
 
     def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> None:
@@ -142,29 +146,22 @@ class ContextAssemblyServer(LanguageServer):
         """Check `initializationOptions.token`; a refusal is logged and closes the connection."""
         if not self.tokens:
             return
-        name = token_name(self.tokens, presented)
+        from ..methods import access  # late: the policy matches URI patterns (only a server with tokens asks)
+
+        name = access.token_name(self.tokens, presented)
         if name is not None:
             self.token_name = name
             return
         self.token_name = None
-        error = ForbiddenError("a valid token is required: pass it as initializationOptions.token",
+        error = access.ForbiddenError("a valid token is required: pass it as initializationOptions.token",
                                {"method": "initialize", "token": None})
         self.log_refusal(error)
         self.request_stop()  # after the answer goes out: the transport closes the connection
         raise JsonRpcException(code=error.code, message=error.message)
 
-    def check_access(self, method: str, params: Any) -> None:
-        """Raise a -32004 error when this client's token may not make this call (logged)."""
-        if not self.tokens:
-            return
-        name = self.token_name or ""
-        try:
-            check_call(grant_for(self.require_session().settings().access, name), name, method, params)
-        except ForbiddenError as error:
-            self.log_refusal(error)
-            raise
-
     def log_refusal(self, error: ForbiddenError) -> None:
+        from ..methods.access import log_refusal
+
         if self.session is not None:
             log_refusal(self.session.runtime.memory, error, self.peer)
         elif self.runtimes is not None and self.pinned_root is not None:
