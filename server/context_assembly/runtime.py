@@ -99,3 +99,4 @@ class Runtime:
         self.executor.close()
         self.assembler.summaries.close()
         self.memory.close()
+        self.loader.close()
