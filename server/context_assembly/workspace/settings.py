@@ -20,6 +20,7 @@ class StoreSettings:
     backend: str = "embedded"
     dsn: str | None = None  # postgres: the connection string (CONTEXT_ASSEMBLY_DSN overrides it)
     project: str | None = None  # postgres: the project key (default: the workspace folder's name)
+    invalidation: str = "notify"  # postgres: generations pushed by LISTEN/NOTIFY, or "read" before each use
 
 
 @define
