@@ -173,3 +173,32 @@ def test_check_reports_a_cypher_view_when_the_backend_is_postgres(tmp_path: Path
     assert stores.graph is not None
     with pytest.raises(InvalidParamsError, match="embedded graph only"):
         stores.graph.run_view("owners", {})
+
+
+def test_sidecars_patching_one_document_at_once_lose_nothing(postgres_dsn: str, tmp_path: Path) -> None:
+    """Four processes, each with its own pool, patch members of one JSON document and append to one
+    thread and one log at the same time: every write lands (row locks, not read-modify-write)."""
+    import multiprocessing
+
+    from .workers import pg_patch_one_document
+
+    project, count, workers = fresh_project(), 25, ["w0", "w1", "w2", "w3"]
+    stores = pg_stores(tmp_path, postgres_dsn, project)
+    stores.json_docs.put("plan", {"seen": {}})
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Event()
+    processes = [spawn.Process(target=pg_patch_one_document, args=(postgres_dsn, project, w, count, start))
+                 for w in workers]
+    for process in processes:
+        process.start()
+    start.set()
+    for process in processes:
+        process.join(300)
+        assert process.exitcode == 0
+    found, plan = stores.json_docs.get("plan")
+    assert found and {w: plan[w] for w in workers} == {w: count - 1 for w in workers}
+    assert set(plan["seen"]) == {f"{w}-{i}" for w in workers for i in range(count)}
+    turns = stores.episodic.recent("shared", 1000)
+    assert [t["seq"] for t in turns] == list(range(1, len(workers) * count + 1))
+    assert len(stores.events.search("audit", limit=1000)) == len(workers) * count
+    stores.close()
