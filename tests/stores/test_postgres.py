@@ -202,3 +202,26 @@ def test_sidecars_patching_one_document_at_once_lose_nothing(postgres_dsn: str, 
     assert [t["seq"] for t in turns] == list(range(1, len(workers) * count + 1))
     assert len(stores.events.search("audit", limit=1000)) == len(workers) * count
     stores.close()
+
+
+def test_a_small_collection_in_a_big_table_still_gets_its_k_nearest(postgres_dsn: str, tmp_path: Path) -> None:
+    """HNSW filters the index's candidates by collection afterwards: with few candidates (ef_search
+    10) a collection that is a tenth of the table gets a short answer, which is asked again exactly."""
+    from context_assembly.stores.embedding import HASHING
+    from context_assembly.stores.postgres.vector import PgVectorStore
+
+    root = tmp_path / "ws"
+    stores = open_stores(WorkspaceLayout(root), StoreSettings(backend="postgres", dsn=postgres_dsn,
+                                                              project=fresh_project(), ef_search=10))
+    vectors = stores.vectors
+    assert isinstance(vectors, PgVectorStore)
+    for name in ("big", "small"):
+        vectors.settings(name, HASHING)
+    vectors.upsert_many("big", [(f"b{i}", f"login timeout session {i} retry queue {i % 7}", {}) for i in range(4000)])
+    vectors.upsert_many("small", [(f"s{i}", f"banana bread recipe {i}", {}) for i in range(400)])
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE ca_vector_chunks")
+    hits = vectors.search("small", "login timeout session retry", top_k=5, mode="vector")
+    assert len(hits) == 5 and all(h["doc_uri"].startswith("s") for h in hits)
+    assert vectors.index.exact_retries >= 1  # type: ignore[attr-defined]
+    stores.close()

@@ -34,7 +34,7 @@ def workspace(root: Path, settings: object) -> Path:
 @pytest.mark.parametrize(("stores", "expected"), [
     ({"backend": "postgres", "dns": "x"}, ["/stores/dns: unknown key (did you mean 'dsn'?)"]),
     ({"projct": "p", "zzz": 1}, ["/stores/projct: unknown key (did you mean 'project'?)",
-                                 "/stores/zzz: unknown key (allowed: backend, dsn, project, invalidation)"]),
+                                 "/stores/zzz: unknown key (allowed: backend, dsn, project, invalidation, ef_search)"]),
     ({"backend": "mysql"}, ["/stores/backend: 'mysql' is not a known store backend; expected one of: embedded, "
                             "postgres"]),
     ({"invalidation": "push"}, ["/stores/invalidation: 'push' is not a known cache invalidation; expected one "

@@ -213,6 +213,10 @@ def settings(src: Sources) -> Schema:
                                       "window at all between a write and its effect elsewhere, one round trip "
                                       "more per assembly"),
                                  )), "notify", title="Cache invalidation"),
+            "ef_search": described({"type": "integer", "minimum": 10, "maximum": 1000}, "postgres: how many "
+                                   "candidates an HNSW vector search looks at (pgvector's hnsw.ef_search, set per "
+                                   "search): higher finds more of the exact nearest chunks and takes longer "
+                                   "(bench/stores measures both).", 100),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
         "budget": _budget(src),

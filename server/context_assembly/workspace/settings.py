@@ -23,6 +23,7 @@ class StoreSettings:
     dsn: str | None = None  # postgres: the connection string (CONTEXT_ASSEMBLY_DSN overrides it)
     project: str | None = None  # postgres: the project key (default: the workspace folder's name)
     invalidation: str = "notify"  # postgres: generations pushed by LISTEN/NOTIFY, or "read" before each use
+    ef_search: int = 100  # postgres: HNSW candidates per vector search (recall against speed)
 
 
 @define

@@ -44,5 +44,6 @@ def open_postgres_stores(layout: WorkspaceLayout, settings: StoreSettings) -> St
     return StoreSet(kv=PgKVStore(db), json_docs=PgJsonStore(db), events=PgEventLog(db),
                     episodic=PgEpisodicStore(db), working=PgWorkingMemory(db), blobs=PgBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
-                    vectors=PgVectorStore(db, layout.vectordb_dir), graph=PgGraph(db, layout),
+                    vectors=PgVectorStore(db, layout.vectordb_dir, ef_search=settings.ef_search),
+                    graph=PgGraph(db, layout),
                     backend="postgres", closers=[db.close], migrator=db.migrate)
