@@ -225,3 +225,28 @@ def test_a_small_collection_in_a_big_table_still_gets_its_k_nearest(postgres_dsn
     assert len(hits) == 5 and all(h["doc_uri"].startswith("s") for h in hits)
     assert vectors.index.exact_retries >= 1  # type: ignore[attr-defined]
     stores.close()
+
+
+def test_migration_3_gives_existing_hnsw_indexes_the_new_build_parameters(postgres_dsn: str) -> None:
+    import uuid
+
+    from context_assembly.stores.postgres.migrations import HNSW_EF_CONSTRUCTION, HNSW_M, MIGRATIONS, hnsw_index_sql
+
+    name = f"m3_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(postgres_dsn.replace("/postgres?", f"/{name}?"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE ca_schema_version (version integer PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, sql in MIGRATIONS[:2]:  # a database as version 2 left it, with an index of its making
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO ca_schema_version(version) VALUES (%s)", (version,))
+        conn.execute("CREATE INDEX ca_vector_chunks_hnsw_8 ON ca_vector_chunks USING hnsw "
+                     "((embedding::vector(8)) vector_cosine_ops) WHERE dimension = 8")
+        assert migrate(conn) == list(range(3, LATEST + 1))
+        conn.execute(hnsw_index_sql(16))
+        rows = conn.execute("SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'ca_vector_chunks_hnsw_%' "
+                            "ORDER BY relname").fetchall()
+    expected = sorted([f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"])
+    assert [(n, sorted(o)) for n, o in rows] == [("ca_vector_chunks_hnsw_16", expected),
+                                                 ("ca_vector_chunks_hnsw_8", expected)]
