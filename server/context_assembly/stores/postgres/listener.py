@@ -131,6 +131,10 @@ class GenerationListener:
                 logger.info("generation listener lost its connection (%s); reading generations from the database "
                             "until it is back", str(exc).strip().splitlines()[0] if str(exc).strip() else exc)
                 failures += 1
+            except Exception:  # a bug must not end the listener for good: the cache reads meanwhile
+                logger.exception("generation listener failed; reading generations from the database until it "
+                                 "is back")
+                failures += 1
             finally:
                 self._distrust()
             self._stop.wait(RETRY_S[min(failures, len(RETRY_S)) - 1] if failures else 0)
