@@ -18,6 +18,9 @@ The NOTIFY goes in a transaction of its own right after the write's commit, not 
 PostgreSQL serialises the commits of notifying transactions under one lock held through the
 flush to disk, which would cost concurrent writers their overlapping flushes. The listeners
 re-read the counts every few seconds, which covers a writer dying between the two.
+
+`batch()` holds one pooled connection for the thread until the block ends: every store's write
+on that thread joins its transaction (as a savepoint), so the batch commits or rolls back whole.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class PgDatabase:
         self.applied: list[int] = []  # the migrations this process applied on its first connect
         self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
         self._lock = threading.Lock()
+        self._held = threading.local()  # the connection of this thread's batch()
 
     def _ready(self) -> psycopg_pool.ConnectionPool:
         if not self.dsn:
@@ -80,13 +84,40 @@ class PgDatabase:
                     self._migrated = True
         return self._pool
 
+    def in_batch(self) -> bool:
+        """Whether this thread's writes are inside a `batch()` (not committed until it ends)."""
+        return getattr(self._held, "conn", None) is not None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction around every write made on this thread until the block ends: all of them
+        commit at its end, or none (an exception rolls the batch back). A batch inside a batch joins it."""
+        if self.in_batch():
+            yield
+            return
+        with self.connection() as conn, conn.transaction():  # the outer block: inner ones are savepoints
+            self._held.conn = conn
+            try:
+                yield
+            finally:
+                self._held.conn = None
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction: committed on success, rolled back on error."""
+        """A pooled connection inside one transaction: committed on success, rolled back on error
+        (inside a `batch()`, the batch's connection, in a savepoint). The write counts bumped in it are
+        announced once it commits (a batch's, when the whole batch commits)."""
+        held = getattr(self._held, "conn", None)
         outer = getattr(self._writes, "bumped", None)
         bumped: list[tuple[str, str, int]] = []
         self._writes.bumped = bumped
         try:
+            if held is not None:
+                with held.transaction():
+                    yield held
+                if outer is not None:  # the savepoint held: its counts go with the batch's
+                    outer.extend(bumped)
+                return
             with self._ready().connection() as conn:
                 yield conn
                 if bumped:
