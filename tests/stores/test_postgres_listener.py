@@ -170,3 +170,24 @@ def test_a_malformed_notification_is_ignored(postgres_dsn: str, tmp_path: Path,
         assert assemble(runtime)[0] == "ok"
     finally:
         runtime.close()
+
+
+def test_a_batch_announces_its_counts_when_it_commits_and_a_rolled_back_one_nothing(
+        pair: tuple[Runtime, Runtime]) -> None:
+    alpha, beta = pair
+    alpha.memory.write("kv://users/ada", "one")
+    before = alpha.memory.generation("kv")  # starts alpha's listener too
+    assemble(beta)
+    for runtime in pair:
+        wait(runtime, "vouching for its counts", lambda it: it.trusted())
+    with pytest.raises(RuntimeError), alpha.memory.stores.batch():
+        alpha.memory.write("kv://users/ada", "never")
+        raise RuntimeError("the batch fails")
+    assert listener(alpha).value("kv") == before and alpha.memory.read("kv://users/ada")["value"] == "one"
+    with alpha.memory.stores.batch():
+        alpha.memory.write("kv://users/ada", "two")
+        alpha.memory.write("kv://users/bob", "three")
+    assert alpha.memory.generation("kv") == before + 2
+    wait(beta, "the batch's counts", lambda it: it.value("kv") == before + 2)
+    status, text = assemble(beta)
+    assert status == "ok" and "two" in text
