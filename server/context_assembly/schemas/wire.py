@@ -205,6 +205,18 @@ def settings(src: Sources) -> Schema:
             "project": described({"type": "string", "minLength": 1, "maxLength": 128}, "The project key in the "
                                  "shared database (default: the workspace folder's name); sidecars with the "
                                  "same key share every store."),
+            "invalidation": enum(("notify", "read"), "postgres: how a sidecar learns that another one wrote, "
+                                 "so its cached pipeline results are not used.\n" + listing((
+                                     ("notify", "pushed by the database (LISTEN/NOTIFY) and kept in memory; "
+                                      "read from the database before each use while the push is not proven live"),
+                                     ("read", "read from the database before each use of a cached result: no "
+                                      "window at all between a write and its effect elsewhere, one round trip "
+                                      "more per assembly"),
+                                 )), "notify", title="Cache invalidation"),
+            "ef_search": described({"type": "integer", "minimum": 10, "maximum": 1000}, "postgres: how many "
+                                   "candidates an HNSW vector search looks at (pgvector's hnsw.ef_search, set per "
+                                   "search): higher finds more of the exact nearest chunks and takes longer "
+                                   "(bench/stores measures both).", 100),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
         "budget": _budget(src),
