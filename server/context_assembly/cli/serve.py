@@ -47,6 +47,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--tls-key", type=Path, metavar="FILE", help="TCP/WebSocket over TLS: the private key (PEM)")
     parser.add_argument("--max-connections", type=int, default=16, metavar="N",
                         help="TCP/WebSocket: at most N clients at once (default: 16)")
+    parser.add_argument("--workers", type=int, default=8, metavar="N",
+                        help="threads that run requests, shared by every connection (default: 8)")
     parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="logging on stderr (default: WARNING)")
     parser.set_defaults(run=run)
@@ -92,6 +94,7 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
 
     from ..lsp.server import build_server
     from ..lsp.transports import Network, run_network
+    from ..lsp.workers import pool
     from ..methods.access import load_tokens
     from ..methods.session import SharedRuntimes
 
@@ -107,6 +110,8 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         return _fail("TLS needs both --tls-cert and --tls-key")
     if args.max_connections < 1:
         return _fail("--max-connections must be at least 1")
+    if args.workers < 1:
+        return _fail("--workers must be at least 1")
     context = None
     if args.tls_cert is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -115,6 +120,7 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         except (OSError, ssl.SSLError) as exc:
             return _fail(f"cannot load the TLS certificate and key: {exc}")
     runtimes = SharedRuntimes()
-    network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens),
+    workers = pool(args.workers)  # one pool for every connection: N clients never mean N pools
+    network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens, shared_workers=workers),
                       max_connections=args.max_connections, ssl=context)
     return run_network(network, transport, host, port)
