@@ -8,8 +8,11 @@ each looping over: an assembly (a different task text each time), `contextAssemb
 a `memory/write` (a new key each time, so the stores' write generations keep moving and cached
 pipeline results go stale), a `memory/read`, and an editor edit (`didOpen` once, then `didChange`
 of a rule file, whose diagnostics are pushed). The server's RSS (VmRSS of /proc/<pid>/status) is
-sampled every --sample-s seconds; the table shows it over time, with the growth per minute in the
-first and the second half (a plateau: the second half's growth near zero).
+sampled every --sample-s seconds, with its anonymous and file-backed parts, its threads and its
+SQLite connections (descriptors on project.db: one per thread that touched the database); the
+table shows them over time, with the RSS growth per minute in the first and the second half (a
+plateau: the second half's growth near zero). `--env NAME=VALUE` passes a variable to the server
+(e.g. MALLOC_ARENA_MAX=2, to tell allocator arenas apart from what the program keeps).
 
 `--trace` runs the same calls in this process (one session, no transport) under tracemalloc and
 prints the lines whose allocations grew most between one third of the run and its end: what a
