@@ -95,7 +95,7 @@ def db_handles(pid: int) -> int:
     return count
 
 
-async def client_loop(port: int, root: Path, index: int, until: float, done: list[int]) -> None:
+async def client_loop(port: int, root: Path, index: int, until: float, done: list[int], editor: bool = True) -> None:
     connection = Connection()
     await connection.connect_tcp("127.0.0.1", port)
     await connection.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
@@ -110,8 +110,9 @@ async def client_loop(port: int, root: Path, index: int, until: float, done: lis
         for method, params in calls(n, index):
             await connection.request(method, params)
         edited = text.replace('"planning"', f'"planning-{n % 5}"', 1)
-        connection.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
-                                                     "contentChanges": [{"text": edited}]})
+        if editor:
+                connection.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
+                                                         "contentChanges": [{"text": edited}]})
         done[index] += 1
     await connection.close()
 
@@ -147,7 +148,8 @@ async def soak(args: argparse.Namespace) -> list[Sample]:
     started = time.monotonic()
     until = started + args.minutes * 60
     done = [0] * args.clients
-    loops = [asyncio.ensure_future(client_loop(port, root, i, until, done)) for i in range(args.clients)]
+    loops = [asyncio.ensure_future(client_loop(port, root, i, until, done, not args.no_editor))
+             for i in range(args.clients)]
     samples = [sample(process.pid, 0.0, 0)]
     while not all(loop.done() for loop in loops):
         await asyncio.sleep(args.sample_s)
@@ -204,6 +206,7 @@ def main() -> int:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the server (e.g. MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--no-editor", action="store_true", help="leave the editor edits out of the load")
     parser.add_argument("--verbose", action="store_true", help="print each sample as it is taken")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "soak")
     args = parser.parse_args()
