@@ -225,7 +225,8 @@ def settings(src: Sources) -> Schema:
             "min_score": _number("Tools less similar to the task than this are left out.", 0.1, 1),
         }),
         "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
-                      "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
+                      "with a clear error.", {spec.name: {**integer(spec.description, spec.minimum, spec.default),
+                                                         "maximum": spec.maximum}
                                               for spec in LIMITS if spec.settable}),
         "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
                    "methods it may call and the memory URIs it may read and write (glob patterns). Read "
