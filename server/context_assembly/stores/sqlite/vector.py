@@ -10,7 +10,10 @@ collection's embeddings are held as one contiguous float32 matrix, scored with a
 matrix-vector product and cut with `argpartition`. The matrix is cached per process and keyed on
 the collection's write generation (`generations` row `vector:<collection>`), so a write by any
 process makes the next search reload it; this process's own writes patch the cached matrix in
-place of a reload when nothing else wrote in between. Full-text-k is exact BM25 (FTS5 `bm25()`),
+place of a reload when nothing else wrote in between. A collection of `ann.ANN_MIN_CHUNKS` chunks or
+more gets an approximate index (`stores.sqlite.ann`, built in the background from the matrix, then
+persisted and kept in step the same way: own writes patch it, others' are caught up from the
+table); its candidates are re-scored exactly here. Full-text-k is exact BM25 (FTS5 `bm25()`),
 computed so that common query words do not make it score most of the index (see `_bm25_split`).
 """
 
@@ -27,8 +30,7 @@ from typing import Any
 
 import numpy as np
 import orjson
-from attrs import define, frozen
-from numpy.typing import NDArray
+from attrs import define
 
 from ...errors import ConflictError, StorageError
 from ...workspace.layout import WorkspaceLayout
@@ -36,14 +38,20 @@ from ..embedding import Matrix
 from ..vector import Records
 from ..vector_collections import VectorCollections, fts_terms
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
+from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
+from .vector_ann import AnnSearch, cosine_scores, rows_matrix
+from .vector_ann import MatrixIndex as _Index
+from .vector_ann import collection_store as _collection_store
+from .vector_ann import store_generation as _generation
+
+__all__ = ["SqliteVectorIndex", "SqliteVectorStore", "cosine_scores", "fts_query"]
 
 STORE = "vector"
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
 RARE_SHARE = 0.02  # a keyword in at most this share of all chunks is "rare" (see _bm25_split)
 BM25_K1 = 1.2  # FTS5's bm25() constant
 
-_BLOB = np.dtype("<f4")
 
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
@@ -70,12 +78,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         "INSERT INTO vector_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
         "CREATE TRIGGER IF NOT EXISTS vector_chunks_ad AFTER DELETE ON vector_chunks BEGIN "
         "INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+        # The token an ANN index file must carry to be trusted (a recreated database has none).
+        "CREATE TABLE IF NOT EXISTS vector_ann (collection TEXT PRIMARY KEY, token TEXT NOT NULL)",
     ):
         conn.execute(statement)
-
-
-def _collection_store(collection: str) -> str:
-    return f"{STORE}:{collection}"
 
 
 def fts_query(text: str | list[str]) -> str:
@@ -86,25 +92,6 @@ def fts_query(text: str | list[str]) -> str:
     """
     terms = fts_terms(text) if isinstance(text, str) else text
     return " OR ".join(f'"{term}"' for term in terms)
-
-
-def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
-    """matrix @ query for unit rows, i.e. the cosines.
-
-    numpy's einsum loop, not BLAS gemv: measured on a 2-core machine it streams a 100k x 256 matrix
-    in ~5 ms, while OpenBLAS's threaded gemv took 10-20 ms (its threads fight for the two cores).
-    """
-    return np.einsum("ij,j->i", matrix, query)
-
-
-@frozen
-class _Index:
-    """One collection's embeddings as of `generation`: row i of `matrix` is chunk `ids[i]`."""
-
-    generation: int
-    model: str
-    ids: NDArray[np.int64]
-    matrix: Matrix
 
 
 @define
@@ -132,13 +119,16 @@ def _idf(total: int, hits: int) -> float:
 
 
 class SqliteVectorIndex:
-    """`VectorIndex` over the workspace database: exact cosine over a cached matrix, FTS5 BM25."""
+    """`VectorIndex` over the workspace database: exact cosine over a cached matrix (an ANN index
+    proposing candidates for large collections), FTS5 BM25."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, ann_min_chunks: int = ANN_MIN_CHUNKS) -> None:
         self._db = db
         self._indexes: dict[str, _Index] = {}
         self._term_stats: _TermStats | None = None
         self._lock = threading.Lock()
+        self.ann_min_chunks = ann_min_chunks
+        self.ann = AnnSearch(db, self._snapshot, self._write, self._forget_matrix)
         db.register(STORE, _migrate)
 
     # --- writes ------------------------------------------------------------------------------
@@ -244,9 +234,15 @@ class SqliteVectorIndex:
     # --- search legs -------------------------------------------------------------------------
 
     def _vector(self, collection: str, q: Matrix, limit: int, min_score: float) -> Ranked:
+        if limit <= MAX_LIMIT:
+            ann = self.ann.current(collection)
+            if ann is not None:
+                return self.ann.nearest(collection, ann, q, limit, min_score)
         index = self._index(collection)
         if index is None or not len(index.ids):
             return []
+        if len(index.ids) >= self.ann_min_chunks:
+            self.ann.start_build(collection, index)
         scores = cosine_scores(index.matrix, q)
         n = len(scores)
         top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
@@ -338,14 +334,13 @@ class SqliteVectorIndex:
                 return None
             rows = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? ORDER BY id",
                                 (collection,)).fetchall()
-        model, dimension = str(row[0]), int(row[1])
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=_BLOB).astype(np.float32, copy=False)
-        return _Index(generation, model, ids, matrix.reshape(len(rows), dimension))
+        ids, matrix = rows_matrix(rows, int(row[1]))
+        return _Index(generation, str(row[0]), ids, matrix)
 
     def _patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
                vectors: Matrix) -> None:
-        """Apply this process's own write to the cached matrix, if it was current just before it."""
+        """Apply this process's own write to the cached matrix and ANN index, if current just before it."""
+        self.ann.patch(collection, before, model, removed, new_ids, vectors)
         with self._lock:
             index = self._indexes.get(collection)
             if index is None or index.generation != before or index.model != model:
@@ -358,6 +353,15 @@ class SqliteVectorIndex:
                 ids = np.concatenate((ids, np.asarray(new_ids, dtype=np.int64)))
                 matrix = np.concatenate((matrix, vectors))
             self._indexes[collection] = _Index(before + 1, model, ids, np.ascontiguousarray(matrix))
+
+    def build_ann(self, collection: str) -> bool:
+        """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
+        index = self._index(collection)
+        return index is not None and self.ann.build_now(collection, index)
+
+    def _forget_matrix(self, collection: str) -> None:
+        with self._lock:
+            self._indexes.pop(collection, None)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -408,11 +412,6 @@ def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uri: str) -> l
     if ids:
         conn.execute("DELETE FROM vector_chunks WHERE collection = ? AND doc_uri = ?", (collection, doc_uri))
     return ids
-
-
-def _generation(conn: sqlite3.Connection, store: str) -> int:
-    row = conn.execute("SELECT value FROM generations WHERE store = ?", (store,)).fetchone()
-    return int(row[0]) if row else 0
 
 
 class SqliteVectorStore(VectorCollections):
