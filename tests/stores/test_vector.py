@@ -361,5 +361,10 @@ def test_keyword_top_k_equals_the_fts5_bm25_ranking(keyword_store: SqliteVectorS
                                                     limit: int, collection: str) -> None:
     terms = fts_terms(" ".join(words))
     got = keyword_store.index._keyword(collection, terms, limit)
-    want = keyword_store.index._bm25(collection, fts_query(terms), limit)
-    assert got == want  # the same chunks, in the same order, with bit-identical scores
+    conn = keyword_store.index._db.connection()
+    reference = conn.execute(  # FTS5's ranking of every match in the collection, written plainly
+        "SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts JOIN vector_chunks c "
+        "ON c.id = vector_chunks_fts.rowid WHERE vector_chunks_fts MATCH ? AND c.collection = ? "
+        "ORDER BY s DESC, c.id LIMIT ?", (fts_query(terms), collection, limit)).fetchall()
+    assert got == reference  # the same chunks, in the same order, with bit-identical scores
+    assert keyword_store.index._bm25(collection, fts_query(terms), limit) == reference

@@ -22,22 +22,25 @@ plain FTS5 query runs.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections import Counter
 
-from attrs import define
+from attrs import define, field
 
 from ..vector_index import Ranked
 from .database import Database
 
 STORE = "vector"
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
-MAX_RARE_SHARE = 0.15  # R stops growing once its words are in this share of all chunks
+MAX_RARE_SHARE = 0.05  # R: the rarest words, together in at most this share of all chunks
+MAX_CANDIDATES = 1000  # at most this many chunks re-scored over every word (~20 us each)
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 TOKENIZE = "unicode61 remove_diacritics 2"
 FTS = "vector_chunks_fts"
 
 Terms = list[str]
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def fts_query(terms: Terms) -> str:
@@ -84,6 +87,15 @@ class IndexStats:
     rows: int
     avgdl: float
     df: dict[str, int]
+    chunks: dict[str, int] = field(factory=dict)  # per collection
+
+    def holds_all(self, conn: sqlite3.Connection, collection: str) -> bool:
+        """Whether every chunk of the index belongs to `collection`."""
+        count = self.chunks.get(collection)
+        if count is None:
+            count = self.chunks[collection] = int(conn.execute(
+                "SELECT count(*) FROM vector_chunks WHERE collection = ?", (collection,)).fetchone()[0])
+        return count == self.rows
 
     def doc_count(self, conn: sqlite3.Connection, term: str) -> int:
         """Chunks holding `term`; 0 for a term the index tokenizes differently."""
@@ -103,17 +115,19 @@ class KeywordSearch:
 
     def bm25(self, collection: str, match: str, limit: int | None) -> Ranked:
         """(chunk id, BM25) of the collection's chunks matching `match`, best first (all when no limit)."""
-        # CROSS JOIN pins the FTS match as the outer loop: left free, the planner may walk the whole
-        # collection and probe the FTS index once per chunk.
-        sql = (f"SELECT c.id, -bm25({FTS}) AS s FROM {FTS} "
-               f"CROSS JOIN vector_chunks c INDEXED BY vector_chunks_by_collection ON c.id = {FTS}.rowid "
-               f"WHERE {FTS} MATCH ? AND c.collection = ?")
-        if limit is None:
-            rows = self._db.connection().execute(sql, (match, collection)).fetchall()
+        conn = self._db.connection()
+        if self.stats().holds_all(conn, collection):  # the only collection: no per-match membership test
+            sql = f"SELECT rowid, -bm25({FTS}) AS s FROM {FTS} WHERE {FTS} MATCH ? ORDER BY s DESC, rowid"
+            params: tuple[object, ...] = (match,)
         else:
-            rows = self._db.connection().execute(sql + " ORDER BY s DESC, c.id LIMIT ?",
-                                                 (match, collection, limit)).fetchall()
-        return [(int(i), float(s)) for i, s in rows]
+            # Ranked first, then tested for membership in that order until `limit` are found.
+            sql = (f"SELECT id, s FROM (SELECT rowid AS id, -bm25({FTS}) AS s FROM {FTS} WHERE {FTS} MATCH ? "
+                   "ORDER BY s DESC, rowid) AS m WHERE EXISTS (SELECT 1 FROM vector_chunks c INDEXED BY "
+                   "vector_chunks_by_collection WHERE c.collection = ? AND c.id = m.id)")
+            params = (match, collection)
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", (*params, limit)
+        return [(int(i), float(s)) for i, s in conn.execute(sql, params).fetchall()]
 
     def top(self, collection: str, terms: Terms, limit: int) -> Ranked:
         """Exactly `bm25(collection, fts_query(terms), limit)`, usually without scoring every match."""
@@ -143,23 +157,22 @@ class KeywordSearch:
         conn = self._db.connection()
         counts = {t: stats.doc_count(conn, t) for t in terms}
         order = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
-        bounds = {t: idf(stats.rows, counts[t]) * (K1 + 1.0) for t in order}
-        covered = 0
-        for cut in range(1, len(order)):
-            covered += counts[order[cut - 1]]
-            if covered > MAX_RARE_SHARE * stats.rows:
-                return None
-            rest = sum(bounds[t] for t in order[cut:])  # U: the most the other words add to any chunk
-            partial = self.bm25(collection, fts_query(order[:cut]), None)
-            if len(partial) < limit:
-                continue
-            kth = sorted((s for _, s in partial), reverse=True)[limit - 1]
-            if kth < rest:
-                continue
-            candidates = [i for i, s in partial if s > kth - rest]
-            scores = self._full_scores(conn, candidates, terms, stats)
-            return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-        return None
+        cut, covered = 0, 0
+        while cut < len(order) - 1 and covered + counts[order[cut]] <= MAX_RARE_SHARE * stats.rows:
+            covered += counts[order[cut]]
+            cut += 1
+        if not cut:
+            return None
+        # U: the most the other words can add to any chunk (each adds less than idf * (k1 + 1))
+        rest = sum(idf(stats.rows, counts[t]) * (K1 + 1.0) for t in order[cut:])
+        partial = self.bm25(collection, fts_query(order[:cut]), None)
+        if len(partial) < limit or partial[limit - 1][1] < rest:
+            return None  # chunks without a rare word could still rank: the full query decides
+        candidates = [i for i, s in partial if s > partial[limit - 1][1] - rest]
+        if len(candidates) > MAX_CANDIDATES:
+            return None
+        scores = self._full_scores(conn, candidates, terms, stats)
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
     def _full_scores(self, conn: sqlite3.Connection, ids: list[int], terms: Terms,
                      stats: IndexStats) -> dict[int, float]:
@@ -177,7 +190,24 @@ class KeywordSearch:
         return scores
 
     def _tokenize(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, Counter[str]]:
-        """Each chunk's token counts, by the index's own tokenizer (a scratch FTS5 table in temp)."""
+        """Each chunk's token counts, as the index's tokenizer counts them: for ASCII text, runs of
+        letters and digits, lower-cased (what unicode61 does); other text through the tokenizer
+        itself, in a scratch FTS5 table in temp."""
+        out: dict[int, Counter[str]] = {}
+        other = []
+        for start in range(0, len(ids), 500):
+            batch = ids[start:start + 500]
+            for chunk_id, text in conn.execute(
+                    f"SELECT id, text FROM vector_chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
+                if text.isascii():
+                    out[chunk_id] = Counter(_ASCII_TOKEN.findall(text.lower()))
+                else:
+                    other.append(chunk_id)
+        if other:
+            out.update(self._tokenize_by_fts(conn, other))
+        return out
+
+    def _tokenize_by_fts(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, Counter[str]]:
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_scratch USING fts5(text, tokenize='{TOKENIZE}')")
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_scratch_vocab "
                      "USING fts5vocab(temp, keyword_scratch, instance)")
