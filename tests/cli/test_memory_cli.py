@@ -76,9 +76,14 @@ def test_import_seeds_the_example_idempotently(example_copy: Path, capsys: pytes
     seed = str(example_copy / "seed.json")
     for _ in range(2):
         status, out, _ = run(capsys, "import", seed, "--workspace", str(example_copy))
-        assert status == 0 and out["imported"] == {"writes": 12, "threads": 1, "turns": 3, "nodes": 12, "edges": 15,
-                                                   "stores": out["imported"]["stores"]}
-        assert sum(out["imported"]["stores"].values()) == 12
+        imported = out["imported"]
+        assert status == 0 and {k: imported[k] for k in ("writes", "threads", "turns", "nodes", "edges")} == {
+            "writes": 12, "threads": 1, "turns": 3, "nodes": 12, "edges": 15}
+        assert sum(imported["stores"].values()) == 12
+        assert imported["written"] == {**imported["stores"], "episodic": 3, "graph": 27}
+        assert imported["units"] == [
+            {"unit": "graph", "schemes": ["graph"], "state": "committed"},
+            {"unit": "database", "schemes": ["episodic", "json", "kv", "vector", "working"], "state": "committed"}]
     _, turns, _ = run(capsys, "read", "episodic://t-42", "--workspace", str(example_copy))
     assert len(turns["value"]) == 3  # replaced, not appended twice
     _, prefs, _ = run(capsys, "read", "kv://users/u-ada", "--workspace", str(example_copy))
@@ -118,8 +123,11 @@ def test_import_takes_an_inline_graph_and_names_edges_without_ids(tmp_path: Path
                                           "edges": [{"kind": "R", "from": "a", "to": "b"}]}}))
     for _ in range(2):  # the generated id is stable: importing twice gives one edge
         status, out, _ = run(capsys, "import", str(seed), "--workspace", str(tmp_path))
-        assert status == 0 and out["imported"] == {"writes": 2, "threads": 0, "turns": 0, "nodes": 2, "edges": 1,
-                                                   "stores": {"kv": 1, "json": 1}}
+        assert status == 0 and out["imported"] == {
+            "writes": 2, "threads": 0, "turns": 0, "nodes": 2, "edges": 1, "stores": {"kv": 1, "json": 1},
+            "written": {"graph": 3, "json": 1, "kv": 1},
+            "units": [{"unit": "graph", "schemes": ["graph"], "state": "committed"},
+                      {"unit": "database", "schemes": ["json", "kv"], "state": "committed"}]}
     from context_assembly.stores.kuzu.graph import generated_edge_id
 
     uri = f"graph://default/edge/{generated_edge_id('R', 'a', 'b')}"

@@ -24,7 +24,14 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Read, write, delete or list the workspace's memory by store URI, as the memory/* "
                     "JSON-RPC calls do, and print the result as JSON. VALUE is JSON ('-' reads it from "
                     "stdin); --text TEXT writes a plain string instead (a markdown note, say). "
-                    "Exit status 2 for a bad URI or value, 1 for a storage failure.",
+                    "Exit status 2 for a bad URI or value, 1 for a storage failure. "
+                    "import checks the whole file first, then writes it all or nothing: every store in "
+                    "the database (KV, JSON, working memory, blobs, event log, turns, vector documents; "
+                    "with PostgreSQL the graph too) in one transaction, the embedded graph in its own, "
+                    "committed just before the database's, markdown notes staged in temp files and "
+                    "renamed into place after it. A failure before the database commits writes nothing; "
+                    "the output lists each unit's state ('units'), and an error names the unit and item "
+                    "that failed and what was rolled back or already committed.",
         epilog="examples: memory write kv://users/alice '{\"theme\": \"dark\"}'   "
                "memory write markdown://decisions --text 'We use SQLite.'   memory list kv://users/   "
                "memory import seed.json   memory export backup.json",

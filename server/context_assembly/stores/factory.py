@@ -23,6 +23,8 @@ from .sqlite.working import SqliteWorkingMemory
 from .store_set import StoreSet
 
 BACKENDS = ("embedded", "postgres")
+# The schemes whose embedded stores live in the one SQLite database (one `StoreSet.batch()`).
+EMBEDDED_BATCHED = frozenset({"kv", "json", "log", "episodic", "working", "blob", "vector"})
 
 
 def open_stores(layout: WorkspaceLayout, settings: StoreSettings | None = None) -> StoreSet:
@@ -44,4 +46,6 @@ def open_embedded_stores(layout: WorkspaceLayout, database: Database | None = No
                     episodic=SqliteEpisodicStore(db), working=SqliteWorkingMemory(db), blobs=SqliteBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
                     vectors=SqliteVectorStore(db, layout.vectordb_dir) if components else None, graph=graph,
-                    backend="embedded", closers=[*([graph.close] if graph else []), db.close])
+                    backend="embedded", closers=[*([graph.close] if graph else []), db.close],
+                    database=db,  # without components, a caller's vector store may sit elsewhere
+                    batched=EMBEDDED_BATCHED if components else EMBEDDED_BATCHED - {"vector"})

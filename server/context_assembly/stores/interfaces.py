@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import frozen
@@ -77,6 +78,29 @@ class FileInfo:
 @runtime_checkable
 class Generational(Protocol):
     def generation(self) -> int: ...
+
+
+@runtime_checkable
+class Batching(Protocol):
+    """The database several stores share (`StoreSet.database`): many writes as one transaction."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Every write this thread makes through the stores on this database, until the block ends,
+        commits at its end or not at all (an exception inside rolls all of them back). Reads inside
+        see the batch's own writes; other connections see none of them until it commits."""
+        ...
+
+    def in_batch(self) -> bool: ...
+
+
+@runtime_checkable
+class StagedWrites(Protocol):
+    """Writes prepared beside their targets, applied by `commit` (all, or none: a failure puts back
+    what it had applied) or dropped by `discard`."""
+
+    def commit(self) -> int: ...
+
+    def discard(self) -> None: ...
 
 
 @runtime_checkable
@@ -202,6 +226,11 @@ class NoteStore(Protocol):
     def delete(self, name: str) -> bool: ...
 
     def list(self, prefix: str = "") -> list[NoteInfo]: ...
+
+    def stage(self, notes: Sequence[tuple[str, str]]) -> StagedWrites:
+        """(name, text) notes written to temporaries beside their files, checked as `write` checks;
+        nothing is visible until `commit()` renames them into place."""
+        ...
 
     def stamp(self, names: builtins.list[str]) -> tuple[tuple[str, int, int], ...]:
         """A cheap fingerprint of just these notes (a cache key for a pipeline that names its notes)."""

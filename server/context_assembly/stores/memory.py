@@ -287,14 +287,8 @@ class MemoryRouter:
         return (data is not None, base64.b64encode(data).decode("ascii") if data is not None else None)
 
     def _write_blob(self, uri: MemoryUri, value: Any) -> None:
-        if not isinstance(value, str):
-            raise refuse("a blob is written as a base64 string", "/value")
-        try:
-            data = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise refuse("the blob value is not valid base64", "/value") from None
         bucket, key = uri.parts
-        self.blobs.put(bucket, key, data)
+        self.blobs.put(bucket, key, blob_data(value))
 
     def _delete_blob(self, uri: MemoryUri) -> bool:
         return self.blobs.delete(*uri.parts)
@@ -328,22 +322,7 @@ class MemoryRouter:
 
     def _write_vector(self, uri: MemoryUri, value: Any) -> None:
         vectors = self._vector_store()
-        metadata: Any
-        if isinstance(value, str):
-            text, metadata, named = value, {}, None
-        elif isinstance(value, dict) and isinstance(value.get("text"), str):
-            text, metadata, named = value["text"], value.get("metadata"), value.get("uri") or value.get("doc_uri")
-            metadata = {} if metadata is None else metadata
-        else:
-            raise refuse("a vector document is written as {text, metadata} or a string", "/value")
-        if not isinstance(metadata, dict):
-            raise refuse("the document metadata must be an object", "/value/metadata")
-        if len(uri.parts) == 2:
-            doc_uri = uri.parts[1]
-        elif named is not None:
-            doc_uri = check_key(named, what="document URI", pointer="/value/uri")
-        else:  # an unnamed document is named by its content, so writing it again does not duplicate it
-            doc_uri = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        doc_uri, text, metadata = vector_document(uri, value)
         _delegate("vector", lambda: vectors.upsert(uri.parts[0], doc_uri, text, metadata))
 
     def _delete_vector(self, uri: MemoryUri) -> bool:
@@ -418,6 +397,37 @@ class MemoryRouter:
             return []
         return [{"uri": render("graph", (path.stem,)), "view": path.stem}
                 for path in sorted(views_dir.glob("*.json")) if path.is_file() and not path.name.startswith(".")]
+
+
+def blob_data(value: Any) -> bytes:
+    """The bytes of a value written to `blob://`: a base64 string."""
+    if not isinstance(value, str):
+        raise refuse("a blob is written as a base64 string", "/value")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise refuse("the blob value is not valid base64", "/value") from None
+
+
+def vector_document(uri: MemoryUri, value: Any) -> tuple[str, str, dict[str, Any]]:
+    """(doc uri, text, metadata) of a value written to `vector://<collection>[/<doc uri>]`."""
+    metadata: Any
+    if isinstance(value, str):
+        text, metadata, named = value, {}, None
+    elif isinstance(value, dict) and isinstance(value.get("text"), str):
+        text, metadata, named = value["text"], value.get("metadata"), value.get("uri") or value.get("doc_uri")
+        metadata = {} if metadata is None else metadata
+    else:
+        raise refuse("a vector document is written as {text, metadata} or a string", "/value")
+    if not isinstance(metadata, dict):
+        raise refuse("the document metadata must be an object", "/value/metadata")
+    if len(uri.parts) == 2:
+        doc_uri = uri.parts[1]
+    elif named is not None:
+        doc_uri = check_key(named, what="document URI", pointer="/value/uri")
+    else:  # an unnamed document is named by its content, so writing it again does not duplicate it
+        doc_uri = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return doc_uri, text, metadata
 
 
 def _seg(part: str) -> str:

@@ -7,14 +7,25 @@ its own write generation, so a cache asks the store it read, never a backend's d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from attrs import define, field
 
 from ..errors import StorageError
 from .graph import GraphStore
-from .interfaces import BlobStore, EpisodicStore, EventLog, FileReader, JsonStore, KVStore, NoteStore, WorkingMemory
+from .interfaces import (
+    Batching,
+    BlobStore,
+    EpisodicStore,
+    EventLog,
+    FileReader,
+    JsonStore,
+    KVStore,
+    NoteStore,
+    WorkingMemory,
+)
 from .vector import VectorStore
 
 # URI scheme -> the StoreSet attribute holding its store.
@@ -37,6 +48,18 @@ class StoreSet:
     backend: str = "embedded"
     closers: list[Callable[[], None]] = field(factory=list)
     migrator: Callable[[], dict[str, Any]] | None = None  # a server backend's schema migrations
+    database: Batching | None = None  # the database the `batched` schemes' stores share
+    batched: frozenset[str] = frozenset()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The writes to the `batched` schemes' stores on this thread, until the block ends, as one
+        transaction of their database (see `Batching`); other stores write as they go."""
+        if self.database is None:
+            yield
+            return
+        with self.database.batch():
+            yield
 
     def migrate(self) -> dict[str, Any]:
         """Bring the backend's schema up to date (embedded stores create their tables on first use)."""

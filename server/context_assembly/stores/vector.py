@@ -34,6 +34,7 @@ from attrs import asdict, field, frozen
 from ..errors import InvalidParamsError, StorageError
 from ..workspace.atomic import fsync_directory
 from .embedding import default_embedder_name, embedder_dimension
+from .interfaces import StagedWrites
 
 SEARCH_MODES = ("vector", "hybrid", "keyword")
 SETTINGS_FILE = "collection.json"
@@ -63,6 +64,11 @@ Records = list[dict[str, Any]]
 class VectorStore(Protocol):
     def settings(self, collection: str, model: str | None = None) -> CollectionSettings:
         """The collection's settings, created on first use (with `model` when given)."""
+        ...
+
+    def stage_settings(self, collections: dict[str, str | None]) -> StagedWrites:
+        """Settings of collections without a settings file (name -> model, None: the stored or the
+        default model), used by this thread's writes but written only by `commit()`."""
         ...
 
     def upsert(self, collection: str, doc_uri: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:

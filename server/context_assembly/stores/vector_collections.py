@@ -8,6 +8,7 @@ the same whichever backend answered (see `stores.vector` for the scales).
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ class VectorCollections:
         self.index = index
         self._dir = Path(vectordb_dir)
         self._default_model = default_model
+        self._staged = threading.local()  # this thread's staged settings: collection -> settings
 
     # --- settings ------------------------------------------------------------------------------
 
@@ -83,8 +85,23 @@ class VectorCollections:
         existing = read_settings(self._dir, collection, self._default_model)
         if existing is not None:
             return existing
+        staged = getattr(self._staged, "settings", {}).get(collection)
+        if staged is not None:
+            return staged
         claimed = self.index.claimed_model(collection)
         return ensure_settings(self._dir, collection, model or (claimed[0] if claimed else self._default_model))
+
+    def stage_settings(self, collections: dict[str, str | None]) -> StagedSettings:
+        """The settings of those `collections` (name -> model, None: the stored or default one) that
+        have no settings file, held for this thread's writes instead of written: `commit()` writes
+        the files, `discard()` forgets them. So writes that roll back leave no new settings file."""
+        held: dict[str, CollectionSettings] = {}
+        for name, model in collections.items():
+            if read_settings(self._dir, validate_collection(name), self._default_model) is None:
+                claimed = self.index.claimed_model(name)
+                held[name] = CollectionSettings.defaults(model or (claimed[0] if claimed else self._default_model))
+        self._staged.settings = held
+        return StagedSettings(self, held)
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -217,6 +234,25 @@ class VectorCollections:
                 f"{settings_path(self._dir, collection)} names {settings.embedding_model} ({settings.dimension}); "
                 "re-create the collection to change its model",
                 {"collection": collection, "stored_model": claimed[0], "settings_model": settings.embedding_model})
+
+
+class StagedSettings:
+    """Collection settings `VectorCollections.stage_settings` holds back until `commit`."""
+
+    def __init__(self, collections: VectorCollections, held: dict[str, CollectionSettings]) -> None:
+        self._collections, self._held = collections, held
+
+    def commit(self) -> int:
+        try:
+            for name, settings in self._held.items():
+                ensure_settings(self._collections._dir, name, settings.embedding_model)
+            return len(self._held)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        self._collections._staged.settings = {}
+        self._held = {}
 
 
 def _prepare(docs: DocBatch) -> list[_Doc]:

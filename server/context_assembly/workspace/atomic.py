@@ -32,6 +32,21 @@ def write_atomic(path: Path | str, data: bytes) -> None:
     Raises StorageError on an OS failure; the target is then untouched and no temp file remains.
     """
     target = Path(path)
+    tmp = stage_file(target, data)
+    try:
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
+        raise
+    fsync_directory(target.parent)
+
+
+def stage_file(target: Path, data: bytes) -> Path:
+    """`data` written and synced to a temp file beside `target` (a `temp_name`), for a later
+    `os.replace`. Raises StorageError on an OS failure, leaving no temp file."""
     tmp = temp_name(target)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
@@ -44,14 +59,51 @@ def write_atomic(path: Path | str, data: bytes) -> None:
         finally:
             os.close(fd)
         _copy_mode(target, tmp)
-        os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
         raise
-    fsync_directory(target.parent)
+    return tmp
+
+
+def replace_all(pairs: list[tuple[Path, Path]]) -> None:
+    """Rename each staged (temp file, target) onto its target, all or none: before a target is
+    replaced its old file is set aside (renamed), and a failed rename puts back every target already
+    replaced. Renames only, so putting back needs no free space. StorageError names the failed file."""
+    done: list[tuple[Path, Path | None]] = []  # (target, its old file set aside, or None: it was new)
+    current = Path()
+    try:
+        for tmp, current in pairs:
+            if current.is_dir():
+                raise IsADirectoryError(21, "is a directory", str(current))
+            aside = temp_name(current)
+            try:
+                os.rename(current, aside)
+                done.append((current, aside))
+            except FileNotFoundError:
+                done.append((current, None))
+            os.replace(tmp, current)
+    except OSError as exc:
+        _put_back(done)
+        raise StorageError(f"cannot write {current}: {exc.strerror or exc}; the files already replaced were "
+                           "put back", {"path": str(current)}) from exc
+    for _target, old in done:
+        if old is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(old)
+    for folder in {target.parent for _tmp, target in pairs}:
+        fsync_directory(folder)
+
+
+def _put_back(done: list[tuple[Path, Path | None]]) -> None:
+    for target, aside in reversed(done):
+        with contextlib.suppress(OSError):
+            if aside is None:
+                os.unlink(target)
+            else:
+                os.replace(aside, target)
 
 
 TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")  # what write_atomic names its temp files, only that

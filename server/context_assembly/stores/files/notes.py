@@ -4,17 +4,23 @@ Writes replace the file atomically (readers see the old text or the new, never a
 leaves the old one) under a workspace lock, so processes sharing the workspace take turns. The temp
 files of atomic writes start with a dot and end in `.tmp`: listing shows only visible `*.md` files,
 so a temp file left by a killed process never appears as a note.
+
+`stage` prepares many notes at once for an all-or-nothing write (`memory import`): each is written
+to a temp file beside its note first; `commit` then renames them all into place under the lock,
+putting back the ones already replaced when a rename fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import StorageError
-from ...workspace.atomic import remove_file, workspace_lock, write_atomic
+from ...workspace.atomic import remove_file, replace_all, stage_file, workspace_lock, write_atomic
 from ..confine import check_relative_path, is_inside, refuse, resolve_inside
 from ..interfaces import NoteInfo
 
@@ -88,27 +94,56 @@ class MarkdownNotes:
         # People edit notes by hand: a stray invalid byte should not make the whole note unreadable.
         return data.decode("utf-8", errors="replace")
 
-    def write(self, name: str, text: str) -> NoteInfo:
+    def _encode(self, text: str, pointer: str = "/value") -> bytes:
         if not isinstance(text, str):
-            raise refuse("a markdown note is written from a string", "/value")
+            raise refuse("a markdown note is written from a string", pointer)
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise refuse(f"the note text is not valid Unicode: {exc}", "/value") from None
+            raise refuse(f"the note text is not valid Unicode: {exc}", pointer) from None
         if len(data) > self.max_bytes:
-            raise refuse(f"the note is too big ({len(data)} bytes; at most {self.max_bytes})", "/value")
+            raise refuse(f"the note is too big ({len(data)} bytes; at most {self.max_bytes})", pointer)
+        return data
+
+    def _target(self, name: str, created: list[Path] | None = None) -> Path:
+        """The note's file, its folder made (the folders made are added to `created`, top first)."""
+        target = self.path(name)
+        if target.is_dir():
+            raise refuse(f"markdown note {name!r} names a directory")
+        missing, folder = [], target.parent
+        while created is not None and not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the folder of markdown note {name!r}: {exc.strerror}") from exc
+        if created is not None:
+            created += reversed(missing)
+        return target
+
+    def write(self, name: str, text: str) -> NoteInfo:
+        data = self._encode(text)
         with workspace_lock(self.locks_dir, LOCK):
-            target = self.path(name)  # resolved under the lock, right before the write
-            if target.is_dir():
-                raise refuse(f"markdown note {name!r} names a directory")
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StorageError(f"cannot create the folder of markdown note {name!r}: {exc.strerror}") from exc
+            target = self._target(name)  # resolved under the lock, right before the write
             write_atomic(target, data)
             self._changes += 1
             stat = target.stat()
         return NoteInfo(note_name(name), stat.st_size, stat.st_mtime)
+
+    def stage(self, notes: Sequence[tuple[str, str]]) -> StagedNotes:
+        """Each (name, text) checked as `write` checks it and written to a temp file beside its note
+        (hidden: no listing shows it); nothing changes until `commit()`. A failure removes what it staged."""
+        encoded = [(name, self._encode(text)) for name, text in notes]
+        staged = StagedNotes(self)
+        try:
+            for name, data in encoded:
+                target = self._target(name, staged.folders)
+                staged.files.append((stage_file(target, data), target))
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
 
     def delete(self, name: str) -> bool:
         with workspace_lock(self.locks_dir, LOCK):
@@ -207,3 +242,33 @@ class MarkdownNotes:
                     continue
                 found.append((os.path.relpath(full, real_base).replace(os.sep, "/"), stat))
         return found, newest_dir
+
+
+class StagedNotes:
+    """Notes `MarkdownNotes.stage` wrote to temp files: `commit` renames them all into place (or
+    none), `discard` removes them and the folders staging made."""
+
+    def __init__(self, notes: MarkdownNotes) -> None:
+        self.notes = notes
+        self.files: list[tuple[Path, Path]] = []  # (temp file, note file)
+        self.folders: list[Path] = []  # made for the notes, outermost first
+
+    def commit(self) -> int:
+        with workspace_lock(self.notes.locks_dir, LOCK):
+            try:
+                replace_all(self.files)
+            except BaseException:
+                self.discard()
+                raise
+            self.notes._changes += 1
+        count, self.files, self.folders = len(self.files), [], []
+        return count
+
+    def discard(self) -> None:
+        for tmp, _target in self.files:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        for folder in reversed(self.folders):  # innermost first; only while empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self.files, self.folders = [], []

@@ -13,6 +13,9 @@ transaction. A cache asks `generation()` before it uses a result: one indexed re
 committed by any sidecar on any machine is seen by the very next assembly. (A LISTEN/NOTIFY push
 was weighed and left out: a notification reaches the other sidecars asynchronously after the
 commit, so a cache trusting it could serve a stale result inside that window.)
+
+`batch()` holds one pooled connection for the thread until the block ends: every store's write
+on that thread joins its transaction (as a savepoint), so the batch commits or rolls back whole.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class PgDatabase:
         self.applied: list[int] = []  # the migrations this process applied on its first connect
         self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
         self._lock = threading.Lock()
+        self._held = threading.local()  # the connection of this thread's batch()
 
     def _ready(self) -> psycopg_pool.ConnectionPool:
         if not self.dsn:
@@ -67,10 +71,34 @@ class PgDatabase:
                     self._migrated = True
         return self._pool
 
+    def in_batch(self) -> bool:
+        """Whether this thread's writes are inside a `batch()` (not committed until it ends)."""
+        return getattr(self._held, "conn", None) is not None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction around every write made on this thread until the block ends: all of them
+        commit at its end, or none (an exception rolls the batch back). A batch inside a batch joins it."""
+        if self.in_batch():
+            yield
+            return
+        with self.connection() as conn, conn.transaction():  # the outer block: inner ones are savepoints
+            self._held.conn = conn
+            try:
+                yield
+            finally:
+                self._held.conn = None
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection inside one transaction: committed on success, rolled back on error."""
+        """A pooled connection inside one transaction: committed on success, rolled back on error
+        (inside a `batch()`, the batch's connection, in a savepoint)."""
+        held = getattr(self._held, "conn", None)
         try:
+            if held is not None:
+                with held.transaction():
+                    yield held
+                return
             with self._ready().connection() as conn:
                 yield conn
             self._down = None

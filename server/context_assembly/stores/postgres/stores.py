@@ -24,6 +24,8 @@ from .records import PgEpisodicStore, PgEventLog
 from .vector import PgVectorStore
 
 DSN_VARIABLE = "CONTEXT_ASSEMBLY_DSN"
+# Every kind in the database, the graph included (one `StoreSet.batch()`); notes stay files.
+POSTGRES_BATCHED = frozenset({"kv", "json", "log", "episodic", "working", "blob", "vector", "graph"})
 
 
 MISSING_DSN = (f'stores.backend is "postgres" but no DSN is set: set stores.dsn in .codebolt/context-assembly.json '
@@ -44,4 +46,5 @@ def open_postgres_stores(layout: WorkspaceLayout, settings: StoreSettings) -> St
                     episodic=PgEpisodicStore(db), working=PgWorkingMemory(db), blobs=PgBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
                     vectors=PgVectorStore(db, layout.vectordb_dir), graph=PgGraph(db, layout),
-                    backend="postgres", closers=[db.close], migrator=db.migrate)
+                    backend="postgres", closers=[db.close], migrator=db.migrate, database=db,
+                    batched=POSTGRES_BATCHED)

@@ -45,7 +45,9 @@ class PgVectorIndex:
             rows = self.db.read("SELECT embedding_model, dimension FROM ca_vector_collections WHERE project = %s "
                                 "AND collection = %s", (self.db.project, collection))
             if rows:
-                claim = self._claims[collection] = (str(rows[0][0]), int(rows[0][1]))
+                claim = (str(rows[0][0]), int(rows[0][1]))
+                if not self.db.in_batch():  # a batch's claim may still roll back
+                    self._claims[collection] = claim
         return claim
 
     def upsert(self, collection: str, model: str, dimension: int, docs: builtins.list[IndexedDoc]) -> None:

@@ -5,6 +5,11 @@ transaction (one writer at a time, readers never blocked, a crash mid-write roll
 busy timeout so concurrent writers queue instead of failing. Connections are per thread, since
 the server runs blocking store work on worker threads. The `generations` table counts writes per
 store kind; caches key on it, so a write in any process invalidates what other processes cached.
+
+`batch()` makes many writes of every store on this database (KV, JSON, working memory, blobs,
+the event log, episodic turns, vector documents) one transaction: inside it, each store's own
+transaction on the same thread becomes a savepoint of the batch, so the batch commits or rolls
+back as a whole.
 """
 
 from __future__ import annotations
@@ -32,6 +37,19 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _migrate(conn: sqlite3.Connection, migration: Migration) -> None:
+    # Deferred, not IMMEDIATE: tables that exist already need no write lock, so a connection opens
+    # (and reads) while another holds a long write transaction, such as a `memory import` batch.
+    conn.execute("BEGIN")
+    try:
+        migration(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -43,9 +61,19 @@ class Database:
         """Tables a store needs; created (idempotently) on first use by each connection."""
         with self._lock:
             self._migrations[name] = migration
-        if getattr(self._local, "connection", None) is not None:
-            with self.transaction() as conn:
-                migration(conn)
+        conn = getattr(self._local, "connection", None)
+        if conn is not None:
+            if self.in_batch():  # inside this thread's batch: a savepoint of it
+                with self.transaction():
+                    migration(conn)
+                return
+            try:
+                _migrate(conn, migration)
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                with self.transaction():  # tables to create and a writer in the way: queue behind it
+                    migration(conn)
 
     def connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "connection", None)
@@ -81,22 +109,42 @@ class Database:
             with self._lock:
                 migrations = list(self._migrations.values())
             for migration in migrations:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    migration(conn)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                _migrate(conn, migration)
         except BaseException:
             conn.close()
             raise
         return conn
 
+    def in_batch(self) -> bool:
+        """Whether this thread's writes are inside a `batch()` (not committed until it ends)."""
+        return bool(getattr(self._local, "batch", 0))
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction around every write made on this thread until the block ends: all of them
+        commit at its end, or none (an exception rolls the batch back). A batch inside a batch joins it."""
+        if self.in_batch():
+            yield
+            return
+        try:
+            with self.transaction():
+                self._local.batch, self._local.savepoints = 1, 0
+                try:
+                    yield
+                finally:
+                    self._local.batch = 0
+        except sqlite3.Error as exc:  # the COMMIT itself failed (disk full, say): rolled back
+            raise StorageError(f"database write failed: {exc}") from exc
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: all or nothing, one writer at a time across processes."""
+        """A write transaction: all or nothing, one writer at a time across processes (inside a
+        `batch()`, a savepoint of the batch)."""
         conn = self.connection()
+        if self.in_batch():
+            with self._savepoint(conn):
+                yield conn
+            return
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -105,8 +153,23 @@ class Database:
             yield conn
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
+                conn.execute("ROLLBACK")
             raise
+
+    @contextmanager
+    def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:
+        self._local.savepoints += 1
+        name = f"write_{self._local.savepoints}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:  # this write only; the batch decides about the rest
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
 
     def read(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
         try:

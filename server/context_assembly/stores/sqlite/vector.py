@@ -135,6 +135,8 @@ class SqliteVectorIndex:
                         (collection, doc.doc_uri, ord_, text, vector.tobytes()))
                     new_ids.append(int(cursor.lastrowid or 0))
             self._bump(conn, collection)
+        if self._db.in_batch():
+            return  # not committed yet (it may roll back): the next search reloads instead
         vectors = np.concatenate([doc.vectors for doc in docs]) if docs else np.zeros((0, dimension), np.float32)
         self._patch(collection, before, model, removed, new_ids, vectors)
 
@@ -149,7 +151,7 @@ class SqliteVectorIndex:
             self._bump(conn, collection)
             row = conn.execute("SELECT embedding_model, dimension FROM vector_collections WHERE collection = ?",
                                (collection,)).fetchone()
-        if row is not None:
+        if row is not None and not self._db.in_batch():
             self._patch(collection, before, row[0], removed, [], np.zeros((0, int(row[1])), dtype=np.float32))
         return True
 
