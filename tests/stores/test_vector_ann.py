@@ -147,6 +147,21 @@ def test_a_large_collection_gets_its_index_in_the_background(tmp_path: Path) -> 
     agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
 
 
+def test_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert index.build_ann("c")
+    with pytest.raises(RuntimeError), index._db.batch():
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=300))
+        index.delete("c", "d5")
+        raise RuntimeError("abort")
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=400))  # may reuse the rolled-back chunk ids
+    agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
+    ann = index.ann.current("c")
+    assert ann is not None and len(ann) == 320
+
+
 def test_a_k_beyond_the_ann_limit_is_answered_exactly(tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
     index = open_index(tmp_path)

@@ -268,6 +268,8 @@ class SqliteVectorIndex:
     def _patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
                vectors: Matrix) -> None:
         """Apply this process's own write to the cached matrix and ANN index, if current just before it."""
+        if self._db.in_batch():
+            return  # not committed yet (the batch may roll back): the next search reloads or catches up
         self.ann.patch(collection, before, model, removed, new_ids, vectors)
         with self._lock:
             index = self._indexes.get(collection)
