@@ -168,7 +168,8 @@ class AnnSearch:
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
-                   vectors: Matrix) -> None:
+              vectors: Matrix) -> None:
+        """Apply this process's own committed write, if the index was current just before it."""
         with self._lock:
             ann = self._anns.get(collection)
             if ann is None or ann.generation != before or ann.model != model:
