@@ -1,13 +1,14 @@
 """Workspace-wide features survive any one file: generated workspaces hold rule engines and memory
 definitions with malformed fields, operators, values, ids, references and nesting (and, sometimes,
-text cut off mid-way); every editor feature, at random positions, and every read-only method
-answers — a domain error at most (a clear code), never an internal error (-32603)."""
+text cut off mid-way); every editor feature, at random positions, and every method of the method
+table (writes included, with params made of the generated definitions) answers — a domain error at
+most (a clear code), never an internal error (-32603)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from context_assembly.editor.actions import code_actions
 from context_assembly.editor.completion import complete
 from context_assembly.editor.diagnostics import document_diagnostics
 from context_assembly.editor.documents import build_document, overlay
+from context_assembly.editor.formatting import format_edits
 from context_assembly.editor.hover import hover
 from context_assembly.editor.navigation import (
     definition,
@@ -27,8 +29,11 @@ from context_assembly.editor.navigation import (
     references,
     rename,
 )
+from context_assembly.editor.semantics import inlay_hints, semantic_tokens
+from context_assembly.editor.tests import code_lenses
 from context_assembly.errors import ContextAssemblyError
-from context_assembly.methods import Session, call
+from context_assembly.methods import METHODS, Session, call
+from context_assembly.testing.run import evaluate_rule
 
 from ..lsp.support import EXAMPLE, REQUEST
 
@@ -104,11 +109,63 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     opened.close()
 
 
-def answers(session: Session, method: str, params: Any) -> None:
+def answers_with(run: Callable[[], Any], what: str) -> None:
     try:
-        call(session, method, params)
-    except ContextAssemblyError as exc:
-        assert exc.code != -32603, f"{method}: {exc.message}"
+        run()
+    except ContextAssemblyError as exc:  # answered with its code over JSON-RPC, a method's or a command's
+        assert exc.code != -32603, f"{what}: {exc.message}"
+
+
+def answers(session: Session, method: str, params: Any) -> None:
+    answers_with(lambda: call(session, method, params), method)
+
+
+def method_calls(engine: Any, memory: Any, engine_text: str) -> dict[str, Any]:
+    """Params for every method of the table, made of the generated definitions (the ids they name,
+    or odd ones). Writes go to the generated ids: a later example writes its files again."""
+    engine_id = engine.get("id") if isinstance(engine, dict) else engine
+    memory_id = memory.get("id") if isinstance(memory, dict) else memory
+    rules = engine.get("rules") if isinstance(engine, dict) else None
+    first_rule = rules[0] if isinstance(rules, list) and rules else engine
+    rule_id = first_rule.get("id") if isinstance(first_rule, dict) else first_rule
+    drafts = {"contextRuleEngine": engine, "persistentMemory": memory,
+              "memoryIngestion": {"id": memory_id, "trigger": "manual", "processors": memory, "routing": []}}
+    ids = {"contextRuleEngine": engine_id, "persistentMemory": memory_id, "memoryIngestion": memory_id}
+    calls: dict[str, Any] = {}
+    for family, draft in drafts.items():
+        calls.update({f"{family}/list": {}, f"{family}/get": {"id": ids[family]}, f"{family}/create": draft,
+                      f"{family}/update": {"id": ids[family], "updates": draft},
+                      f"{family}/delete": {"id": "fuzz-gone"},
+                      f"{family}/validate": draft if isinstance(draft, dict) else {"text": engine_text}})
+    request = {**REQUEST, "rule_engine_ids": [engine_id], "explicit_memory": [memory_id, "architecture-docs"]}
+    calls.update({
+        "contextRuleEngine/validate": {"text": engine_text},
+        "contextRuleEngine/addRule": {"engine_id": engine_id, "rule": first_rule},
+        "contextRuleEngine/updateRule": {"engine_id": engine_id, "rule_id": rule_id, "updates": first_rule},
+        "contextRuleEngine/deleteRule": {"engine_id": engine_id, "rule_id": "fuzz-gone"},
+        "contextRuleEngine/evaluate": {**request, "engine_id": engine_id},
+        "contextRuleEngine/possibleVariables": {}, "contextRuleEngine/test": {},
+        "contextAssembly/assemble": request, "contextAssembly/validate": request,
+        "contextAssembly/evaluateRules": request, "contextAssembly/memoryTypes": {},
+        "contextAssembly/requiredVariables": {"memory_ids": [memory_id, "architecture-docs"]},
+        "contextAssembly/endTurn": {"thread_id": "t-fuzz"},
+        "contextAssembly/replay": {"snapshot": {"request": request, "result": {"context": {}, "trace": {}}}},
+        "contextAssembly/diff": {"a": request, "b": {**REQUEST, "explicit_memory": [memory_id]}},
+        "contextAssembly/tracePage": {"request": request},
+        "persistentMemory/execute": {"id": memory_id, "request": REQUEST}, "persistentMemory/stepSpecs": {},
+        "memoryIngestion/execute": {"id": memory_id, "payload": memory},
+        "memoryIngestion/activate": {"id": memory_id}, "memoryIngestion/disable": {"id": memory_id},
+        "memoryIngestion/processorSpecs": {},
+        "memory/event": {"trigger": "manual", "payload": {"memory": memory}},
+        "memory/read": {"uri": f"kv://fuzz/{engine_id}"}, "memory/list": {"prefix": "kv://fuzz/"},
+        "memory/write": {"uri": "kv://fuzz/value", "value": engine},
+        "memory/delete": {"uri": "kv://fuzz/value"},
+    })
+    return calls
+
+
+def test_every_method_has_generated_params() -> None:
+    assert set(method_calls({}, {}, "")) == set(METHODS)
 
 
 @settings(max_examples=60, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -134,8 +191,15 @@ def test_every_feature_answers_on_malformed_workspaces(session: Session, engine:
         code_actions(document, found, root)
         document_symbols(document)
         folding_ranges(document)
+        code_lenses(document)
+        format_edits(document, "utf-16")
         for spot in spots:
             offset = int(len(document.text) * spot)
+            line = document.text.count("\n", 0, offset)
+            selection = {"start": {"line": line, "character": 0}, "end": {"line": line + 2, "character": 0}}
+            semantic_tokens(document, workspace, "utf-16", selection)
+            inlay_hints(document, workspace, "utf-16", selection)
+            format_edits(document, "utf-16", selection)
             complete(document, offset, workspace)
             hover(document, offset, workspace)
             memory_id = memory_id_at(document, offset, workspace)
@@ -143,11 +207,12 @@ def test_every_feature_answers_on_malformed_workspaces(session: Session, engine:
                 definition(memory_id, workspace, open_docs, "utf-16")
                 references(memory_id, workspace, open_docs, "utf-16", True)
                 rename(memory_id, "renamed", workspace, open_docs, "utf-16")
-    for method, params in (("contextRuleEngine/possibleVariables", {}), ("contextRuleEngine/list", {}),
-                           ("contextAssembly/requiredVariables", {"memory_ids": ["fuzz-memory", "architecture-docs"]}),
-                           ("contextRuleEngine/validate", {"text": engine_text}),
-                           ("contextRuleEngine/evaluate", REQUEST), ("contextAssembly/evaluateRules", REQUEST),
-                           ("contextAssembly/validate", REQUEST), ("persistentMemory/list", {}),
-                           ("persistentMemory/validate", memory if isinstance(memory, dict) else {}),
-                           ("contextAssembly/assemble", REQUEST)):
+    for document in open_docs.values():
+        semantic_tokens(document, workspace, "utf-16")
+        inlay_hints(document, workspace, "utf-16")
+    for engine_id in list(workspace.engines):
+        for rule in workspace.engines[engine_id].rules or []:
+            if isinstance(rule.id, str):  # the "Evaluate this rule" lens command
+                answers_with(lambda e=engine_id, r=rule.id: evaluate_rule(workspace, e, r), "evaluate rule")
+    for method, params in method_calls(engine, memory, engine_text).items():
         answers(session, method, params)

@@ -3,8 +3,12 @@ test client that keeps custom methods as plain JSON (pygls would rename `"scope.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,3 +183,43 @@ class RawServer:
             self.answer("bye")
             self.send(frame({"jsonrpc": "2.0", "method": "exit"}))
         return self.process.wait(10)
+
+
+class Served:
+    """`serve --tcp` or `--ws` in a subprocess, listening on `port` (its stderr read on, so a chatty
+    server never blocks on a full pipe)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, scheme: str, port: int) -> None:
+        self.process, self.scheme, self.port = process, scheme, port
+        self.stderr: list[bytes] = []
+        self._reading = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.stderr.append(line)
+
+    async def stop(self) -> int:
+        if self.process.returncode is None:
+            self.process.terminate()
+        code = await asyncio.wait_for(self.process.wait(), 20)
+        await asyncio.wait_for(self._reading, 20)
+        return code
+
+
+async def start(workspace: Path, transport: str, *args: str, token: str | None = None,
+                host: str = "127.0.0.1") -> Served:
+    """The server on a free port of `host` (the token, if any, from the environment)."""
+    env = {k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"}
+    if token is not None:
+        env["CONTEXT_ASSEMBLY_TOKEN"] = token
+    process = await asyncio.create_subprocess_exec(*SERVER, f"--{transport}", f"{host}:0", "--workspace",
+                                                   str(workspace), *args, stdin=subprocess.DEVNULL,
+                                                   stderr=asyncio.subprocess.PIPE, env=env)
+    assert process.stderr is not None
+    while True:
+        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+        assert line, "the server exited before listening"
+        match = re.search(r"listening on (tcp|tls|ws|wss)://[^:]+:(\d+)", line)
+        if match:
+            return Served(process, match.group(1), int(match.group(2)))

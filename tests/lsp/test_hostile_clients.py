@@ -20,44 +20,21 @@ import pytest
 
 from context_assembly.client.connection import Connection, ConnectionLost, RpcError
 from context_assembly.errors import ContextAssemblyError
+from context_assembly.lsp.framing import encode_json, frame
+from context_assembly.methods import METHODS
+from context_assembly.methods.access import load_tokens, token_name
 from context_assembly.runtime import Runtime
 
-from .support import REQUEST, SERVER, clone
+from .support import REQUEST, SERVER, Served, clone, start
 
 TOKEN = "s3cret-token"
+WRITE = {"uri": "kv://door/written", "value": "should not be"}
 INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {}}
 
 
 @pytest.fixture
 def workspace(seeded_template: Path, tmp_path: Path) -> Path:
     return clone(seeded_template, tmp_path / "ws")
-
-
-class Served:
-    def __init__(self, process: asyncio.subprocess.Process, scheme: str, port: int) -> None:
-        self.process, self.scheme, self.port = process, scheme, port
-
-    async def stop(self) -> int:
-        if self.process.returncode is None:
-            self.process.terminate()
-        return await asyncio.wait_for(self.process.wait(), 20)
-
-
-async def start(workspace: Path, transport: str, *args: str, token: str | None = None,
-                host: str = "127.0.0.1") -> Served:
-    env = {k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"}
-    if token is not None:
-        env["CONTEXT_ASSEMBLY_TOKEN"] = token
-    process = await asyncio.create_subprocess_exec(*SERVER, f"--{transport}", f"{host}:0", "--workspace",
-                                                   str(workspace), *args, stdin=subprocess.DEVNULL,
-                                                   stderr=asyncio.subprocess.PIPE, env=env)
-    assert process.stderr is not None
-    while True:
-        line = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
-        assert line, "the server exited before listening"
-        match = re.search(r"listening on (tcp|tls|ws|wss)://[^:]+:(\d+)", line)
-        if match:
-            return Served(process, match.group(1), int(match.group(2)))
 
 
 @pytest.fixture
@@ -177,30 +154,77 @@ async def test_nothing_is_served_before_a_good_initialize(workspace: Path, serve
     served.append(server := await start(workspace, "tcp", token=TOKEN))
     connection = Connection()
     await connection.connect_tcp("127.0.0.1", server.port)
-    for method, params in (("memory/read", {"uri": "kv://users/u-ada"}), ("shutdown", None),
-                           ("textDocument/hover", {"textDocument": {"uri": "file:///x.json"},
-                                                   "position": {"line": 0, "character": 0}})):
+    calls: list[tuple[str, Any]] = [(method, WRITE if method == "memory/write" else {"id": "x"})
+                                    for method in sorted(METHODS)]
+    calls += [("shutdown", None), ("textDocument/hover", {"textDocument": {"uri": "file:///x.json"},
+                                                          "position": {"line": 0, "character": 0}})]
+    for method, params in calls:
         error = await refusal(connection.request(method, params))
         assert isinstance(error, RpcError) and error.code == -32002, method
+    connection.notify("textDocument/didOpen", {"textDocument": {  # a notification is dropped, not run
+        "uri": (workspace / ".codebolt" / "x.json").as_uri(), "languageId": "json", "version": 1, "text": "{"}})
     await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN}})
     assert (await connection.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    assert (await connection.request("memory/read", {"uri": WRITE["uri"]}))["exists"] is False
     await connection.close()
 
 
-async def test_a_non_loopback_address_needs_a_token(workspace: Path) -> None:
+async def test_requests_sent_behind_a_wrong_token_are_not_run(workspace: Path, served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {**INITIALIZE, "initializationOptions": {"token": TOKEN + "x"}}},
+                {"jsonrpc": "2.0", "id": 2, "method": "memory/write", "params": WRITE},
+                {"jsonrpc": "2.0", "id": 3, "method": "contextAssembly/endTurn", "params": {"thread_id": "t-42"}}]
+    writer.write(b"".join(frame(encode_json(m)) for m in messages))  # one write: all arrive before the answer
+    received = await asyncio.wait_for(reader.read(), 30)  # until the server closes the connection
+    writer.close()
+    answers = {a["id"]: a for a in map(json.loads, re.split(rb"Content-Length: \d+\r\n\r\n", received)[1:])}
+    assert answers[1]["error"]["code"] == -32004
+    assert all(a["error"]["code"] == -32002 for i, a in answers.items() if i != 1)  # refused, if answered at all
+    probe = await client(server.port, TOKEN)
+    assert (await probe.request("memory/read", {"uri": WRITE["uri"]}))["exists"] is False
+    assert (await probe.request("memory/read", {"uri": "working://t-42/plan"}))["exists"] is True
+    await probe.close()
+
+
+@pytest.mark.parametrize("presented", [None, "wrong-token"])
+async def test_a_websocket_client_without_the_right_token_is_closed(workspace: Path, served: list[Served],
+                                                                   presented: str | None) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    served.append(server := await start(workspace, "ws", token=TOKEN))
+    async with connect(f"ws://127.0.0.1:{server.port}") as websocket:
+        await websocket.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "memory/read",
+                                         "params": {"uri": "kv://users/u-ada"}}))
+        assert json.loads(await websocket.recv())["error"]["code"] == -32002
+        options = {} if presented is None else {"token": presented}
+        await websocket.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                                         "params": {**INITIALIZE, "initializationOptions": options}}))
+        answer = json.loads(await asyncio.wait_for(websocket.recv(), 30))
+        assert answer["error"]["code"] == -32004 and "token" in answer["error"]["message"]
+        with pytest.raises(ConnectionClosed):  # the server closes the connection
+            await asyncio.wait_for(websocket.recv(), 30)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+async def test_a_non_loopback_address_needs_a_token(workspace: Path, served: list[Served], transport: str) -> None:
     process = await asyncio.create_subprocess_exec(
-        *SERVER, "--tcp", "0.0.0.0:0", "--workspace", str(workspace), stdin=subprocess.DEVNULL,
+        *SERVER, f"--{transport}", "0.0.0.0:0", "--workspace", str(workspace), stdin=subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, env={k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"})
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert b"refusing to listen on 0.0.0.0 without a token" in stderr
+    served.append(server := await start(workspace, transport, token=TOKEN, host="0.0.0.0"))  # with one it does
+    assert server.scheme == transport
 
 
 # -- the access policy ---------------------------------------------------------------------------
 
 POLICY = {
     "reader": {"methods": ["memory/read", "memory/list", "contextAssembly/*"], "read": ["kv://users/*"]},
-    "writer": {"methods": ["memory/*"], "read": ["kv://*"], "write": ["kv://notes/*"]},
+    "writer": {"methods": ["memory/*"], "read": ["kv://**"], "write": ["kv://notes/*"]},
 }
 
 
@@ -258,11 +282,17 @@ async def test_a_write_outside_the_policy_is_refused_and_nothing_is_written(work
 # -- TLS -----------------------------------------------------------------------------------------
 
 
-async def test_tls(workspace: Path, served: list[Served], tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+def certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM), made by the openssl command."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                     "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
                     "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+async def test_tls(workspace: Path, served: list[Served], tmp_path: Path) -> None:
+    cert, key = certificate(tmp_path)
     served.append(server := await start(workspace, "tcp", "--tls-cert", str(cert), "--tls-key", str(key),
                                         token=TOKEN))
     assert server.scheme == "tls"
@@ -274,3 +304,35 @@ async def test_tls(workspace: Path, served: list[Served], tmp_path: Path) -> Non
     await plain.connect_tcp("127.0.0.1", server.port)
     error = await refusal(asyncio.wait_for(plain.request("initialize", INITIALIZE), 20))
     assert isinstance(error, ConnectionLost)  # no plain text on a TLS port
+
+
+async def test_websocket_over_tls(workspace: Path, served: list[Served], tmp_path: Path) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidMessage
+
+    cert, key = certificate(tmp_path)
+    served.append(server := await start(workspace, "ws", "--tls-cert", str(cert), "--tls-key", str(key),
+                                        token=TOKEN))
+    assert server.scheme == "wss"
+    trusted = ssl.create_default_context(cafile=str(cert))
+    async with connect(f"wss://127.0.0.1:{server.port}", ssl=trusted) as websocket:
+        async def ask(msg_id: int, method: str, params: Any) -> Any:
+            await websocket.send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+            return json.loads(await asyncio.wait_for(websocket.recv(), 30))
+
+        answer = await ask(1, "initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN}})
+        assert answer["result"]["serverInfo"]["name"] == "context-assembly"
+        assert (await ask(2, "memory/read", {"uri": "kv://users/u-ada"}))["result"]["exists"] is True
+    with pytest.raises(ssl.SSLCertVerificationError):  # a client that does not trust the certificate
+        await connect(f"wss://127.0.0.1:{server.port}", ssl=ssl.create_default_context())
+    with pytest.raises((InvalidMessage, ConnectionError, EOFError)):  # no plain WebSocket on a TLS port
+        await asyncio.wait_for(connect(f"ws://127.0.0.1:{server.port}", open_timeout=20), 30)
+
+
+def test_a_token_is_found_only_when_it_is_whole_and_exact() -> None:
+    tokens = {"reader": "r-token-1", "writer": "w-token-22"}
+    assert token_name(tokens, "r-token-1") == "reader" and token_name(tokens, "w-token-22") == "writer"
+    for presented in ("r-token-", "r-token-12", "R-TOKEN-1", "", None, 12, ["r-token-1"], "\ud800", "r-token-1 "):
+        assert token_name(tokens, presented) is None, presented
+    assert load_tokens(None, {"CONTEXT_ASSEMBLY_TOKEN": "  env-token\n"}) == {"default": "env-token"}
+    assert load_tokens(None, {"CONTEXT_ASSEMBLY_TOKEN": "   "}) == {}

@@ -1,9 +1,11 @@
 """Hostile input at the transport: envelopes JSON-RPC answers in a set way, a message past
-limits.request_bytes (answered, its body skipped unread, never a hang), text that is not UTF-8 or
-holds a lone surrogate (refused at its exact place). After each, the server keeps serving."""
+limits.request_bytes (answered, its body skipped unread, never a hang — over stdio, TCP and
+WebSocket), text that is not UTF-8 or holds a lone surrogate (refused at its exact place). After
+each, the server keeps serving."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from .support import RawServer, clone, frame
+from context_assembly.client.connection import Connection, RpcError
+from context_assembly.limits import DEFAULT
+
+from .support import RawServer, clone, frame, start
 
 READ = {"jsonrpc": "2.0", "method": "memory/read", "params": {"uri": "kv://users/u-ada"}}
 LIMIT = 2048
@@ -103,3 +108,46 @@ def test_a_request_one_byte_past_the_size_limit_is_refused(limited: RawServer) -
     assert error["code"] == -32600
     assert error["data"] == {"size": LIMIT + 1, "limit": LIMIT}
     still_serving(limited, "after-past")
+
+
+INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {},
+                              "initializationOptions": {"settings": {"limits": {"request_bytes": LIMIT}}}}
+
+
+async def test_over_tcp_a_message_past_the_limit_is_answered_and_skipped(seeded_template: Path,
+                                                                         tmp_path: Path) -> None:
+    served = await start(clone(seeded_template, tmp_path / "ws"), "tcp")
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", served.port)
+    await connection.request("initialize", INITIALIZE)
+    with pytest.raises(RpcError) as caught:
+        await connection.request("memory/write", {"uri": "kv://t/big", "value": "x" * LIMIT})
+    assert caught.value.code == -32600 and "limits.request_bytes" in caught.value.message
+    assert (await connection.request("memory/read", {"uri": "kv://t/big"}))["exists"] is False
+    await connection.close()
+    assert await served.stop() == 0
+
+
+async def test_over_websocket_a_message_past_the_limit_is_answered_and_one_past_the_frame_bound_closed(
+        seeded_template: Path, tmp_path: Path) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    served = await start(clone(seeded_template, tmp_path / "ws"), "ws")
+    async with connect(f"ws://127.0.0.1:{served.port}", max_size=None) as websocket:
+        async def ask(message: bytes | str) -> Any:
+            await websocket.send(message)
+            return json.loads(await asyncio.wait_for(websocket.recv(), 60))
+
+        assert "result" in await ask(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                 "params": INITIALIZE}))
+        answer = await ask(write_of_size("past", LIMIT + 1))
+        assert answer["id"] == "past" and answer["error"]["code"] == -32600
+        assert answer["error"]["data"] == {"size": LIMIT + 1, "limit": LIMIT}
+        assert (await ask(write_of_size("at", LIMIT)))["result"]["written"] is True
+        # Past the WebSocket layer's own bound (the default request limit) the frame is never read:
+        # the connection is closed with 1009, message too big, at once.
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(ask(b"x" * (DEFAULT.request_bytes + 1)), 120)
+        assert websocket.close_code == 1009
+    assert await served.stop() == 0

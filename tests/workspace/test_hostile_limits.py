@@ -158,6 +158,18 @@ def test_graph_view_limit_parameter(session: Session, limit: int, ok: bool) -> N
     assert "out of range" in error["message"] and "limits.graph_view_rows" in error["message"]
 
 
+@pytest.mark.parametrize("limit", [-1, 10**20])
+def test_a_graph_view_step_past_its_limit_fails_its_memory_with_a_clear_reason(session: Session, limit: int) -> None:
+    write(session.root, "PersistentMemory/gv.json", {
+        "id": "gv", "label": "Graph", "status": "active", "retrieval": {"pipeline": [
+            {"type": "graph_view_read", "view": "dependents", "params": {"name": "auth", "limit": limit}}]}})
+    result = call(session, "contextAssembly/assemble", {**REQUEST, "explicit_memory": ["gv"]})
+    [gv] = [c for c in result["trace"]["memory_calls"] if c["reference"] == "gv"]
+    assert gv["status"] == "failed"
+    assert f"bad parameters for graph view 'dependents': {limit} is out of range" in gv["error"]
+    assert "limits.graph_view_rows" in gv["error"]
+
+
 def test_search_top_k_at_the_limit_and_past_it(session: Session) -> None:
     found = call(session, "memory/read", {"uri": f"vector://docs?q=auth&top_k={SEARCH_TOP_K}"})
     assert found["exists"] is True

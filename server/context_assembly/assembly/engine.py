@@ -30,6 +30,7 @@ from ..model.converter import unstructure
 from ..model.definitions import Contribution, MemoryDefinition
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
+from ..pipelines.items import Readable, may_read_item
 from ..registry.sections import SECTION_NAMES
 from ..rules.lookup import request_lookup
 from ..rules.settle import Settlement
@@ -50,6 +51,8 @@ from .tokens import Counter, token_counter
 from .tools import system_prompt_item, tool_items
 from .warnings import warning_items as warning_items_within
 
+ACCESS_REASON = "outside the read patterns of the caller's token"
+
 
 @define
 class _Run:
@@ -65,6 +68,7 @@ class _Run:
     warnings: list[tuple[str, dict[str, Any]]] = field(factory=list)
     candidates: list[Candidate] = field(factory=list)
     settlement: Settlement = field(factory=lambda: Settlement(set()))  # the rules' one decision
+    readable: Readable | None = None  # the caller's access policy over item sources (None: all)
     stage_started: float = field(factory=time.perf_counter)
 
     def stage(self, name: str) -> None:
@@ -92,14 +96,17 @@ class Assembler:
     def assemble(self, request: Any, *, observer: AssemblyObserver = ignore,
                  cancelled: Callable[[], bool] = lambda: False, assembly_id: str | None = None,
                  llm: Llm | None = None, snapshot: bool = True,
-                 workspace: Callable[[], Workspace] | None = None) -> AssembledContext:
+                 workspace: Callable[[], Workspace] | None = None,
+                 readable: Readable | None = None) -> AssembledContext:
         """`llm`: the client's model (llm/complete), used for summaries when the budget is tight.
         `snapshot=False`: never keep this one (a rule test or a replay is not a turn of the agent).
-        `workspace`: the caller's view of the workspace (a session's settings), else the assembler's."""
+        `workspace`: the caller's view of the workspace (a session's settings), else the assembler's.
+        `readable`: which item sources the caller may read (its token's access policy); the others
+        are left out before anything is merged or packed, each named in the trace without its content."""
         assembly_id = assembly_id or uuid.uuid4().hex
         try:
             return self._assemble(request, observer, cancelled, assembly_id, llm, snapshot,
-                                  workspace or self.workspace)
+                                  workspace or self.workspace, readable)
         except ContextAssemblyError as exc:
             observer("error", {"assembly_id": assembly_id, "message": exc.message, "code": exc.code, **exc.data})
             raise
@@ -113,11 +120,12 @@ class Assembler:
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
                   assembly_id: str, llm: Llm | None, snapshot: bool = True,
-                  workspace_of: Callable[[], Workspace] | None = None) -> AssembledContext:
+                  workspace_of: Callable[[], Workspace] | None = None,
+                  readable: Readable | None = None) -> AssembledContext:
         request = raw if isinstance(raw, AssemblyRequest) else parse_request(raw)
         workspace = (workspace_of or self.workspace)()
         settings = workspace.settings
-        run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer))
+        run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer), readable=readable)
         run.emit("started", thread_id=request.thread_id)
         lookup, derived = self.lookup(request)
         for problem in _validate(request, workspace):
@@ -188,7 +196,13 @@ class Assembler:
                 run.warn(_miss_message(execution), reference=ref.reference, status=execution.status)
                 continue
             section, priority, limits = _placement(ref, execution.definition)
+            hidden = 0
             for item in execution.items:
+                if not may_read_item(run.readable, item.source, item.metadata):
+                    hidden += 1  # neither its content nor its source is shown: the token may not read it
+                    run.trace.decisions.append(DroppedItem("access", ACCESS_REASON, item.id, ref.reference,
+                                                           None, section))
+                    continue
                 blocker = None if ref.explicit else run.settlement.excludes(ref.reference, item.source)
                 if blocker is not None:
                     run.trace.decisions.append(DroppedItem("excluded", f"excluded by the pattern {blocker[0]}",
@@ -202,6 +216,9 @@ class Assembler:
                 )
                 run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
                                                 raw_content=item.raw_content))
+            if hidden:
+                run.warn(f"the access policy left out {hidden} item(s) of '{ref.reference}'", kind="access",
+                         reference=ref.reference)
             for key in execution.variables_used:
                 if key not in run.trace.variables_used:
                     run.trace.variables_used.append(key)
@@ -210,6 +227,8 @@ class Assembler:
             state = active_file_item(active, self.memory.files.read, run.count)
             if isinstance(state, str):
                 run.warn(state, kind="active_file")
+            elif not may_read_item(run.readable, state.source, None):
+                run.warn(f"the access policy left out the active file '{active}'", kind="access")
             else:
                 run.candidates.append(Candidate(state, "state", len(run.candidates)))
         run.candidates.insert(0, Candidate(task_item(run.request, run.count), "state", -1))

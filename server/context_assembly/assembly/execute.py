@@ -125,8 +125,11 @@ class Executor:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         stamps = self.memory.notes.stamp(notes) if notes else ()
-        return (_fingerprint(definition),
-                orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
+        try:
+            return (_fingerprint(definition),
+                    orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
+        except orjson.JSONEncodeError:  # an integer past 64 bits: run uncached, the step says what is wrong
+            return None
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],

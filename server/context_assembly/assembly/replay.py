@@ -16,6 +16,7 @@ import orjson
 from ..errors import InvalidParamsError
 from ..model.context import AssembledContext
 from ..model.converter import unstructure
+from ..pipelines.items import Readable, may_read_item
 from ..stores.confine import resolve_inside
 from ..workspace.layout import WorkspaceLayout
 from ..workspace.repository import is_safe_id
@@ -33,10 +34,43 @@ def snapshot_parts(document: Any, where: str = "/snapshot") -> tuple[dict[str, A
     return document["request"], document["result"]
 
 
-def replay(document: Any, assemble: Assemble, where: str = "/snapshot") -> dict[str, Any]:
-    """`{request, before, after, drift}`: the stored result, today's, and the diff between them."""
+OWN_SOURCES = "assembly://"  # the assembler's own items (task, warnings, the request's tools): no store read
+
+
+def visible(result: dict[str, Any], readable: Readable | None) -> dict[str, Any]:
+    """An assembled context (JSON) as a caller may see it: the items, trace decisions and ladder
+    steps whose store source its token may not read are left out (a stored snapshot may have been
+    assembled for another token)."""
+    if readable is None:
+        return result
+
+    def shown(entry: Any) -> bool:
+        if not isinstance(entry, dict):
+            return False
+        source = entry.get("source")
+        if source is None or (isinstance(source, str) and source.startswith(OWN_SOURCES)):
+            return True
+        return isinstance(source, str) and may_read_item(readable, source, entry.get("metadata"))
+
+    out = dict(result)
+    context = result.get("context")
+    if isinstance(context, dict):
+        out["context"] = {name: [i for i in items if shown(i)] if isinstance(items, list) else items
+                          for name, items in context.items()}
+    trace = result.get("trace")
+    if isinstance(trace, dict):
+        out["trace"] = {**trace, **{key: [e for e in trace[key] if shown(e)] for key in ("decisions", "ladder")
+                                    if isinstance(trace.get(key), list)}}
+    return out
+
+
+def replay(document: Any, assemble: Assemble, where: str = "/snapshot",
+           readable: Readable | None = None) -> dict[str, Any]:
+    """`{request, before, after, drift}`: the stored result, today's, and the diff between them
+    (both as `readable` lets the caller see them)."""
     request, before = snapshot_parts(document, where)
-    after = unstructure(assemble(request))
+    before = visible(before, readable)
+    after = visible(unstructure(assemble(request)), readable)
     drift = diff(before, after)
     return {"request": request, "before": before, "after": after, "drift": drift, "drifted": not drift["identical"]}
 
@@ -73,15 +107,16 @@ def read_snapshot(root: Path, reference: Any, where: str = "/snapshot") -> Any:
     return read_json_inside(root, snapshot_relpath(reference), where, "snapshot")
 
 
-def resolve_side(value: Any, root: Path, assemble: Assemble, where: str) -> dict[str, Any]:
+def resolve_side(value: Any, root: Path, assemble: Assemble, where: str,
+                 readable: Readable | None = None) -> dict[str, Any]:
     """One side of a diff as an assembled context (JSON): a snapshot (named, or the document),
-    an assembled context, or a request (assembled now)."""
+    an assembled context, or a request (assembled now); as `readable` lets the caller see it."""
     if isinstance(value, str):
         value = read_snapshot(root, value, where)
     if not isinstance(value, dict):
         raise _refuse("expected a snapshot (assembly_id, path or document), an assembled context or a request", where)
     if isinstance(value.get("result"), dict) and "request" in value:
-        return dict(value["result"])
+        return visible(dict(value["result"]), readable)
     if "context" in value and "trace" in value:
-        return value
-    return unstructure(assemble(value))
+        return visible(value, readable)
+    return visible(unstructure(assemble(value)), readable)

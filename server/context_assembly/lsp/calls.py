@@ -59,10 +59,6 @@ def _ignore_progress(message: str, percentage: int | None) -> None:
 async def run_method(server: ContextAssemblyServer, spec: MethodSpec, raw: Any) -> Any:
     session = server.require_session()
     params, token = split_tokens(raw)
-    try:
-        server.check_access(spec.name, params)
-    except Exception as exc:
-        raise to_rpc_error(exc, spec.name) from None
     stop = threading.Event()
     work = WorkDone(server, token, spec) if token is not None else None
     ctx = CallContext(emit=server.notify_threadsafe, cancelled=stop.is_set,

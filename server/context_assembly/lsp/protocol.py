@@ -37,8 +37,10 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from ..errors import ContextAssemblyError
 from ..methods import METHODS
 from . import pygls_compat as compat
+from .errors import to_rpc_error
 from .framing import encode_json, frame
 from .text_sync import TextSync
 
@@ -254,6 +256,8 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageSe
             compat.send_response(self, msg_id, result=future.result())
         elif isinstance(exc, JsonRpcException):
             compat.send_response(self, msg_id, error=exc.to_response_error())
+        elif isinstance(exc, ContextAssemblyError):  # a domain error of an editor feature or command
+            compat.send_response(self, msg_id, error=to_rpc_error(exc).to_response_error())
         else:
             logger.error("request %s failed", msg_id, exc_info=exc)
             error = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")

@@ -28,7 +28,7 @@ from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import Session
-from ..methods.access import ForbiddenError, check_call, grant_for, log_refusal, token_name
+from ..methods.access import Access, ForbiddenError, log_refusal, settings_policy, token_name
 from ..methods.session import SharedRuntimes
 from ..workspace import uris
 from . import pygls_compat as compat
@@ -91,6 +91,9 @@ class ContextAssemblyServer(LanguageServer):
                                runtimes=self.runtimes)
         for problem in self.session.set_settings(settings):
             logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
+        if self.tokens:  # the policy of the settings file, read again at every check
+            self.session.access = Access(self.token_name or "", settings_policy(self.session.workspace),
+                                         self.log_refusal)
         return self.session
 
     @property
@@ -112,17 +115,6 @@ class ContextAssemblyServer(LanguageServer):
         self.log_refusal(error)
         self.request_stop()  # after the answer goes out: the transport closes the connection
         raise JsonRpcException(code=error.code, message=error.message)
-
-    def check_access(self, method: str, params: Any) -> None:
-        """Raise a -32004 error when this client's token may not make this call (logged)."""
-        if not self.tokens:
-            return
-        name = self.token_name or ""
-        try:
-            check_call(grant_for(self.require_session().settings().access, name), name, method, params)
-        except ForbiddenError as error:
-            self.log_refusal(error)
-            raise
 
     def log_refusal(self, error: ForbiddenError) -> None:
         if self.session is not None:

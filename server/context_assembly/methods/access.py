@@ -7,41 +7,94 @@ Tokens come from the environment (`CONTEXT_ASSEMBLY_TOKEN`, named `default`) or 
 
 The optional policy is the `access` object of `.codebolt/context-assembly.json` (never the client's
 configuration: a client cannot grant itself rights): `{"<name>": {"methods": [globs], "read":
-[URI globs], "write": [URI globs]}}`. A name without an entry may do nothing; a missing list allows
-everything of its kind. `read` governs `memory/read` and `memory/list`, `write` `memory/write` and
-`memory/delete` (URI globs such as `kv://users/*`, so each store has its own patterns); `methods`
-governs every custom method by name (`memory/*`, `contextAssembly/assemble`). Every refusal is a
--32004 error and an event `access.refused` in `log://access`.
+[URI patterns], "write": [URI patterns]}}`. A name without an entry may do nothing; a missing list
+allows everything of its kind; a policy the settings file gets wrong allows nothing (it fails
+closed, saying why). `methods` are shell globs over method names (`memory/*`). URI patterns are the
+reference patterns of rules (`rules/globs.py`: `*` within one segment, `**` across segments, and
+`X/**` covers the container X itself), matched against every spelling of the address (`kv://users/u-1` is also
+`kv://default/users/u-1`). Every refusal is a -32004 error and an event `access.refused` in
+`log://access`.
+
+A session's `Access` is applied where memory is touched: `GuardedMemory` checks each read, write,
+delete and list of the URI layer (the `memory/*` methods, `endTurn`, ingestion's routes), and the
+assembler drops every item whose source the token may not read (`readable`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import hmac
 import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import define, frozen
 
 from ..errors import ContextAssemblyError
+from ..rules.globs import reference_matches
+from ..stores.uri import DEFAULT, parse_uri, render
 
 logger = logging.getLogger(__name__)
 
 TOKEN_ENV = "CONTEXT_ASSEMBLY_TOKEN"
 DEFAULT_NAME = "default"
 LOG_URI = "log://access"
-READS = {"memory/read": "uri", "memory/list": "prefix"}
-WRITES = {"memory/write": "uri", "memory/delete": "uri"}
+SETTINGS_FILE = ".codebolt/context-assembly.json"
+
+# The method being served on this thread, for the refusal log of checks deep in a call (ingestion routes).
+current_method: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_method", default=None)
 
 
 class ForbiddenError(ContextAssemblyError):
     """The caller's token does not allow this (or there is no valid token)."""
 
     code = -32004
+
+
+# -- patterns --------------------------------------------------------------------------------------
+
+
+def uri_spellings(uri: str) -> list[str]:
+    """Every way of writing the address `uri` names (query left out: it narrows a read, never widens
+    it). A text that does not parse is matched as written."""
+    try:
+        parsed = parse_uri(uri, pointer="")
+    except ContextAssemblyError:
+        return [uri]
+    forms = [render(parsed.scheme, parsed.parts, pointer=parsed.fragment)]
+    if parsed.fragment:  # a pointer into a document is covered by a pattern over the document
+        forms.append(render(parsed.scheme, parsed.parts))
+    if parsed.scheme == "kv":  # the shortest form is rendered above; the longer ones name the same entry
+        instance, namespace, key = (_kv_segment(part) for part in parsed.parts)
+        if parsed.parts[0] == DEFAULT:
+            forms.append(f"kv://{namespace}/{key}")
+        forms.append(f"kv://{instance}/{namespace}/{key}")
+    return list(dict.fromkeys(forms))
+
+
+def _kv_segment(part: str) -> str:
+    return render("kv", (DEFAULT, DEFAULT, part))[len("kv://"):]
+
+
+# Schemes whose shorter URI is the container of the longer ones (a collection and its documents, a
+# thread and its keys): `X/**` covers X itself. Not kv://, markdown:// or graph://, where
+# `kv://notes/a` is an entry of its own, not the container of `kv://notes/a/b`.
+CONTAINERS = frozenset({"vector", "working", "log", "episodic", "blob", "file"})
+
+
+def pattern_covers(pattern: str, uri: str) -> bool:
+    """One URI pattern against one spelling of an address."""
+    if reference_matches(pattern, uri):
+        return True
+    return pattern.endswith("/**") and uri.split("://", 1)[0] in CONTAINERS and reference_matches(pattern[:-3], uri)
+
+
+# -- grants ----------------------------------------------------------------------------------------
 
 
 @frozen
@@ -52,12 +105,16 @@ class Grant:
     methods: tuple[str, ...] | None = None
     read: tuple[str, ...] | None = None
     write: tuple[str, ...] | None = None
+    problem: str | None = None  # the policy is broken: nothing is allowed, and this says why
 
     def allows_method(self, method: str) -> bool:
         return self.methods is None or any(fnmatch.fnmatchcase(method, p) for p in self.methods)
 
     def allows_uri(self, uri: str, patterns: tuple[str, ...] | None) -> bool:
-        return patterns is None or any(fnmatch.fnmatchcase(uri, p) for p in patterns)
+        if patterns is None:
+            return True
+        spellings = uri_spellings(uri)
+        return any(pattern_covers(p, s) for p in patterns for s in spellings)
 
 
 FULL = Grant(DEFAULT_NAME)
@@ -93,8 +150,11 @@ def token_name(tokens: dict[str, str], presented: Any) -> str | None:
     return found
 
 
-def grant_for(policy: Any, name: str) -> Grant | None:
-    """The grant of `name` under the settings' `access` policy (FULL when there is no policy)."""
+def grant_for(policy: Any, name: str, problem: str | None = None) -> Grant | None:
+    """The grant of `name` under the settings' `access` policy (everything when there is no policy,
+    nothing when `problem` says the policy could not be read)."""
+    if problem is not None:
+        return Grant(name, (), (), (), problem)
     if not isinstance(policy, dict) or not policy:
         return Grant(name)
     entry = policy.get(name)
@@ -102,27 +162,108 @@ def grant_for(policy: Any, name: str) -> Grant | None:
         return None
 
     def patterns(key: str) -> tuple[str, ...] | None:
-        value = entry.get(key)
-        return tuple(p for p in value if isinstance(p, str)) if isinstance(value, list) else None
+        if key not in entry:
+            return None
+        value = entry[key]
+        return tuple(p for p in value if isinstance(p, str)) if isinstance(value, list) else ()
 
     return Grant(name, patterns("methods"), patterns("read"), patterns("write"))
 
 
-def check_call(grant: Grant | None, name: str, method: str, params: Any) -> None:
-    """Raise ForbiddenError when the grant does not cover this call."""
-    if grant is None:
-        raise ForbiddenError(f"the token {name!r} has no entry in the access policy",
-                             {"method": method, "token": name})
-    if not grant.allows_method(method):
-        raise ForbiddenError(f"the token {name!r} may not call {method}", {"method": method, "token": name})
-    for table, patterns, mode in ((READS, grant.read, "read"), (WRITES, grant.write, "write")):
-        key = table.get(method)
-        if key is None:
+def policy_problem(problems: Any) -> str | None:
+    """Why the settings file's access policy cannot be trusted (its problems, as the loader reports
+    them), or None."""
+    for problem in problems or ():
+        if getattr(problem, "file", None) != SETTINGS_FILE:
             continue
-        uri = params.get(key) if isinstance(params, dict) else None
-        if isinstance(uri, str) and not grant.allows_uri(uri, patterns):
-            raise ForbiddenError(f"the token {name!r} may not {mode} {uri}",
-                                 {"method": method, "token": name, "uri": uri, "mode": mode})
+        path = getattr(problem, "path", "")
+        if path.startswith("/access") or getattr(problem, "code", "") == "syntax":
+            where = f" at {path}" if path else ""
+            return f"the access policy in {SETTINGS_FILE} is invalid{where}: {problem.message}"
+    return None
+
+
+def settings_policy(workspace: Callable[[], Any]) -> Callable[[], tuple[Any, str | None]]:
+    """The policy as `workspace()` has it now: its settings' `access`, and what is wrong with it."""
+    def policy() -> tuple[Any, str | None]:
+        current = workspace()
+        return current.settings.access, policy_problem(current.problems)
+
+    return policy
+
+
+# -- one session's rights --------------------------------------------------------------------------
+
+Refused = Callable[[ForbiddenError], None]
+
+
+def _log_nowhere(error: ForbiddenError) -> None:
+    logger.warning("access refused: %s", error.message)
+
+
+@define
+class Access:
+    """A session's rights: the token's name, the settings it reads the policy from (on every check,
+    so an edited policy applies at once) and where refusals are logged. `name` None: unrestricted
+    (stdio, or no token configured)."""
+
+    name: str | None = None
+    policy: Callable[[], tuple[Any, str | None]] = lambda: ({}, None)  # (access settings, problem)
+    refused: Refused = _log_nowhere
+
+    @property
+    def restricted(self) -> bool:
+        return self.name is not None
+
+    def grant(self) -> Grant | None:
+        if self.name is None:
+            return FULL
+        policy, problem = self.policy()
+        return grant_for(policy, self.name, problem)
+
+    def _refuse(self, message: str, **data: Any) -> ForbiddenError:
+        error = ForbiddenError(message, {"method": current_method.get(), "token": self.name, **data})
+        self.refused(error)
+        return error
+
+    def _granted(self) -> Grant:
+        grant = self.grant()
+        if grant is None:
+            raise self._refuse(f"the token {self.name!r} has no entry in the access policy")
+        if grant.problem is not None:
+            raise self._refuse(grant.problem)
+        return grant
+
+    def check_method(self, method: str) -> None:
+        """Raise (and log) when the token may not call `method` at all."""
+        if self.name is None:
+            return
+        if not self._granted().allows_method(method):
+            raise self._refuse(f"the token {self.name!r} may not call {method}")
+
+    def check_uri(self, mode: str, uri: str) -> None:
+        """Raise (and log) when the token may not `mode` ("read" or "write") the URI."""
+        if self.name is None:
+            return
+        grant = self._granted()
+        if not grant.allows_uri(uri, grant.read if mode == "read" else grant.write):
+            raise self._refuse(f"the token {self.name!r} may not {mode} {uri}", uri=uri, mode=mode)
+
+    def readable(self) -> Callable[[str], bool] | None:
+        """A test of item sources for this call (None: everything is readable). A broken policy or a
+        name without an entry reads nothing."""
+        if self.name is None:
+            return None
+        grant = self.grant()
+        if grant is None or grant.problem is not None:
+            return lambda source: False
+        if grant.read is None:
+            return None
+        patterns = grant.read
+        return lambda source: grant.allows_uri(source, patterns)
+
+
+UNRESTRICTED = Access()
 
 
 def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None) -> None:
@@ -133,3 +274,39 @@ def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None) -> 
         memory.write(LOG_URI, {"event_type": "access.refused", "payload": payload})
     except Exception as exc:  # the refusal stands whatever the log does
         logger.warning("could not log the refusal: %s", exc)
+
+
+class GuardedMemory:
+    """The URI layer as one session may use it: every read, write, delete and clear is checked
+    against the session's access, and a list shows only what the token may read. Everything else
+    passes through (the stores themselves, for the ingestion engine's own log and settings)."""
+
+    def __init__(self, memory: Any, access: Callable[[], Access]) -> None:
+        self._memory = memory
+        self._access = access
+
+    def read(self, uri: str) -> dict[str, Any]:
+        self._access().check_uri("read", uri)
+        return dict(self._memory.read(uri))
+
+    def write(self, uri: str, value: Any) -> dict[str, Any]:
+        self._access().check_uri("write", uri)
+        return dict(self._memory.write(uri, value))
+
+    def delete(self, uri: str) -> dict[str, Any]:
+        self._access().check_uri("write", uri)
+        return dict(self._memory.delete(uri))
+
+    def list(self, prefix: str, *, limit: int | None = None) -> dict[str, Any]:
+        readable = self._access().readable()
+        if readable is None:
+            return dict(self._memory.list(prefix, limit=limit))
+        items = [item for item in self._memory.list(prefix)["items"] if readable(str(item.get("uri")))]
+        return {"items": items if limit is None else items[:limit]}
+
+    def clear_working(self, thread_id: str) -> int:
+        self._access().check_uri("write", f"working://{thread_id}")
+        return int(self._memory.clear_working(thread_id))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)

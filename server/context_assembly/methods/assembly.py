@@ -58,7 +58,7 @@ class _Progress:
 def assemble(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     assembly_id = _assembly_id(params)
     request = {k: v for k, v in params.items() if k != ASSEMBLY_ID}
-    result = session.runtime.assemble(request, observer=_Progress(ctx), cancelled=ctx.cancelled,
+    result = session.assemble(request, observer=_Progress(ctx), cancelled=ctx.cancelled,
                                       assembly_id=assembly_id, llm=ctx.llm, workspace=session.workspace)
     return unstructure(result)
 
@@ -126,7 +126,7 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
         problem = exc.message
     if problem is not None:
         raise InvalidParamsError(f"invalid thread_id: {problem}", [{"path": "/thread_id", "message": problem}])
-    return {"thread_id": thread_id, "cleared": session.runtime.memory.clear_working(thread_id)}
+    return {"thread_id": thread_id, "cleared": session.memory.clear_working(thread_id)}
 
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

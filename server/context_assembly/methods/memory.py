@@ -14,12 +14,12 @@ PREFIX = "memory/"
 
 
 def read(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.runtime.memory.read(params["uri"])
+    return session.memory.read(params["uri"])
 
 
 def write(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     check_value_size(params["value"], session.limits().write_value_bytes)
-    return session.runtime.memory.write(params["uri"], params["value"])
+    return session.memory.write(params["uri"], params["value"])
 
 
 def check_value_size(value: Any, limit: int) -> None:
@@ -31,11 +31,11 @@ def check_value_size(value: Any, limit: int) -> None:
 
 
 def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.runtime.memory.delete(params["uri"])
+    return session.memory.delete(params["uri"])
 
 
 def list_items(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.runtime.memory.list(params["prefix"])
+    return session.memory.list(params["prefix"])
 
 
 METHODS = (

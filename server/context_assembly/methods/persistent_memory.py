@@ -9,6 +9,7 @@ from typing import Any
 from ..assembly.request import parse_request
 from ..assembly.tokens import token_counter
 from ..errors import CancelledError, InvalidParamsError, NotFoundError, TimeoutError_
+from ..pipelines.items import may_read_item
 from ..pipelines.runner import run_pipeline
 from ..pipelines.validate import validate_definition
 from ..registry.steps import STEP_GROUPS, StepSpec, step_types
@@ -48,6 +49,12 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
     if run.status == "timeout":
         raise TimeoutError_(f"{params['id']!r} did not finish within {settings.pipeline_timeout_ms} ms",
                             {"id": params["id"], "timeout_ms": settings.pipeline_timeout_ms})
+    readable = session.access.readable()
+    if readable is not None:  # the token's read patterns: what it may not read is left out, and counted
+        kept = [item for item in run.items if may_read_item(readable, item.source, item.metadata)]
+        if len(kept) < len(run.items):
+            run.warnings.append(f"the access policy left out {len(run.items) - len(kept)} item(s)")
+        run.items = kept
     return run.to_result(definition, token_counter(settings.tokenizer))
 
 

@@ -17,7 +17,7 @@ from .session import Session
 def _assemble(session: Session, where: str) -> Any:
     def assemble(request: dict[str, Any]) -> AssembledContext:
         try:
-            return session.runtime.assemble(request, snapshot=False)
+            return session.assemble(request, snapshot=False)
         except InvalidParamsError as exc:  # point at the request inside these params
             raise InvalidParamsError(exc.message, prefixed(exc.errors, where)) from None
     return assemble
@@ -27,15 +27,16 @@ def replay(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[s
     """`{snapshot: assembly_id | path | snapshot document}` -> `{request, before, after, drift, drifted}`."""
     snapshot = params["snapshot"]
     document = read_snapshot(session.root, snapshot) if isinstance(snapshot, str) else snapshot
-    return replay_snapshot(document, _assemble(session, "/snapshot/request"))
+    return replay_snapshot(document, _assemble(session, "/snapshot/request"), readable=session.access.readable())
 
 
 def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """`{a, b}`, each a snapshot (assembly_id, path or document), an assembled context or a request."""
     from ..assembly.diff import diff as compare
 
-    before = resolve_side(params["a"], session.root, _assemble(session, "/a"), "/a")
-    after = resolve_side(params["b"], session.root, _assemble(session, "/b"), "/b")
+    readable = session.access.readable()
+    before = resolve_side(params["a"], session.root, _assemble(session, "/a"), "/a", readable)
+    after = resolve_side(params["b"], session.root, _assemble(session, "/b"), "/b", readable)
     return compare(before, after)
 
 
@@ -52,7 +53,8 @@ def trace_page(session: Session, params: dict[str, Any], ctx: CallContext) -> di
     if given[0] == "request":
         result = unstructure(_assemble(session, "/request")(params["request"]))
     else:
-        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0]), "/" + given[0])
+        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0]), "/" + given[0],
+                              session.access.readable())
     meta = result.get("meta") if isinstance(result.get("meta"), dict) else {}
     return {"assembly_id": meta.get("assembly_id"), "html": assembly_page(result)}
 

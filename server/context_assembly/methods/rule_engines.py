@@ -65,9 +65,20 @@ RULE_KINDS = ("rule-engine", "context-rules")
 def _draft_uri(session: Session, draft: Any) -> str:
     """Where a draft without a (recognised) document would live: its engine file, as saving writes it."""
     the_id = draft.get("id") if isinstance(draft, dict) else None
-    name = the_id if isinstance(the_id, str) and the_id and "/" not in the_id and the_id not in (".", "..") \
-        else "draft"
+    name = the_id if _usable_name(the_id) else "draft"
     return (session.layout.rule_engines_dir / f"{name}.json").resolve().as_uri()
+
+
+def _usable_name(the_id: Any) -> bool:
+    """Whether an id can name a file at all (the repository refuses odd ids when saving; a draft is
+    only checked): no separator, no NUL, nothing a file system cannot encode."""
+    if not isinstance(the_id, str) or not the_id or the_id in (".", "..") or "/" in the_id or "\x00" in the_id:
+        return False
+    try:
+        the_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
 
 
 def _editor_document(session: Session, uri: str | None, text: str, draft: Any) -> EditorDocument:

@@ -31,6 +31,7 @@ from ..workspace.repository import (
 )
 from ..workspace.settings import Settings
 from ..workspace.uris import uri_to_path
+from .access import UNRESTRICTED, Access, GuardedMemory
 from .call import Llm
 
 logger = logging.getLogger(__name__)
@@ -75,6 +76,10 @@ class Session:
             logger.info("removed %d temporary files of interrupted writes", len(removed))
         self.llm = llm
         self.text_source = text_source
+        # what this session's client may do (the sidecar sets it from the token presented); every
+        # method touches memory through `memory` and assembles through `assemble`, both of which apply it
+        self.access: Access = UNRESTRICTED
+        self.memory = GuardedMemory(self.runtime.memory, lambda: self.access)
         # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
         self.editor_view: Callable[[], Workspace] | None = None
         self.position_encoding = "utf-16"  # LSP positions in validate results; the LSP layer negotiates it
@@ -159,9 +164,15 @@ class Session:
             if self._ingestion is None:
                 from ..ingestion import IngestionEngine
 
-                self._ingestion = IngestionEngine(self.runtime.memory, self.workspace,
+                self._ingestion = IngestionEngine(self.memory, self.workspace,
                                                   repository=self.ingestion_pipelines, llm=self.llm)
             return self._ingestion
+
+    # -- assembly -----------------------------------------------------------------------------------
+
+    def assemble(self, request: Any, **options: Any) -> Any:
+        """An assembly as this session's client may see it: items its token may not read are left out."""
+        return self.runtime.assemble(request, readable=self.access.readable(), **options)
 
     def document_text(self, uri: str) -> str | None:
         """The text of a definition document: as the editor has it open, else as on disk (inside the workspace)."""

@@ -21,7 +21,7 @@ def test(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
     if params.get("case") is not None:
         for test_file in files:
             test_file.cases = [c for c in test_file.cases if c.name == params["case"]]
-    run = run_tests(workspace, lambda request: session.runtime.assemble(request, snapshot=False),
+    run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False),
                     coverage=bool(params.get("coverage")), files=files)
     return as_json(run)
 

@@ -67,6 +67,7 @@ class DroppedItem:
     """A decision the trace records: an item left out (or a conflict settled) and why."""
 
     # "duplicate" | "cap" | "max_items" | "max_tokens" | "shortened" | "budget" | "relevance" | "excluded" | "conflict"
+    # | "access" (the caller's token may not read its source: neither source nor preview is given)
     kind: str
     reason: str
     item_id: str | None = None

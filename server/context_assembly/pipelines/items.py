@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -20,6 +21,23 @@ def item_id(source: str, key: Any) -> str:
     """A stable id: the same source and discriminator (chunk, key, row) always give the same id."""
     digest = hashlib.sha1(f"{source}\x00{key}".encode("utf-8", "surrogatepass"), usedforsecurity=False)
     return digest.hexdigest()[:16]
+
+
+Readable = Callable[[str], bool]  # may the caller read this source? (its token's access policy)
+
+
+def item_sources(source: str, metadata: Any) -> Iterator[str]:
+    """Every source an item's content came from: its own, and those it was grouped or summarised
+    from (`metadata.sources`)."""
+    yield source
+    merged = metadata.get("sources") if isinstance(metadata, dict) else None
+    if isinstance(merged, list):
+        yield from (s if isinstance(s, str) else repr(s) for s in merged)
+
+
+def may_read_item(readable: Readable | None, source: str, metadata: Any) -> bool:
+    """Whether an item may be shown to a caller: every source it came from is readable."""
+    return readable is None or all(readable(s) for s in item_sources(source, metadata))
 
 
 def render_value(value: Any) -> str:

@@ -224,8 +224,10 @@ def settings(src: Sources) -> Schema:
                                             "additionalProperties": False, "properties": {
                        key: {"type": "array", "items": {"type": "string"}, "description": text}
                        for key, text in (("methods", "Method names it may call (globs, e.g. memory/*)."),
-                                         ("read", "URIs memory/read and memory/list may name (globs)."),
-                                         ("write", "URIs memory/write and memory/delete may name (globs)."))}}},
+                                         ("read", "Memory URIs it may read, in any method (reference patterns: "
+                                                  "* within one segment, ** across, e.g. kv://users/*)."),
+                                         ("write", "Memory URIs it may write or delete, in any method "
+                                                   "(memory/*, endTurn, ingestion routes)."))}}},
     })
     return document(
         "settings", "Context assembly settings",

@@ -49,6 +49,7 @@ _SCHEME_ONLY = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)(?::(?://)?)?")
 _RELATIVE_TIME = re.compile(r"[+-]?\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)", re.IGNORECASE)
 _UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: no store can encode it
 # Rendering keeps the characters people type in names readable and encodes the rest.
 _SAFE = "-._~!$&'()*+,;=:@"
 
@@ -122,6 +123,7 @@ def parse_uri(text: object, *, pointer: str = "/uri", now: float | None = None) 
         raise refuse(f"the URI is too long ({len(text)} characters; at most {MAX_URI_LENGTH})", pointer)
     if _CONTROL.search(text):
         raise refuse(f"{_short(text)} contains a control character", pointer)
+    _check_surrogates(text, pointer)
     rest = text[len(scheme) + 3:]
     rest, hash_mark, fragment_raw = rest.partition("#")
     path, question, query = rest.partition("?")
@@ -221,6 +223,7 @@ def normalize_prefix(prefix: object, pointer: str = "/prefix") -> tuple[str, str
         raise refuse(f"unknown memory URI scheme '{scheme}://' (known: {', '.join(SCHEMES)})", pointer)
     if _CONTROL.search(body):
         raise refuse(f"{_short(prefix)} contains a control character", pointer)
+    _check_surrogates(body, pointer)
     if "?" in body or "#" in body:
         raise refuse(f"{_short(prefix)}: a list prefix takes no ?query or #fragment", pointer)
     segments = [quote(_decode(segment, prefix, pointer), safe=_SAFE) for segment in body.split("/")]
@@ -346,6 +349,13 @@ def _decode(part: str, text: str, pointer: str) -> str:
     if "\x00" in decoded:
         raise refuse(f"{_short(text)} is refused: it contains a NUL character", pointer)
     return decoded
+
+
+def _check_surrogates(text: str, pointer: str) -> None:
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise refuse(f"the URI holds a lone surrogate (U+{ord(found.group()):04X}, not valid Unicode) at character "
+                     f"{found.start() + 1}", pointer)
 
 
 def _short(text: str) -> str:

@@ -100,12 +100,14 @@ async def test_evaluate_rule_command(client: LanguageClient) -> None:
 
 
 async def test_command_errors_keep_the_server_serving(client: LanguageClient, root: Path) -> None:
-    with pytest.raises(JsonRpcException):
+    with pytest.raises(JsonRpcException) as unknown:  # answered with the domain error's code
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="contextAssembly.evaluateRule", arguments=["planning", "no-such-rule"]))
-    with pytest.raises(JsonRpcException):
+    assert unknown.value.code == -32001 and "no-such-rule" in unknown.value.message
+    with pytest.raises(JsonRpcException) as odd:
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="contextAssembly.runTest", arguments=[42]))
+    assert odd.value.code == -32602 and "takes 2 string arguments" in odd.value.message
     uri = (root / ".codebolt" / "tests" / "planning.json").as_uri()
     assert len(await lenses(client, uri)) == 6
 

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from ...editor.documents import load_document
 from ...editor.tests import EVALUATE_RULE, RUN_TEST, code_lenses
+from ...errors import InvalidParamsError
 from ...testing import load_test_files, run_tests
 from ...testing.run import as_json, evaluate_rule
 from ..server import ContextAssemblyServer
@@ -33,7 +34,7 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str
     files = [f for f in load_test_files(workspace) if f.relpath == file]
     for test_file in files:
         test_file.cases = [c for c in test_file.cases if case is None or c.name == case]
-    run = run_tests(workspace, lambda request: session.runtime.assemble(request, snapshot=False), files=files)
+    run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False), files=files)
     uri = (session.root / file).as_uri()
     document = current_document(ls, uri) or load_document(uri, session.root)
     if document is not None:  # the failing cases of this text stay on the file until it changes
@@ -50,7 +51,8 @@ def _summary(result: dict[str, Any]) -> str:
 def _arguments(args: tuple[Any, ...], count: int, what: str) -> list[Any]:
     values = list(args) + [None] * (count - len(args))
     if not isinstance(values[0], str) or any(v is not None and not isinstance(v, str) for v in values[:count]):
-        raise ValueError(f"{what} takes {count} string arguments")
+        message = f"{what} takes {count} string arguments"
+        raise InvalidParamsError(message, [{"path": "/arguments", "message": message}])
     return values[:count]
 
 

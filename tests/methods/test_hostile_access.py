@@ -1,0 +1,291 @@
+"""The access policy covers every method: each one is classified by what it touches (definitions,
+memory reads, memory writes), a token may call only the methods its grant names, and every read or
+write of memory — direct (`memory/*`, `endTurn`) or deep in a call (a pipeline's store reads, an
+ingestion route's writes, a stored snapshot shown again) — is checked against the token's URI
+patterns. Reads outside are refused (`memory/read`) or left out without their content (lists,
+assemblies, pipeline runs, replays); writes outside are refused and write nothing. Every refusal
+is logged in `log://access`. Driven through the method table, as the sidecar calls it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.methods import METHODS, Session, call
+from context_assembly.methods.access import Access, ForbiddenError, log_refusal, settings_policy
+from context_assembly.runtime import Runtime
+
+SECRET = "SECRET-7f3a"  # stored where the reader may not read; must never appear in its answers
+REQUEST: dict[str, Any] = {
+    "scope_variables": {"user": {"user_id": "u-ada"}, "thread": {"thread_id": "t-42"}},
+    "input": {"text": "login timeout"},
+    "explicit_memory": ["kv://notes/secret", "kv://users/u-ada", "working://t-42/plan"],
+    "thread_id": "t-42",
+}
+POLICY = {
+    "reader": {"methods": ["memory/read", "memory/list", "contextAssembly/*", "persistentMemory/execute",
+                           "contextRuleEngine/test"],
+               "read": ["kv://users/*", "markdown://**", "file://**"]},
+    "writer": {"methods": ["memory/*", "memoryIngestion/execute", "contextAssembly/endTurn"],
+               "read": ["kv://**"], "write": ["kv://notes/public/**", "working://t-1/**"]},
+    "author": {"methods": ["persistentMemory/*"]},
+    "caller": {},  # every method, no URI limits
+    "kv-reader": {"read": ["kv://**"]},
+}
+PIPELINE = {"id": "save", "trigger": "onAction", "status": "active", "processors": [],
+            "routing": [{"from": "payload", "write_to": "kv://notes/{{payload.area}}/{{payload.key}}"}]}
+SECRET_MEMORY = {"id": "secret-notes", "label": "Secret notes", "status": "active",
+                 "retrieval": {"pipeline": [{"type": "kv_get", "instance": "default", "namespace": "notes",
+                                             "keys": ["secret"]},
+                                            {"type": "kv_get", "instance": "default", "namespace": "users",
+                                             "keys": ["u-bob"]}]}}
+RULE_TEST = {"cases": [{"name": "shows what was included", "request": REQUEST,
+                        "expect": {"items_present": [{"text": "no such text anywhere"}]}}]}
+
+# What each method touches: "definitions" (definition files and rule engines only: governed by the
+# grant's methods), "reads" / "writes" memory (checked URI by URI as well). A new method must be added.
+TOUCHES: dict[str, set[str]] = {
+    **{f"contextRuleEngine/{m}": {"definitions"} for m in (
+        "list", "get", "create", "update", "delete", "addRule", "updateRule", "deleteRule", "evaluate",
+        "possibleVariables", "validate")},
+    **{f"persistentMemory/{m}": {"definitions"} for m in (
+        "list", "get", "create", "update", "delete", "validate", "stepSpecs")},
+    **{f"memoryIngestion/{m}": {"definitions"} for m in (
+        "list", "get", "create", "update", "delete", "validate", "activate", "disable", "processorSpecs")},
+    **{f"contextAssembly/{m}": {"definitions"} for m in (
+        "validate", "memoryTypes", "evaluateRules", "requiredVariables")},
+    "contextAssembly/assemble": {"reads"}, "contextAssembly/replay": {"reads"}, "contextAssembly/diff": {"reads"},
+    "contextAssembly/tracePage": {"reads"}, "contextRuleEngine/test": {"reads"}, "persistentMemory/execute": {"reads"},
+    "memory/read": {"reads"}, "memory/list": {"reads"},
+    "memory/write": {"writes"}, "memory/delete": {"writes"}, "contextAssembly/endTurn": {"writes"},
+    "memory/event": {"writes"}, "memoryIngestion/execute": {"writes"},
+}
+
+
+@pytest.fixture
+def workspace(example_copy: Path) -> Path:
+    codebolt = example_copy / ".codebolt"
+    settings = json.loads((codebolt / "context-assembly.json").read_text())
+    (codebolt / "context-assembly.json").write_text(json.dumps({**settings, "snapshots": True, "access": POLICY}))
+    (codebolt / "MemoryIngestion" / "save.json").write_text(json.dumps(PIPELINE))
+    (codebolt / "PersistentMemory" / "secret-notes.json").write_text(json.dumps(SECRET_MEMORY))
+    (codebolt / "tests" / "shown.json").write_text(json.dumps(RULE_TEST))
+    runtime = Runtime(example_copy)
+    try:
+        for uri, value in (("kv://users/u-ada", {"tone": "terse"}), ("kv://users/u-bob", "terse too"),
+                           ("kv://notes/secret", SECRET), ("working://t-42/plan", f"plan {SECRET}"),
+                           ("kv://notes/public/a", "old")):
+            runtime.memory.write(uri, value)
+    finally:
+        runtime.close()
+    return example_copy
+
+
+def open_session(root: Path, name: str | None) -> Session:
+    session = Session(root)
+    if name is not None:
+        session.access = Access(name, settings_policy(session.workspace),
+                                lambda error: log_refusal(session.runtime.memory, error, "test"))
+    return session
+
+
+@pytest.fixture
+def sessions(workspace: Path) -> Iterator[dict[str | None, Session]]:
+    opened = {name: open_session(workspace, name) for name in (None, "reader", "writer", "author", "caller",
+                                                                "kv-reader", "stranger")}
+    yield opened
+    for session in opened.values():
+        session.close()
+
+
+def refused(session: Session, method: str, params: dict[str, Any]) -> ForbiddenError:
+    with pytest.raises(ForbiddenError) as caught:
+        call(session, method, params)
+    assert caught.value.code == -32004
+    return caught.value
+
+
+def access_log(session: Session) -> list[dict[str, Any]]:
+    return [e["payload"] for e in session.runtime.memory.read("log://access?limit=1000")["value"]]
+
+
+def warnings(result: dict[str, Any]) -> list[str]:
+    """Each warning of an assembly (those of one kind are folded into one item)."""
+    return [m for i in result["context"]["warnings"] for m in i["metadata"].get("messages", [i["content"]])]
+
+
+def value(session: Session, uri: str) -> Any:
+    return session.runtime.memory.read(uri)["value"]
+
+
+# -- every method --------------------------------------------------------------------------------
+
+
+def test_every_method_is_classified_by_what_it_touches() -> None:
+    assert set(TOUCHES) == set(METHODS)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_method_outside_the_grant_is_refused_logged_and_not_run(sessions: dict[str | None, Session],
+                                                                  method: str) -> None:
+    author = sessions["author"]  # persistentMemory/* only
+    if method.startswith("persistentMemory/"):
+        return
+    before = len(access_log(author))
+    error = refused(author, method, {"id": "x", "uri": "kv://notes/public/z", "value": 1, "trigger": "onAction",
+                                     "payload": {"area": "public", "key": "z"}, "thread_id": "t-42"})
+    assert error.message == f"the token 'author' may not call {method}"
+    assert error.data == {"method": method, "token": "author"}
+    logged = access_log(author)
+    assert len(logged) == before + 1 and logged[-1]["method"] == method and logged[-1]["peer"] == "test"
+    assert value(author, "kv://notes/public/z") is None  # nothing ran
+    assert value(author, "working://t-42/plan") == f"plan {SECRET}"
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_token_without_an_entry_may_call_nothing(sessions: dict[str | None, Session], method: str) -> None:
+    error = refused(sessions["stranger"], method, {})
+    assert error.message == "the token 'stranger' has no entry in the access policy"
+
+
+def test_a_broken_policy_allows_nothing_and_says_why(sessions: dict[str | None, Session], workspace: Path) -> None:
+    settings = workspace / ".codebolt" / "context-assembly.json"
+    settings.write_text(json.dumps({"access": {"caller": {"read": "kv://**"}}}))  # a string, not a list
+    error = refused(sessions["caller"], "memory/read", {"uri": "kv://users/u-ada"})
+    assert error.message.startswith("the access policy in .codebolt/context-assembly.json is invalid at "
+                                    "/access/caller/read")
+    settings.write_text('{"access": {"caller": ')  # not JSON at all: no policy must not mean no limits
+    assert "is invalid" in refused(sessions["caller"], "memory/list", {"prefix": "kv://"}).message
+    settings.write_text(json.dumps({"access": {"caller": {}}}))  # fixed: applies at once
+    assert call(sessions["caller"], "memory/read", {"uri": "kv://users/u-ada"})["exists"] is True
+
+
+def test_creating_definitions_needs_the_method_in_the_grant(sessions: dict[str | None, Session],
+                                                            workspace: Path) -> None:
+    draft = {"id": "made", "label": "Made", "retrieval": {"pipeline": []}}
+    refused(sessions["reader"], "persistentMemory/create", draft)
+    assert not (workspace / ".codebolt" / "PersistentMemory" / "made.json").exists()
+    call(sessions["author"], "persistentMemory/create", draft)
+    assert (workspace / ".codebolt" / "PersistentMemory" / "made.json").exists()
+    refused(sessions["reader"], "persistentMemory/delete", {"id": "made"})
+    refused(sessions["writer"], "memoryIngestion/disable", {"id": "save"})
+    assert (workspace / ".codebolt" / "PersistentMemory" / "made.json").exists()
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+def test_a_read_outside_the_policy_is_refused(sessions: dict[str | None, Session]) -> None:
+    reader = sessions["reader"]
+    assert call(reader, "memory/read", {"uri": "kv://users/u-ada"})["value"] == {"tone": "terse"}
+    assert call(reader, "memory/read", {"uri": "kv://default/users/u-ada"})["exists"] is True  # the same entry
+    for uri in ("kv://notes/secret", "kv://default/notes/secret", "working://t-42/plan", "kv://users/u-ada/x",
+                "log://access"):
+        error = refused(reader, "memory/read", {"uri": uri})
+        assert error.message == f"the token 'reader' may not read {uri}"
+        assert error.data == {"method": "memory/read", "token": "reader", "uri": uri, "mode": "read"}
+    assert {e["uri"] for e in access_log(reader) if e.get("mode") == "read"} >= {"kv://notes/secret",
+                                                                                 "working://t-42/plan"}
+
+
+def test_a_list_shows_only_what_the_token_may_read(sessions: dict[str | None, Session]) -> None:
+    everything = {i["uri"] for i in call(sessions[None], "memory/list", {"prefix": "kv://"})["items"]}
+    assert {"kv://users/u-ada", "kv://notes/secret"} <= everything
+    shown = {i["uri"] for i in call(sessions["reader"], "memory/list", {"prefix": "kv://"})["items"]}
+    assert shown == {"kv://users/u-ada", "kv://users/u-bob"}
+    assert call(sessions["reader"], "memory/list", {"prefix": "working://"})["items"] == []
+
+
+READS: list[tuple[str, dict[str, Any]]] = [
+    ("contextAssembly/assemble", {**REQUEST, "explicit_memory": [*REQUEST["explicit_memory"], "secret-notes"]}),
+    ("persistentMemory/execute", {"id": "secret-notes", "request": REQUEST}),
+    ("contextRuleEngine/test", {"file": ".codebolt/tests/shown.json"}),
+    ("contextAssembly/tracePage", {"request": REQUEST}),
+    ("contextAssembly/diff", {"a": {**REQUEST, "explicit_memory": []}, "b": REQUEST}),
+]
+
+
+@pytest.mark.parametrize(("method", "params"), READS, ids=[m for m, _ in READS])
+def test_what_a_call_reads_outside_the_policy_is_left_out(sessions: dict[str | None, Session], method: str,
+                                                          params: dict[str, Any]) -> None:
+    assert SECRET in json.dumps(call(sessions["caller"], method, params))  # it would be shown without the policy
+    answer = json.dumps(call(sessions["reader"], method, params))
+    assert SECRET not in answer
+    assert "terse" in answer  # what it may read is still there
+
+
+def test_an_assembly_names_what_the_policy_left_out(sessions: dict[str | None, Session], workspace: Path) -> None:
+    result = call(sessions["reader"], "contextAssembly/assemble", {**REQUEST, "explicit_memory": [
+        *REQUEST["explicit_memory"], "secret-notes"]})
+    decisions = [d for d in result["trace"]["decisions"] if d["kind"] == "access"]
+    assert {d["memory_id"] for d in decisions} == {"kv://notes/secret", "working://t-42/plan", "secret-notes"}
+    assert all(d.get("source") is None and d.get("preview") is None for d in decisions)
+    assert "the access policy left out 1 item(s) of 'secret-notes'" in warnings(result)
+    assert [i["memory_id"] for i in result["context"]["constraints"] + result["context"]["knowledge"]
+            if i["memory_id"] == "secret-notes"] == ["secret-notes"]  # its readable item stays
+    snapshot = workspace / result["meta"]["snapshot"]
+    assert SECRET not in snapshot.read_text()  # the snapshot keeps what this caller saw
+
+
+def test_a_stored_snapshot_is_shown_as_the_token_may_see_it(sessions: dict[str | None, Session]) -> None:
+    stored = call(sessions[None], "contextAssembly/assemble", REQUEST)["meta"]["assembly_id"]
+    for method, params in (("contextAssembly/replay", {"snapshot": stored}),
+                           ("contextAssembly/diff", {"a": stored, "b": {**REQUEST, "explicit_memory": []}}),
+                           ("contextAssembly/tracePage", {"snapshot": stored})):
+        assert SECRET in json.dumps(call(sessions["caller"], method, params)), method
+        assert SECRET not in json.dumps(call(sessions["reader"], method, params)), method
+    replayed = call(sessions["reader"], "contextAssembly/replay", {"snapshot": stored})
+    assert replayed["drift"]["removed"] == []  # both sides are seen through the same policy
+
+
+def test_an_active_file_outside_the_policy_is_left_out(sessions: dict[str | None, Session]) -> None:
+    request = {**REQUEST, "additional_variables": {"active_file": "src/auth/login.py"}}
+    result = call(sessions["kv-reader"], "contextAssembly/assemble", request)
+    assert not [i for i in result["context"]["state"] if i["source"].startswith("file://")]
+    assert "the access policy left out the active file 'src/auth/login.py'" in warnings(result)
+
+
+# -- writes --------------------------------------------------------------------------------------
+
+
+def test_a_write_outside_the_policy_is_refused_and_nothing_is_written(sessions: dict[str | None, Session]) -> None:
+    writer = sessions["writer"]
+    assert call(writer, "memory/write", {"uri": "kv://notes/public/b", "value": "ok"})["written"] is True
+    for method, params in (("memory/write", {"uri": "kv://users/u-ada", "value": "x"}),
+                           ("memory/write", {"uri": "kv://notes/public", "value": "x"}),
+                           ("memory/delete", {"uri": "kv://notes/secret"})):
+        error = refused(writer, method, params)
+        assert error.message == f"the token 'writer' may not write {params['uri']}"
+        assert error.data["mode"] == "write"
+    assert value(writer, "kv://users/u-ada") == {"tone": "terse"}
+    assert value(writer, "kv://notes/secret") == SECRET
+    assert value(writer, "kv://notes/public") is None
+
+
+def test_ending_a_turn_needs_the_right_to_write_its_working_memory(sessions: dict[str | None, Session]) -> None:
+    writer = sessions["writer"]
+    error = refused(writer, "contextAssembly/endTurn", {"thread_id": "t-42"})
+    assert error.message == "the token 'writer' may not write working://t-42"
+    assert value(writer, "working://t-42/plan") == f"plan {SECRET}"
+    writer.runtime.memory.write("working://t-1/note", "scratch")
+    assert call(writer, "contextAssembly/endTurn", {"thread_id": "t-1"})["cleared"] == 1
+
+
+@pytest.mark.parametrize("method", ["memory/event", "memoryIngestion/execute"])
+def test_an_ingestion_route_outside_the_policy_writes_nothing(sessions: dict[str | None, Session],
+                                                             method: str) -> None:
+    writer = sessions["writer"]
+    params: dict[str, Any] = {"trigger": "onAction"} if method == "memory/event" else {"id": "save"}
+    inside = call(writer, method, {**params, "payload": {"area": "public", "key": "c"}})
+    outside = call(writer, method, {**params, "payload": {"area": "private", "key": "c"}})
+    assert value(writer, "kv://notes/public/c") == {"area": "public", "key": "c"}
+    assert value(writer, "kv://notes/private/c") is None
+    text = json.dumps(inside)
+    assert "kv://notes/public/c" in text and "may not write" not in text
+    assert "the token 'writer' may not write kv://notes/private/c" in json.dumps(outside)
+    logged = access_log(writer)[-1]
+    assert (logged["method"], logged["uri"], logged["mode"]) == (method, "kv://notes/private/c", "write")
