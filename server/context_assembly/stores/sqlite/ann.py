@@ -1,8 +1,8 @@
 """Approximate nearest-k for large collections of the embedded vector store: a usearch HNSW graph.
 
 Exact search streams a collection's whole matrix per query (~75 ms at 1M chunks), so a collection
-of `ANN_MIN_CHUNKS` chunks or more gets an HNSW index (usearch, an optional-safe dependency: when
-it cannot be imported, search stays exact and the log says so once). The index only proposes
+of `ANN_MIN_CHUNKS` chunks or more gets an HNSW index (usearch, the extra `ann`: when it cannot be
+imported, search stays exact and the log says so once). The index only proposes
 candidates: `SqliteVectorIndex` re-scores them from the stored float32 embeddings, so a returned
 score is the exact cosine and a chunk that is gone from the table can never be returned.
 
@@ -63,7 +63,8 @@ def say_missing(collection: str, chunks: int) -> None:
     if not _missing_said:
         _missing_said = True
         log.warning("usearch is not installed: collection %r (%d chunks) and any other large collection is "
-                    "searched exactly, which is slower; install usearch for the approximate index", collection, chunks)
+                    "searched exactly, which is slower; install the extra `ann` (usearch) for the approximate "
+                    "index", collection, chunks)
 
 
 @define
