@@ -165,6 +165,8 @@ class KeywordSearch:
             return None
         # U: the most the other words can add to any chunk (each adds less than idf * (k1 + 1))
         rest = sum(idf(stats.rows, counts[t]) * (K1 + 1.0) for t in order[cut:])
+        if sum(idf(stats.rows, counts[t]) * (K1 + 1.0) for t in order[:cut]) <= rest:
+            return None  # no partial score can reach U: the attempt cannot prove anything
         partial = self.bm25(collection, fts_query(order[:cut]), None)
         if len(partial) < limit or partial[limit - 1][1] < rest:
             return None  # chunks without a rare word could still rank: the full query decides
