@@ -110,6 +110,8 @@ def verdicts(results: dict[str, dict[str, dict]]) -> list[str]:
                            f"{'PASS' if ratio >= target else 'MISS'}")
     for size, stats in STARTS.items():
         out.append(f"{size}: spawn → first evaluateRules answered {stats['first_s']:.2f} s"
+                   + (f" (initialize → first answer {stats['first_after_initialize_s']:.2f} s)"
+                      if "first_after_initialize_s" in stats else "")
                    + (" (target ≤ 1.0 s on large)" if size == "large" else "")
                    + f"; after one rule file edit {stats['after_edit_s'] * 1000:.0f} ms")
     rows = results.get("large")

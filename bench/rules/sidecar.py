@@ -7,9 +7,12 @@ The workload's engines become `.codebolt/context-rule-engines/<id>.json` of a wo
 the project's client (`python -m context_assembly serve`). Timed per run: every request of the
 workload as `contextAssembly/evaluateRules`, sequential round trips (JSON encoding, the pipe and
 the client's decoding included), once with the full trace (`explain` absent: "all") and once
-with `"explain": "none"`. Also: spawn → first evaluateRules answered (the workspace loaded and
-compiled, the trace program built), and after a rule file is edited, the next answer (one
-engine recompiled).
+with `"explain": "none"`; then the same requests with `--in-flight` N (default 8) sent before
+their answers arrive (throughput: the server's work overlaps the pipe and the client's decoding).
+Per mode also the CPU time per sequential request of the server process (`/proc`) and of this
+client, the answer's size and orjson's encode / decode cost per MB of it. Also: spawn →
+`initialize` answered → first evaluateRules answered (the workspace loaded and compiled, the
+trace program built), and after a rule file is edited, the next answer (one engine recompiled).
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from context_assembly.client import ContextAssemblyClient
 
 ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"'}
+PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
 
 
 def workspace_for(workload: Path, root: Path) -> Path:
@@ -46,23 +52,73 @@ def as_request(q: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int) -> dict[str, Any]:
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux `/proc`; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def codec_ms_per_mb(answer: Any) -> dict[str, float]:
+    """orjson's encoding (what the server does) and decoding (what the client does) of one answer."""
+    body = orjson.dumps(answer)
+    rounds = max(3, int(20_000_000 / max(len(body), 1)) // 10)
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        orjson.dumps(answer)
+    t1 = time.perf_counter()
+    for _ in range(rounds):
+        orjson.loads(body)
+    t2 = time.perf_counter()
+    mb = len(body) / 1e6
+    return {"bytes": len(body), "encode_ms_per_mb": (t1 - t0) / rounds * 1000 / mb,
+            "decode_ms_per_mb": (t2 - t1) / rounds * 1000 / mb}
+
+
+async def timed(client: ContextAssemblyClient, requests: list[dict[str, Any]], in_flight: int) -> float:
+    """Seconds for every request, `in_flight` at a time (1: sequential round trips)."""
+    t0 = time.perf_counter()
+    if in_flight == 1:
+        for request in requests:
+            await client.evaluate_rules(request)
+    else:
+        gate = asyncio.Semaphore(in_flight)
+
+        async def one(request: dict[str, Any]) -> None:
+            async with gate:
+                await client.evaluate_rules(request)
+
+        await asyncio.gather(*(one(r) for r in requests))
+    return time.perf_counter() - t0
+
+
+async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in_flight: int) -> dict[str, Any]:
     out: dict[str, Any] = {mode: [] for mode in ROWS}
     with open(os.devnull, "w") as log:
         started = time.perf_counter()
         async with ContextAssemblyClient(workspace, stderr=log) as client:
+            out["initialize_s"] = time.perf_counter() - started
             first = await client.evaluate_rules(requests[0])
             out["first_s"] = time.perf_counter() - started
+            out["first_after_initialize_s"] = out["first_s"] - out["initialize_s"]
             out["enabled_engines"] = len(first["engine_results"])
             out["rules_per_request"] = sum(len(e["rules"]) for e in first["engine_results"])
+            pid = client.pid or 0
             for mode in ROWS:
                 extra = {} if mode == "all" else {"explain": mode}
-                for run in range(runs + 1):  # the first is the warm-up
-                    t0 = time.perf_counter()
-                    for request in requests:
-                        await client.evaluate_rules({**request, **extra})
-                    if run:
-                        out[mode].append(time.perf_counter() - t0)
+                batch = [{**request, **extra} for request in requests]
+                out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(batch[0]))
+                await timed(client, batch, 1)  # warm-up
+                server, mine = cpu_s(pid), time.process_time()
+                for _ in range(runs):
+                    out[mode].append(await timed(client, batch, 1))
+                calls = runs * len(batch)
+                out[f"{mode}:cpu_ms"] = {"server": (cpu_s(pid) - server) / calls * 1000,
+                                         "client": (time.process_time() - mine) / calls * 1000}
+                if in_flight > 1:
+                    out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight) for _ in range(runs)]
             # an edit of one rule file: the next answer recompiles only that engine
             engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
             original = engine_file.read_text()
@@ -85,25 +141,38 @@ def main() -> None:
     ap.add_argument("--stats", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--requests", type=int, default=0, help="only the first N requests (default: all)")
+    ap.add_argument("--in-flight", type=int, default=8, help="also time N requests in flight (1: sequential only)")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent / "out" / "sidecar-ws")
     args = ap.parse_args()
     requests = [as_request(q) for q in json.loads((args.workload / "requests.json").read_text())]
     requests = requests[:args.requests] if args.requests else requests
     workspace = workspace_for(args.workload, args.root)
-    result = asyncio.run(measure(workspace, requests, args.runs))
+    result = asyncio.run(measure(workspace, requests, args.runs, args.in_flight))
     variants = []
     for mode, label in ROWS.items():
-        median = statistics.median(result[mode])
-        n, engines = len(requests), result["enabled_engines"]
-        variants.append({
-            "impl": label, "requests": n, "enabled_engines": engines, "median_s": median,
-            "runs_s": result[mode], "evals_per_s": n * engines / median, "requests_per_s": n / median,
-            "rules_evaluated_per_request": result["rules_per_request"],
-            "rule_evals_per_s": n * result["rules_per_request"] / median,
-            "loadavg_1m": round(os.getloadavg()[0], 2),
-        })
-    args.stats.write_text(json.dumps({"variants": variants, "first_s": result["first_s"],
-                                      "after_edit_s": result["after_edit_s"]}, indent=2))
+        timings = [(label, result[mode])]
+        if f"{mode}:pipelined" in result:
+            timings.append((label + PIPELINED.format(n=args.in_flight), result[f"{mode}:pipelined"]))
+        for name, runs in timings:
+            median = statistics.median(runs)
+            n, engines = len(requests), result["enabled_engines"]
+            variants.append({
+                "impl": name, "requests": n, "enabled_engines": engines, "median_s": median,
+                "runs_s": runs, "evals_per_s": n * engines / median, "requests_per_s": n / median,
+                "rules_evaluated_per_request": result["rules_per_request"],
+                "rule_evals_per_s": n * result["rules_per_request"] / median,
+                "cpu_ms_per_request": result[f"{mode}:cpu_ms"], "codec": result[f"{mode}:codec"],
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            })
+    args.stats.write_text(json.dumps({"variants": variants, **{k: result[k] for k in (
+        "initialize_s", "first_s", "first_after_initialize_s", "after_edit_s")}}, indent=2))
+    for v in variants:
+        print(f"{v['impl']}: {v['median_s'] / v['requests'] * 1000:.2f} ms per request; CPU ms per request "
+              f"server {v['cpu_ms_per_request']['server']:.2f}, client {v['cpu_ms_per_request']['client']:.2f}; "
+              f"{v['codec']['bytes']:,} bytes, encode {v['codec']['encode_ms_per_mb']:.2f} / decode "
+              f"{v['codec']['decode_ms_per_mb']:.2f} ms per MB")
+    print(f"spawn → initialize {result['initialize_s']:.2f} s, → first answer {result['first_s']:.2f} s; "
+          f"after one rule file edit {result['after_edit_s'] * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ class Runtime:
         self.layout = self.loader.layout
         self._lock = threading.Lock()
         self._workspace: Workspace | None = None
+        self._failed: tuple[Workspace, list[str]] | None = None  # load_warnings of every engine, per version
         # The backend is chosen once, from the settings file, before any store is built.
         settings, _ = load_settings(self.layout.settings_path)
         self.memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores))
@@ -79,7 +80,7 @@ class Runtime:
         if engine_id is not None:
             rule_set = RuleSet([e for e in rule_set.engines if e.id == engine_id])
             request = attrs.evolve(request, rule_engine_ids=[engine_id])
-        failed = load_warnings(workspace, request.rule_engine_ids)
+        failed = self._load_warnings(workspace, request.rule_engine_ids)
         if explain is None:
             result: EvaluationResult = rule_set.evaluate(request, lookup, derived=derived)
             result.warnings += failed
@@ -87,6 +88,16 @@ class Runtime:
         wire = rule_set.evaluate_wire(request, lookup, explain, derived)
         wire["warnings"] = [*wire.get("warnings", []), *failed]
         return wire
+
+    def _load_warnings(self, workspace: Workspace, engine_ids: list[str] | None) -> list[str]:
+        """`load_warnings`, kept per workspace version for the common request (every enabled engine):
+        it walks every definition file."""
+        if engine_ids is not None:
+            return load_warnings(workspace, engine_ids)
+        known = self._failed
+        if known is None or known[0] is not workspace:
+            known = self._failed = (workspace, load_warnings(workspace, None))
+        return list(known[1])
 
     def last_workspace(self) -> Workspace | None:
         """The workspace as last loaded, without looking at the disk (None before the first load)."""
@@ -99,3 +110,4 @@ class Runtime:
         self.executor.close()
         self.assembler.summaries.close()
         self.memory.close()
+        self.loader.close()

@@ -123,8 +123,8 @@ class TraceProgram:
 
     def engine(self, engine: CompiledEngine, hits: list[int], lookup: Lookup, mode: str) -> Wire:
         """The engine's entry of `engine_results` in its wire form (`lookup` holds no None)."""
-        if mode == "none":
-            rules = [{**self.rules[i][2]} for i in hits]
+        if mode == "none":  # the matched templates, shared (read-only, as in `matched_rules`)
+            rules = [self.rules[i][2] for i in hits]
         elif mode == "matched":
             outcomes = self.outcomes(complete(lookup, self.keys))
             made: dict[int, Wire] = {}
@@ -200,18 +200,20 @@ def _frozen(value: Any) -> Any:
 
 def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
     """The engine's entry with only its matched rules, without conditions (`explain: none`): the
-    matched templates are made for the rules that match, when they first do."""
+    matched templates are made for the rules that match, when they first do, and shared by every
+    answer (read-only: the answer is encoded, never changed)."""
     made: dict[int, Wire] | None = engine.trace if isinstance(engine.trace, dict) else None
     if engine.trace is not None and made is None:
         return engine.trace.engine(engine, hits, {}, "none")
     if made is None:
         made = engine.trace = {}
-    rules = []
-    for i in hits:
-        template = made.get(i)
-        if template is None:
-            template = made[i] = _rule_templates(engine.rules[i])[1]
-        rules.append({**template})
+    try:
+        rules = list(map(made.__getitem__, hits))
+    except KeyError:
+        for i in hits:
+            if i not in made:
+                made[i] = _rule_templates(engine.rules[i])[1]
+        rules = list(map(made.__getitem__, hits))
     return {"engine_id": engine.id, "rules": rules, "enabled": engine.enabled}
 
 

@@ -2,7 +2,9 @@
 
 A broken file never stops the others: it is skipped and each problem is reported with its file,
 JSON pointer, line and column. Files are parsed and engines compiled once per file version
-(path, mtime, size); `WorkspaceLoader.load()` re-reads only what changed.
+(path, mtime, size); `WorkspaceLoader.load()` re-reads only what changed. A loader asked more than
+once watches the definition folders (changes.py): while nothing changed there, `load()` answers
+its last workspace without a `stat` per file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..pipelines.shorthand import normalise_memory
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
+from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
 from .settings import Settings, load_settings
@@ -204,6 +207,8 @@ class WorkspaceLoader:
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
         self._last: tuple[tuple[int, int] | None, Workspace] | None = None  # (settings stamp, workspace)
         self._settings: tuple[tuple[int, int] | None, Settings, list[Problem]] | None = None
+        self._watch: ChangeWatch | None = None  # made by the second load: a one-shot loader needs none
+        self._links = False  # the last scan met a symbolic link: a watch cannot vouch for its target
 
     def discover(self) -> list[tuple[Path, str]]:
         return [(Path(path), kind) for path, kind, _, _ in self._scan()]
@@ -219,12 +224,16 @@ class WorkspaceLoader:
             except OSError:  # absent (or not a folder)
                 continue
             prefix = directory.relative_to(self.root).as_posix() + "/"
+            if directory.is_symlink():
+                self._links = True
             for entry in entries:
                 if entry.name.startswith(".") or os.path.splitext(entry.name)[1] not in suffixes:
                     continue
                 try:
                     if not entry.is_file():
                         continue
+                    if entry.is_symlink():
+                        self._links = True
                     st = entry.stat()
                     stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
                 except OSError:
@@ -266,12 +275,27 @@ class WorkspaceLoader:
             self._settings = (stamp, settings, problems)
         return self._settings
 
+    def _watching(self) -> ChangeWatch | None:
+        """The watch, made on the second load (a loader asked again is a long-lived one)."""
+        if self._watch is None and self._last is not None:
+            folders = [getattr(self.layout, attribute) for attribute, _ in KINDS.values()]
+            self._watch = ChangeWatch(self.root, folders)
+        return self._watch
+
     def load(self) -> Workspace:
+        watch = self._watching()
+        if watch is not None and self._last is not None and watch.unchanged():
+            return self._last[1]  # nothing under the watched folders changed since the last scan
+        if watch is not None:
+            watch.arm()  # before the scan: a change made while scanning is seen by the next load
+        self._links = False
         settings_stamp, settings, setting_problems = self._current_settings()
         files = {}
         for path, kind, relpath, stamp in self._scan():
             source = self._source(path, kind, settings.limits, relpath, stamp)
             files[source.relpath] = source
+        if watch is not None and self._links:
+            watch.armed = False
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
         if not changed and self._last is not None and self._last[0] == settings_stamp:
@@ -313,6 +337,11 @@ class WorkspaceLoader:
             ingestion=collect_pipelines(files), graph_views=_by_id(files, "graph-view"),
             rule_set=RuleSet(compiled), problems=problems,
         )
+
+    def close(self) -> None:
+        """Release the watch (an inotify instance: the kernel allows a user a limited number)."""
+        if self._watch is not None:
+            self._watch.close()
 
     def _context_rules_engine(self, rule_files: list[SourceFile]) -> tuple[RuleEngine, CompiledEngine]:
         key = tuple((f.relpath, f.stamp) for f in rule_files)
