@@ -4,6 +4,8 @@ with that one file open alone (the floor, measured in the same run).
 
     python bench/editor/many_open.py [--files 200] [--runs 15] [--out bench/out/editor-many]
 
+`bench/editor/run.py` runs the same measurement (`measure`) and shows it as a row of its table.
+
 Both servers are real processes over stdio (push diagnostics, `diagnostics_debounce_ms: 0`); the
 200 files are opened one after the other and every first `publishDiagnostics` is awaited before
 the edits start. Each run inserts (then deletes) an `x` inside a condition value of file 0, sends
@@ -118,30 +120,40 @@ async def keystroke(lsp: LspProcess, root: Path, run: int) -> float:
     return (arrived - started) * 1000
 
 
-async def main(args: argparse.Namespace) -> int:
-    root = workspace(args.out, args.files)
+async def measure(files: int, runs: int, out: Path) -> dict[str, Any]:
+    """The keystroke with `files` open and with one open, paired runs; what `bench/editor/run.py` shows."""
+    root = workspace(out, files)
     single, many = await server(root), await server(root)
-    await open_files(single, root, [0])
-    started = time.perf_counter()
-    messages = await open_files(many, root, list(range(args.files)))
-    opened_s = time.perf_counter() - started
-    alone, crowded = [], []
-    for run in range(args.runs):  # interleaved: the machine's load falls on both alike
-        alone.append(await keystroke(single, root, run))
-        crowded.append(await keystroke(many, root, run))
-    await single.close()
-    await many.close()
-    a, b = statistics.median(alone), statistics.median(crowded)
+    try:
+        await open_files(single, root, [0])
+        started = time.perf_counter()
+        messages = await open_files(many, root, list(range(files)))
+        opened_s = time.perf_counter() - started
+        alone, crowded = [], []
+        for run in range(runs):  # interleaved: the machine's load falls on both alike
+            alone.append(await keystroke(single, root, run))
+            crowded.append(await keystroke(many, root, run))
+    finally:
+        await single.close()
+        await many.close()
+    return {"files": files, "runs": runs, "single_ms": alone, "many_ms": crowded,
+            "single_median_ms": statistics.median(alone), "many_median_ms": statistics.median(crowded),
+            "ratio": statistics.median(y / x for x, y in zip(alone, crowded, strict=True)),  # paired runs
+            "open_s": opened_s, "open_messages": messages}
+
+
+async def main(args: argparse.Namespace) -> int:
+    result = await measure(args.files, args.runs, args.out)
     if args.verbose:
-        print("single", [round(x, 1) for x in alone], "\nmany", [round(x, 1) for x in crowded])
-    ratio = statistics.median(y / x for x, y in zip(alone, crowded, strict=True))  # paired runs
+        print("single", [round(x, 1) for x in result["single_ms"]], "\nmany", [round(x, 1) for x in result["many_ms"]])
+    ratio = result["ratio"]
     rows = [
-        ("keystroke → diagnostics, 1 file open (floor)", f"{a:.1f} ms"),
-        (f"keystroke → diagnostics, {args.files} files open", f"{b:.1f} ms"),
+        ("keystroke → diagnostics, 1 file open (floor)", f"{result['single_median_ms']:.1f} ms"),
+        (f"keystroke → diagnostics, {args.files} files open", f"{result['many_median_ms']:.1f} ms"),
         ("ratio many/single (median of the paired runs)", f"{ratio:.2f}× ({'PASS' if ratio <= TARGET else 'MISS'} "
                                                           f"≤ {TARGET}×)"),
-        (f"opening {args.files} files (each first diagnostics)", f"{opened_s:.1f} s"),
-        (f"diagnostics messages during the {args.files} opens", str(messages)),
+        (f"opening {args.files} files (each first diagnostics)", f"{result['open_s']:.1f} s"),
+        (f"diagnostics messages during the {args.files} opens", str(result["open_messages"])),
         ("load average (1, 5, 15 min)", " ".join(f"{x:.2f}" for x in os.getloadavg())),
     ]
     table = "| measure | value |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

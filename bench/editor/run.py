@@ -27,6 +27,11 @@ vscode-json-languageservice (`../shared/bench/peers/peer_vscode_json_ls.js`), in
    pure functions with cProfile (`<out>/profile-*.txt`). A MISS does not change the exit status;
    wrong diagnostics or completions (the valid file must give 0, the field completion after `sco`
    must offer something under `scope.`) exit 1.
+7. Many open files (`many_open.py`, `--many-files` 200, `--many-runs` 15, 0 to skip): two more
+   servers, one with 200 rule files of about 22 KB open, one with only the first; a character typed
+   into that file → its `publishDiagnostics`, the runs alternating between the two. Its row compares
+   the keystroke with 200 open to the same keystroke with the file open alone (the median of the
+   paired ratios; target ≤ 2×).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ sys.path.insert(0, str(REPO / "server"))
 sys.path.insert(0, str(REPO / "bench" / "rules"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import many_open  # noqa: E402
 import peers  # noqa: E402
 from lsp_client import LspProcess  # noqa: E402
 
@@ -60,7 +66,8 @@ SIZE = "lsp5000"
 SETTINGS: dict[str, Any] = {"diagnostics_debounce_ms": 0}
 SERVER = [sys.executable, "-m", "context_assembly", "serve"]
 KEY = '"field": "'
-TARGETS = {"cold": 1.0, "edit_diagnostics": 0.3, "edit_completion": 1.0, "completion": 1.0}
+TARGETS = {"cold": 1.0, "edit_diagnostics": 0.3, "edit_completion": 1.0, "completion": 1.0,
+           "many_open": many_open.TARGET}
 
 
 # -- workload and workspace --------------------------------------------------------------------------
@@ -416,7 +423,8 @@ def verdict(ratio: float, target: float | None) -> str:
     return f"{'PASS' if ratio <= target else 'MISS'} (≤ {target}×)"
 
 
-def table(ours: dict[str, Any], pure: dict[str, Any], peer: dict[str, Any]) -> tuple[str, dict[str, str]]:
+def table(ours: dict[str, Any], pure: dict[str, Any], peer: dict[str, Any],
+          many: dict[str, Any] | None = None) -> tuple[str, dict[str, str]]:
     rows = [
         ("cold: didOpen → publishDiagnostics (fresh server)", ours["cold_open_to_diagnostics"]["median_ms"],
          "parse + doValidation, cold (1 sample)", peer["parse_validate_cold_ms"], "cold"),
@@ -448,6 +456,11 @@ def table(ours: dict[str, Any], pure: dict[str, Any], peer: dict[str, Any]) -> t
         if key:
             verdicts[key] = v
         lines.append(f"| {label} | {mine:,.1f} | {peer_label} | {theirs:,.1f} | {ratio:.2f}× | {v} |")
+    if many is not None:  # the floor is ours too: the same keystroke with that file open alone
+        verdicts["many_open"] = v = verdict(many["ratio"], TARGETS["many_open"])
+        lines.append(f"| keystroke in 1 of {many['files']} open 22 KB rule files → publishDiagnostics | "
+                     f"{many['many_median_ms']:,.1f} | ours: the same keystroke, that file open alone | "
+                     f"{many['single_median_ms']:,.1f} | {many['ratio']:.2f}× | {v} |")
     return "\n".join(lines), verdicts
 
 
@@ -489,9 +502,13 @@ async def main_async(args: argparse.Namespace) -> int:
     print("ours, pure functions ...", flush=True)
     pure_runner = Pure(ws, uri, text, caret_offset)
     pure = pure_runner.measure(args.runs, args.warmup)
+    many = None
+    if args.many_files > 0:
+        print(f"ours, {args.many_files} files open ...", flush=True)
+        many = await many_open.measure(args.many_files, args.many_runs, out / "many")
     load_end = os.getloadavg()
 
-    rendered, verdicts = table(ours, pure, peer)
+    rendered, verdicts = table(ours, pure, peer, many)
     problems = []
     if any(ours["cold_diagnostics_counts"]) or pure["cold_diagnostics_count"]:
         problems.append(f"the valid file gave diagnostics: {ours['cold_diagnostics_counts']}, "
@@ -508,15 +525,18 @@ async def main_async(args: argparse.Namespace) -> int:
              f"Diagnostics on the valid file: ours {ours['cold_diagnostics_counts'][0]}, peer "
              f"{peer['diagnostics_valid_file']}; after the edit: ours {ours['edit_diagnostics_counts'][-1]} "
              f"(every other run). Completion items: ours {ours['completion_items']}, peer {peer['completion_items']}.")
+    if many is not None:
+        extra += (f" Many open: the ratio is the median of {many['runs']} paired runs; opening {many['files']} "
+                  f"files took {many['open_s']:.1f} s and {many['open_messages']} diagnostics messages.")
     text_out = f"{conditions}\n\n{rendered}\n\n{extra}\n"
     print("\n" + text_out)
     (out / "summary.md").write_text(text_out)
     results = {"conditions": conditions, "file": shown(file), "caret": caret,
-               "field_value": field_value, "ours_lsp": ours, "ours_pure": pure, "peer": peer,
+               "field_value": field_value, "ours_lsp": ours, "ours_pure": pure, "peer": peer, "many_open": many,
                "verdicts": verdicts, "loadavg_start": load_start, "loadavg_end": load_end}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
-    if args.profile or any(v.startswith("MISS") for v in verdicts.values()):
+    if args.profile or any(v.startswith("MISS") for k, v in verdicts.items() if k != "many_open"):
         print("profiling the pure functions (cProfile) ...", flush=True)
         for name, report in pure_runner.profile(out).items():
             print(f"\n{name} (top by own time; full report in {shown(out / f'profile-{name}.txt')}):")
@@ -533,6 +553,8 @@ def main() -> int:
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "editor")
     parser.add_argument("--profile", action="store_true", help="profile even when every target passes")
+    parser.add_argument("--many-files", type=int, default=200, help="rule files open in the many-files row (0: skip)")
+    parser.add_argument("--many-runs", type=int, default=15, help="paired keystrokes of the many-files row")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -8,8 +8,11 @@ each looping over: an assembly (a different task text each time), `contextAssemb
 a `memory/write` (a new key each time, so the stores' write generations keep moving and cached
 pipeline results go stale), a `memory/read`, and an editor edit (`didOpen` once, then `didChange`
 of a rule file, whose diagnostics are pushed). The server's RSS (VmRSS of /proc/<pid>/status) is
-sampled every --sample-s seconds; the table shows it over time, with the growth per minute in the
-first and the second half (a plateau: the second half's growth near zero).
+sampled every --sample-s seconds, with its anonymous and file-backed parts, its threads and its
+SQLite connections (descriptors on project.db: one per thread that touched the database); the
+table shows them over time, with the RSS growth per minute in the first and the second half (a
+plateau: the second half's growth near zero). `--env NAME=VALUE` passes a variable to the server
+(e.g. MALLOC_ARENA_MAX=2, to tell allocator arenas apart from what the program keeps).
 
 `--trace` runs the same calls in this process (one session, no transport) under tracemalloc and
 prints the lines whose allocations grew most between one third of the run and its end: what a
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -30,7 +34,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "server"))
@@ -67,13 +71,31 @@ def calls(n: int, client: int) -> list[tuple[str, Any]]:
 
 
 def rss_mb(pid: int) -> float:
+    return status(pid)["VmRSS"]
+
+
+def status(pid: int) -> dict[str, float]:
+    """VmRSS, RssAnon, RssFile (MB) and Threads of a process, from /proc/<pid>/status."""
+    out: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            out[key] = int(value.split()[0]) / 1024
+        elif key == "Threads":
+            out[key] = int(value)
+    return out
 
 
-async def client_loop(port: int, root: Path, index: int, until: float, done: list[int]) -> None:
+def db_handles(pid: int) -> int:
+    """Open file descriptors on the SQLite database: one per connection (WAL and shm files apart)."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            count += os.readlink(fd).endswith("project.db")
+    return count
+
+
+async def client_loop(port: int, root: Path, index: int, until: float, done: list[int], editor: bool = True) -> None:
     connection = Connection()
     await connection.connect_tcp("127.0.0.1", port)
     await connection.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
@@ -88,15 +110,33 @@ async def client_loop(port: int, root: Path, index: int, until: float, done: lis
         for method, params in calls(n, index):
             await connection.request(method, params)
         edited = text.replace('"planning"', f'"planning-{n % 5}"', 1)
-        connection.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
-                                                     "contentChanges": [{"text": edited}]})
+        if editor:
+                connection.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
+                                                         "contentChanges": [{"text": edited}]})
         done[index] += 1
     await connection.close()
 
 
-async def soak(args: argparse.Namespace) -> list[tuple[float, float, int]]:
+class Sample(NamedTuple):
+    seconds: float
+    rss: float  # MB
+    anon: float  # MB: the heap, allocator arenas, the graph database's buffer pool
+    file: float  # MB: mapped libraries and files
+    threads: int
+    db: int  # SQLite connections (file descriptors on project.db)
+    rounds: int
+
+
+def sample(pid: int, seconds: float, rounds: int) -> Sample:
+    now = status(pid)
+    return Sample(seconds, now["VmRSS"], now["RssAnon"], now["RssFile"], int(now["Threads"]), db_handles(pid),
+                  rounds)
+
+
+async def soak(args: argparse.Namespace) -> list[Sample]:
     root = seeded(args.out)
     env = {**os.environ, "PYTHONPATH": str(REPO / "server") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.update(item.split("=", 1) for item in args.env)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "context_assembly", "serve", "--tcp", "127.0.0.1:0", "--workspace", str(root),
         stdin=subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
@@ -108,23 +148,26 @@ async def soak(args: argparse.Namespace) -> list[tuple[float, float, int]]:
     started = time.monotonic()
     until = started + args.minutes * 60
     done = [0] * args.clients
-    loops = [asyncio.ensure_future(client_loop(port, root, i, until, done)) for i in range(args.clients)]
-    samples = [(0.0, rss_mb(process.pid), 0)]
+    loops = [asyncio.ensure_future(client_loop(port, root, i, until, done, not args.no_editor))
+             for i in range(args.clients)]
+    samples = [sample(process.pid, 0.0, 0)]
     while not all(loop.done() for loop in loops):
         await asyncio.sleep(args.sample_s)
-        samples.append((time.monotonic() - started, rss_mb(process.pid), sum(done)))
+        samples.append(sample(process.pid, time.monotonic() - started, sum(done)))
+        if args.verbose:
+            print(samples[-1], flush=True)
     await asyncio.gather(*loops)
     process.terminate()
     await process.wait()
     return samples
 
 
-def growth(samples: list[tuple[float, float, int]]) -> tuple[float, float]:
+def growth(samples: list[Sample]) -> tuple[float, float]:
     """MB per minute over the first and the second half of the samples."""
     half = len(samples) // 2
 
-    def slope(part: list[tuple[float, float, int]]) -> float:
-        return (part[-1][1] - part[0][1]) / max((part[-1][0] - part[0][0]) / 60, 1e-9)
+    def slope(part: list[Sample]) -> float:
+        return (part[-1].rss - part[0].rss) / max((part[-1].seconds - part[0].seconds) / 60, 1e-9)
 
     return slope(samples[: half + 1]), slope(samples[half:])
 
@@ -161,6 +204,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=3)
     parser.add_argument("--sample-s", type=float, default=10.0)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the server (e.g. MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--no-editor", action="store_true", help="leave the editor edits out of the load")
+    parser.add_argument("--verbose", action="store_true", help="print each sample as it is taken")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "soak")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -169,9 +216,11 @@ def main() -> int:
         return 0
     samples = asyncio.run(soak(args))
     first, second = growth(samples)
-    rows = [f"| {t:.0f} | {rss:.0f} | {rounds} |" for t, rss, rounds in samples]
-    table = "| s | RSS MB | rounds |\n| --- | --- | --- |\n" + "\n".join(rows)
-    peak, median = max(s[1] for s in samples), statistics.median(s[1] for s in samples)
+    rows = [f"| {s.seconds:.0f} | {s.rss:.0f} | {s.anon:.0f} | {s.file:.0f} | {s.threads} | {s.db} | {s.rounds} |"
+            for s in samples]
+    table = ("| s | RSS MB | anon MB | file MB | threads | SQLite connections | rounds |\n"
+             "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
+    peak, median = max(s.rss for s in samples), statistics.median(s.rss for s in samples)
     summary = (f"{table}\n\nRSS growth: {first:+.1f} MB/min in the first half, {second:+.1f} MB/min in the "
                f"second; peak {peak:.0f} MB, median {median:.0f} MB; load average "
                f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")

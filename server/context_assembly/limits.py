@@ -4,11 +4,19 @@ Each limit has a default here; those marked `settable` can be changed in the set
 object of `.codebolt/context-assembly.json` or the client's configuration). A value past a limit
 is refused with a clear error that names the limit; nothing is cut silently. The stores, the
 loader, the method layer and the transport read their numbers from this module only.
+
+The stores are shared by every session of a process while the limits are a session's (the client
+may override them), so a call runs with its session's limits `applied` and a store check reads
+`current()`: the method layer applies them around each call, the assembler around each assembly,
+and the pipeline executor carries them onto its threads.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import attrs
@@ -16,6 +24,7 @@ import orjson
 from attrs import frozen
 
 MIB = 1024 * 1024
+MAXIMUM = 2**31 - 1  # what any limit may be set to: stays a 32-bit integer wherever a library takes it
 
 
 @frozen
@@ -25,6 +34,7 @@ class LimitSpec:
     minimum: int
     description: str
     settable: bool = True
+    maximum: int = MAXIMUM
 
 
 LIMITS: tuple[LimitSpec, ...] = (
@@ -46,13 +56,12 @@ LIMITS: tuple[LimitSpec, ...] = (
               "Open documents a push-diagnostics editor keeps re-checked when another file changes (the most "
               "recently opened or edited); the others are checked when next touched, or pulled."),
     LimitSpec("graph_view_rows", 10_000, 1,
-              "Rows one graph view returns; a LIMIT or SKIP parameter of a view must lie in 0..this (-32602).",
-              settable=False),
+              "Rows one graph view returns; a LIMIT or SKIP parameter of a view must lie in 0..this (-32602)."),
     LimitSpec("graph_limit", 1000, 1,
-              "`limit` of graph listings and neighbour expansion (-32602).", settable=False),
-    LimitSpec("graph_depth", 5, 1, "`depth` of neighbour expansion (-32602).", settable=False),
-    LimitSpec("search_top_k", 100_000, 1, "`top_k` of one vector or keyword search (-32602).", settable=False),
-    LimitSpec("log_limit", 10_000, 1, "`limit` of an event-log or episodic read (-32602).", settable=False),
+              "`limit` of graph listings and neighbour expansion (-32602)."),
+    LimitSpec("graph_depth", 5, 1, "`depth` of neighbour expansion (-32602)."),
+    LimitSpec("search_top_k", 100_000, 1, "`top_k` of one vector or keyword search (-32602)."),
+    LimitSpec("log_limit", 10_000, 1, "`limit` of an event-log or episodic read (-32602)."),
 )
 
 BY_NAME = {spec.name: spec for spec in LIMITS}
@@ -66,6 +75,11 @@ class Limits:
     rules_per_engine: int = BY_NAME["rules_per_engine"].default
     write_value_bytes: int = BY_NAME["write_value_bytes"].default
     eager_documents: int = BY_NAME["eager_documents"].default
+    graph_view_rows: int = BY_NAME["graph_view_rows"].default
+    graph_limit: int = BY_NAME["graph_limit"].default
+    graph_depth: int = BY_NAME["graph_depth"].default
+    search_top_k: int = BY_NAME["search_top_k"].default
+    log_limit: int = BY_NAME["log_limit"].default
 
     def merged(self, overrides: Any) -> Limits:
         """These limits with the settable, well-typed values of `overrides` applied."""
@@ -73,7 +87,7 @@ class Limits:
             return self
         known = {name: value for name, value in overrides.items()
                  if name in BY_NAME and BY_NAME[name].settable and isinstance(value, int)
-                 and not isinstance(value, bool) and value >= BY_NAME[name].minimum}
+                 and not isinstance(value, bool) and BY_NAME[name].minimum <= value <= BY_NAME[name].maximum}
         return attrs.evolve(self, **known)
 
 
@@ -83,6 +97,23 @@ GRAPH_LIMIT = BY_NAME["graph_limit"].default
 GRAPH_DEPTH = BY_NAME["graph_depth"].default
 SEARCH_TOP_K = BY_NAME["search_top_k"].default
 LOG_LIMIT = BY_NAME["log_limit"].default
+
+_CURRENT: ContextVar[Limits] = ContextVar("context_assembly_limits", default=DEFAULT)
+
+
+def current() -> Limits:
+    """The limits of the call being served (its session's settings), else the defaults."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def applied(limits: Limits) -> Iterator[Limits]:
+    """Run the body with `limits` as `current()` (in this thread or task; copy the context onto others)."""
+    token = _CURRENT.set(limits)
+    try:
+        yield limits
+    finally:
+        _CURRENT.reset(token)
 
 
 def json_size(value: Any) -> int:

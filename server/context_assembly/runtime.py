@@ -8,6 +8,7 @@ and downloads nothing.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from .model.evaluation import EvaluationResult
 from .model.request import AssemblyRequest
 from .rules.evaluate import RuleSet
 from .stores.bundle import StoreBundleView
-from .stores.factory import open_stores
+from .stores.factory import open_stores, refused_message
 from .stores.memory import MemoryRouter
 from .workspace.loader import Workspace, WorkspaceLoader, load_warnings
-from .workspace.settings import load_settings
+from .workspace.settings import load_settings, store_problems
+
+logger = logging.getLogger(__name__)
 
 
 class Runtime:
@@ -36,8 +39,11 @@ class Runtime:
         self._workspace: Workspace | None = None
         self._failed: tuple[Workspace, list[str]] | None = None  # load_warnings of every engine, per version
         # The backend is chosen once, from the settings file, before any store is built.
-        settings, _ = load_settings(self.layout.settings_path)
-        self.memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores))
+        settings, problems = load_settings(self.layout.settings_path)
+        refused = store_problems(problems)
+        if refused:  # said once at start; every store call says it again
+            logger.error("%s", refused_message(refused))
+        self.memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores, refused))
         self.stores = StoreBundleView(self.memory)
         self.cache = ResultCache()
         self.executor = Executor(self.memory, self.stores, self.cache)

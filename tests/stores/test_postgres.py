@@ -173,3 +173,80 @@ def test_check_reports_a_cypher_view_when_the_backend_is_postgres(tmp_path: Path
     assert stores.graph is not None
     with pytest.raises(InvalidParamsError, match="embedded graph only"):
         stores.graph.run_view("owners", {})
+
+
+def test_sidecars_patching_one_document_at_once_lose_nothing(postgres_dsn: str, tmp_path: Path) -> None:
+    """Four processes, each with its own pool, patch members of one JSON document and append to one
+    thread and one log at the same time: every write lands (row locks, not read-modify-write)."""
+    import multiprocessing
+
+    from .workers import pg_patch_one_document
+
+    project, count, workers = fresh_project(), 25, ["w0", "w1", "w2", "w3"]
+    stores = pg_stores(tmp_path, postgres_dsn, project)
+    stores.json_docs.put("plan", {"seen": {}})
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Event()
+    processes = [spawn.Process(target=pg_patch_one_document, args=(postgres_dsn, project, w, count, start))
+                 for w in workers]
+    for process in processes:
+        process.start()
+    start.set()
+    for process in processes:
+        process.join(300)
+        assert process.exitcode == 0
+    found, plan = stores.json_docs.get("plan")
+    assert found and {w: plan[w] for w in workers} == {w: count - 1 for w in workers}
+    assert set(plan["seen"]) == {f"{w}-{i}" for w in workers for i in range(count)}
+    turns = stores.episodic.recent("shared", 1000)
+    assert [t["seq"] for t in turns] == list(range(1, len(workers) * count + 1))
+    assert len(stores.events.search("audit", limit=1000)) == len(workers) * count
+    stores.close()
+
+
+def test_a_small_collection_in_a_big_table_still_gets_its_k_nearest(postgres_dsn: str, tmp_path: Path) -> None:
+    """HNSW filters the index's candidates by collection afterwards: with few candidates (ef_search
+    10) a collection that is a tenth of the table gets a short answer, which is asked again exactly."""
+    from context_assembly.stores.embedding import HASHING
+    from context_assembly.stores.postgres.vector import PgVectorStore
+
+    root = tmp_path / "ws"
+    stores = open_stores(WorkspaceLayout(root), StoreSettings(backend="postgres", dsn=postgres_dsn,
+                                                              project=fresh_project(), ef_search=10))
+    vectors = stores.vectors
+    assert isinstance(vectors, PgVectorStore)
+    for name in ("big", "small"):
+        vectors.settings(name, HASHING)
+    vectors.upsert_many("big", [(f"b{i}", f"login timeout session {i} retry queue {i % 7}", {}) for i in range(4000)])
+    vectors.upsert_many("small", [(f"s{i}", f"banana bread recipe {i}", {}) for i in range(400)])
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE ca_vector_chunks")
+    hits = vectors.search("small", "login timeout session retry", top_k=5, mode="vector")
+    assert len(hits) == 5 and all(h["doc_uri"].startswith("s") for h in hits)
+    assert vectors.index.exact_retries >= 1  # type: ignore[attr-defined]
+    stores.close()
+
+
+def test_migration_3_gives_existing_hnsw_indexes_the_new_build_parameters(postgres_dsn: str) -> None:
+    import uuid
+
+    from context_assembly.stores.postgres.migrations import HNSW_EF_CONSTRUCTION, HNSW_M, MIGRATIONS, hnsw_index_sql
+
+    name = f"m3_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(postgres_dsn.replace("/postgres?", f"/{name}?"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE ca_schema_version (version integer PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, sql in MIGRATIONS[:2]:  # a database as version 2 left it, with an index of its making
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO ca_schema_version(version) VALUES (%s)", (version,))
+        conn.execute("CREATE INDEX ca_vector_chunks_hnsw_8 ON ca_vector_chunks USING hnsw "
+                     "((embedding::vector(8)) vector_cosine_ops) WHERE dimension = 8")
+        assert migrate(conn) == list(range(3, LATEST + 1))
+        conn.execute(hnsw_index_sql(16))
+        rows = conn.execute("SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'ca_vector_chunks_hnsw_%' "
+                            "ORDER BY relname").fetchall()
+    expected = sorted([f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"])
+    assert [(n, sorted(o)) for n, o in rows] == [("ca_vector_chunks_hnsw_16", expected),
+                                                 ("ca_vector_chunks_hnsw_8", expected)]

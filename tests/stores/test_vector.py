@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from context_assembly.errors import ConflictError, InvalidParamsError
 from context_assembly.stores.embedding import HASHING, WORDLLAMA
@@ -328,3 +330,41 @@ def test_a_huge_top_k_returns_everything(tmp_path: Path) -> None:
     s = make_store(tmp_path)
     s.upsert_many("c", [(f"d{i}", f"text number {i}", {}) for i in range(1200)])
     assert len(s.search("c", "text number", top_k=100_000, min_score=-1.0)) == 1200
+
+
+@pytest.fixture(scope="module")
+def keyword_store(tmp_path_factory: pytest.TempPathFactory) -> SqliteVectorStore:
+    """1,500 chunks in two collections, Zipf-like words (a few in most chunks), some deleted."""
+    s = make_store(tmp_path_factory.mktemp("keyword"))
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(300)]
+    weights = [1 / (i + 1) for i in range(300)]
+
+    def text(i: int) -> str:
+        words = rng.choices(vocab, weights, k=rng.randint(3, 40))
+        return " ".join(words) + (" Rare_word café" if i % 97 == 0 else "")
+
+    s.upsert_many("a", [(f"d{i}", text(i), {}) for i in range(1200)])
+    s.upsert_many("b", [(f"d{i}", text(i), {}) for i in range(300)])
+    for i in range(0, 1200, 13):
+        s.delete("a", f"d{i}")
+    return s
+
+
+WORDS = st.one_of(st.sampled_from([f"w{i}" for i in range(0, 300, 7)] + ["w0", "w1", "w2", "w3", "absent"]),
+                  st.sampled_from(["rare_word", "__w1__", "café", "cafe", "w1_w2", "rare"]))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(WORDS, min_size=1, max_size=8), limit=st.integers(1, 60), collection=st.sampled_from("ab"))
+def test_keyword_top_k_equals_the_fts5_bm25_ranking(keyword_store: SqliteVectorStore, words: list[str],
+                                                    limit: int, collection: str) -> None:
+    terms = fts_terms(" ".join(words))
+    got = keyword_store.index._keyword(collection, terms, limit)
+    conn = keyword_store.index._db.connection()
+    reference = conn.execute(  # FTS5's ranking of every match in the collection, written plainly
+        "SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts JOIN vector_chunks c "
+        "ON c.id = vector_chunks_fts.rowid WHERE vector_chunks_fts MATCH ? AND c.collection = ? "
+        "ORDER BY s DESC, c.id LIMIT ?", (fts_query(terms), collection, limit)).fetchall()
+    assert got == reference  # the same chunks, in the same order, with bit-identical scores
+    assert keyword_store.index._bm25(collection, fts_query(terms), limit) == reference

@@ -50,3 +50,23 @@ def write_until_killed(workspace: str, ready: Any) -> None:
         if i == 3:
             ready.set()
         i += 1
+
+
+def pg_patch_one_document(dsn: str, project: str, worker: str, count: int, start: Any) -> None:
+    """Pointer writes to one shared JSON document (its own member), episodic turns and events, on
+    PostgreSQL through a StoreSet of its own (its own connection pool, as another sidecar has)."""
+    from pathlib import Path
+    from tempfile import mkdtemp
+
+    from context_assembly.stores.factory import open_stores
+    from context_assembly.workspace.layout import WorkspaceLayout
+    from context_assembly.workspace.settings import StoreSettings
+
+    stores = open_stores(WorkspaceLayout(Path(mkdtemp())), StoreSettings(backend="postgres", dsn=dsn, project=project))
+    start.wait(30)
+    for i in range(count):
+        stores.json_docs.put("plan", i, f"/{worker}")
+        stores.json_docs.put("plan", True, f"/seen/{worker}-{i}")
+        stores.episodic.append("shared", {"role": "user", "content": f"{worker} {i}"})
+        stores.events.append("audit", "tick", {"worker": worker, "i": i})
+    stores.close()

@@ -14,8 +14,11 @@ import pytest
 from context_assembly.editor.completion import complete
 from context_assembly.editor.documents import build_document
 from context_assembly.errors import InvalidParamsError
-from context_assembly.limits import LIMITS, SEARCH_TOP_K
+from context_assembly.limits import LIMITS, SEARCH_TOP_K, LimitSpec
 from context_assembly.methods import Session, call
+from context_assembly.methods.session import SharedRuntimes
+from context_assembly.schemas.validate import built_schema
+from context_assembly.workspace.loader import load_workspace
 
 from ..lsp.support import REPO, REQUEST
 from .builder import write
@@ -176,6 +179,114 @@ def test_search_top_k_at_the_limit_and_past_it(session: Session) -> None:
     with pytest.raises(InvalidParamsError) as caught:
         call(session, "memory/read", {"uri": f"vector://docs?q=auth&top_k={SEARCH_TOP_K + 1}"})
     assert "limits.search_top_k" in str(caught.value.data)
+
+
+# -- graph, search and log limits set in the settings file ---------------------------------------
+
+
+def graph_with_fan_out(session: Session, fan_out: int, depth: int) -> None:
+    """Node `hub` with `fan_out` children, each the head of a chain `depth` long, and a view naming hub."""
+    call(session, "memory/write", {"uri": "graph://default/node/hub", "value": {"kind": "module", "name": "hub"}})
+    for child in range(fan_out):
+        previous = "hub"
+        for level in range(depth):
+            node = f"n{child}-{level}"
+            call(session, "memory/write", {"uri": f"graph://default/node/{node}", "value": {"kind": "module"}})
+            call(session, "memory/write", {"uri": f"graph://default/edge/{previous}-{node}",
+                                           "value": {"kind": "USES", "from": previous, "to": node}})
+            previous = node
+    write(session.root, "knowledgegraph/views/hub.json", {
+        "id": "hub", "cypher": "MATCH (n:Entity {name: 'hub'}) RETURN n.id AS id, n.name AS name LIMIT 1"})
+
+
+def expand(session: Session, **step: int) -> dict[str, Any]:
+    write(session.root, "PersistentMemory/expand.json", {
+        "id": "expand", "status": "active", "retrieval": {"pipeline": [
+            {"type": "graph_view_read", "view": "hub"}, {"type": "graph_neighbor_expand", **step}]}})
+    return call(session, "persistentMemory/execute", {"id": "expand", "request": REQUEST})
+
+
+def test_graph_limit_and_depth_from_the_settings_file_at_and_past_the_edge(session: Session) -> None:
+    settings_file(session.root, graph_limit=3, graph_depth=2)
+    graph_with_fan_out(session, fan_out=4, depth=3)
+    at = expand(session, limit=3, depth=2)
+    assert at["status"] == "ok" and len(at["items"]) == 1 + 3
+    past = expand(session, limit=4, depth=1)
+    assert past["status"] == "failed" and "limits.graph_limit" in json.dumps(past)
+    deep = expand(session, limit=3, depth=3)
+    assert deep["status"] == "failed" and "limits.graph_depth" in json.dumps(deep)
+
+
+def test_graph_view_rows_from_the_settings_file(session: Session) -> None:
+    settings_file(session.root, graph_view_rows=5)
+    assert call(session, "memory/read", {"uri": "graph://dependents?name=auth&limit=5"})["exists"] is True
+    with pytest.raises(InvalidParamsError) as caught:
+        call(session, "memory/read", {"uri": "graph://dependents?name=auth&limit=6"})
+    [error] = caught.value.data["errors"]
+    assert "from 0 to 5 (limits.graph_view_rows)" in error["message"]
+
+
+def test_search_top_k_from_the_settings_file(session: Session) -> None:
+    settings_file(session.root, search_top_k=7)
+    assert call(session, "memory/read", {"uri": "vector://docs?q=auth&top_k=7"})["exists"] is True
+    with pytest.raises(InvalidParamsError) as caught:
+        call(session, "memory/read", {"uri": "vector://docs?q=auth&top_k=8"})
+    assert "from 0 to 7 (limits.search_top_k)" in str(caught.value.data)
+
+
+def test_a_pipeline_of_an_assembly_runs_under_the_workspace_limits(session: Session) -> None:
+    """The executor's threads see the settings' limits: architecture-docs searches with topK 8."""
+    settings_file(session.root, search_top_k=7)
+    warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
+    assert any("architecture-docs" in w and "limits.search_top_k" in w for w in warnings)
+    settings_file(session.root, search_top_k=8)
+    warnings = [w["content"] for w in call(session, "contextAssembly/assemble", REQUEST)["context"]["warnings"]]
+    assert not any("limits.search_top_k" in w for w in warnings)
+
+
+def test_log_limit_from_the_settings_file_for_event_log_and_episodic_reads(session: Session) -> None:
+    settings_file(session.root, log_limit=4)
+    for n in range(6):
+        call(session, "memory/write", {"uri": "log://ops", "value": {"event_type": "e", "payload": {"n": n}}})
+    assert len(call(session, "memory/read", {"uri": "log://ops?limit=4"})["value"]) == 4
+    assert len(call(session, "memory/read", {"uri": "episodic://t1?limit=4"})["value"]) == 0
+    for uri in ("log://ops?limit=5", "episodic://t1?limit=5"):
+        with pytest.raises(InvalidParamsError) as caught:
+            call(session, "memory/read", {"uri": uri})
+        assert "between 1 and 4 (got 5; limits.log_limit)" in caught.value.message
+
+
+def test_a_client_override_holds_for_its_own_session_only(example_copy: Path) -> None:
+    """Sessions share the stores; each call is checked against its own session's limits."""
+    runtimes = SharedRuntimes()
+    strict, default = Session(example_copy, runtimes=runtimes), Session(example_copy, runtimes=runtimes)
+    try:
+        assert strict.runtime is default.runtime
+        assert strict.set_settings({"limits": {"search_top_k": 2}}) == []
+        assert call(default, "memory/read", {"uri": "vector://docs?q=auth&top_k=3"})["exists"] is True
+        with pytest.raises(InvalidParamsError):
+            call(strict, "memory/read", {"uri": "vector://docs?q=auth&top_k=3"})
+        assert call(strict, "memory/read", {"uri": "vector://docs?q=auth&top_k=2"})["exists"] is True
+    finally:
+        strict.close()
+        default.close()
+
+
+@pytest.mark.parametrize("spec", [spec for spec in LIMITS if spec.settable], ids=lambda spec: spec.name)
+def test_every_settable_limit_is_in_the_schema_completed_and_checked(example_copy: Path, spec: LimitSpec) -> None:
+    schema = built_schema("settings")["properties"]["limits"]["properties"][spec.name]
+    assert (schema["minimum"], schema["maximum"], schema["default"]) == (spec.minimum, spec.maximum, spec.default)
+    text = '{"limits": {"": 1}}'
+    uri = (example_copy / ".codebolt" / "context-assembly.json").as_uri()
+    document = build_document(uri, text, 1, example_copy)
+    assert document is not None
+    offered = complete(document, text.index('""') + 1, load_workspace(example_copy))
+    assert spec.name in {item["label"] for item in offered}
+    for value, ok in ((spec.minimum, True), (spec.maximum, True), (spec.minimum - 1, False), (spec.maximum + 1, False)):
+        settings_file(example_copy, **{spec.name: value})
+        workspace = load_workspace(example_copy)
+        assert getattr(workspace.settings.limits, spec.name) == (value if ok else spec.default)
+        assert any(f"/limits/{spec.name}" in (p.path or "") for p in workspace.problems) is not ok
 
 
 # -- malformed definitions on disk -----------------------------------------------------------------

@@ -16,6 +16,7 @@ import orjson
 from attrs import define, field
 
 from ..errors import CancelledError, ContextAssemblyError
+from ..limits import applied
 from ..model.context import (
     AssembledContext,
     ContextItem,
@@ -143,9 +144,10 @@ class Assembler:
         run.stage("resolve")
 
         timeout_s = settings.pipeline_timeout_ms / 1000
-        executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
-                                       lambda e: run.emit("pipelineComplete", **_call_summary(e)),
-                                       settings.budget.vector_min_score)
+        with applied(settings.limits):  # the stores check a pipeline's top_k, limits and views against these
+            executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
+                                           lambda e: run.emit("pipelineComplete", **_call_summary(e)),
+                                           settings.budget.vector_min_score)
         if cancelled():
             raise CancelledError("the assembly was cancelled")
         self._collect(run, executions, lookup)

@@ -8,6 +8,7 @@ cache.py). Blocking store work runs on worker threads so the caller's event loop
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextvars
 import time
 from collections.abc import Callable
 from typing import Any
@@ -152,11 +153,12 @@ class Executor:
         pending: dict[futures.Future[Execution], Reference] = {}
         results: dict[int, Execution] = {}
         for index, ref in enumerate(references):
+            # each task in a copy of this context: the caller's `limits.current()` holds on the pool's threads
             if ref.kind == "definition":
-                task = self.pool.submit(self._run_definition, ref, memories[ref.reference], request, lookup,
-                                        deadline, cancelled, generations)
+                task = self.pool.submit(contextvars.copy_context().run, self._run_definition, ref,
+                                        memories[ref.reference], request, lookup, deadline, cancelled, generations)
             elif ref.kind == "uri":
-                task = self.pool.submit(self._run_uri, ref, query, vector_min_score)
+                task = self.pool.submit(contextvars.copy_context().run, self._run_uri, ref, query, vector_min_score)
             else:
                 results[index] = Execution(ref, "missing", error=ref.error)
                 done(results[index])

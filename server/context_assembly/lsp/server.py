@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
+from .workers import WORKERS, ConnectionWorkers, pool
 
 if TYPE_CHECKING:
     from ..methods import Session
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LLM_TIMEOUT_S = 120.0  # how long an llm/complete may take the client
-WORKERS = 8
 SHUTDOWN_GRACE_S = 5.0  # how long `shutdown` waits for requests in flight
 METHOD_NOT_FOUND = -32601
 LLM_OPTION = "llm"  # initializationOptions.llm = true: the client answers llm/complete
@@ -62,7 +62,8 @@ class ContextAssemblyServer(LanguageServer):
     protocol: ContextAssemblyProtocol
 
     def __init__(self, workspace: Path | None = None, workers: int = WORKERS, *,
-                 runtimes: SharedRuntimes | None = None, tokens: dict[str, str] | None = None) -> None:
+                 runtimes: SharedRuntimes | None = None, tokens: dict[str, str] | None = None,
+                 shared_workers: ThreadPoolExecutor | None = None) -> None:
         super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
         self.session: Session | None = None  # built on first use after `initialize` (require_session)
@@ -74,7 +75,8 @@ class ContextAssemblyServer(LanguageServer):
         self.tokens = tokens or {}  # name -> token; empty: no token asked for (stdio)
         self.token_name: str | None = None  # set by an initialize with a valid token
         self.peer: str | None = None  # the client's address, for the access log
-        self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc")
+        # handlers' threads: this server's own pool, or its share of the pool all connections use
+        self.workers: Executor = ConnectionWorkers(shared_workers) if shared_workers is not None else pool(workers)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.llm_offered = False
         self.initial_settings: dict[str, Any] = {}
@@ -317,13 +319,14 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
 
 
 def build_server(workspace: Path | None = None, *, runtimes: SharedRuntimes | None = None,
-                 tokens: dict[str, str] | None = None) -> ContextAssemblyServer:
+                 tokens: dict[str, str] | None = None,
+                 shared_workers: ThreadPoolExecutor | None = None) -> ContextAssemblyServer:
     """The server with every feature module registered (one per connection over TCP and WebSocket);
     the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch
 
     uris.use_converter(to_fs_path)
-    server = ContextAssemblyServer(workspace, runtimes=runtimes, tokens=tokens)
+    server = ContextAssemblyServer(workspace, runtimes=runtimes, tokens=tokens, shared_workers=shared_workers)
     _register_lifecycle(server)
     for feature in (calls, config, watch, features):
         feature.register(server)

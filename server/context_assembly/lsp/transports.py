@@ -101,8 +101,8 @@ ServerFactory = Callable[[], ContextAssemblyServer]
 
 @define
 class Network:
-    """How `serve --tcp` / `--ws` listens: every connection gets its own server (its own session,
-    editor state and worker pool) from `factory`, over the runtime the factory shares."""
+    """How `serve --tcp` / `--ws` listens: every connection gets its own server (its own session and
+    editor state) from `factory`, over the runtime and the worker pool the factory shares."""
 
     factory: ServerFactory
     max_connections: int = 16

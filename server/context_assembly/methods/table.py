@@ -13,6 +13,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParamsError
+from ..limits import applied
 from .call import CallContext, MethodSpec
 from .params import check, require_object
 
@@ -101,11 +102,13 @@ def call(session: Session, method: str, params: Any, ctx: CallContext | None = N
     try:
         session.access.check_method(method)
         body = require_object(params)
-        depth = session.limits().nesting_depth
+        limits = session.limits()
+        depth = limits.nesting_depth
         if value_too_deep(body, depth):  # before anything below recurses over it (copies, schemas, structuring)
             message = f"the params are nested too deeply (more than {depth} levels, limits.nesting_depth)"
             raise InvalidParamsError(message, [{"path": "", "message": message}])
         check(body, spec.params)
-        return spec.handler(session, body, ctx or CallContext())
+        with applied(limits):  # the shared stores check this session's limits (top_k, graph and log limits)
+            return spec.handler(session, body, ctx or CallContext())
     finally:
         current_method.reset(serving)

@@ -205,6 +205,18 @@ def settings(src: Sources) -> Schema:
             "project": described({"type": "string", "minLength": 1, "maxLength": 128}, "The project key in the "
                                  "shared database (default: the workspace folder's name); sidecars with the "
                                  "same key share every store."),
+            "invalidation": enum(("notify", "read"), "postgres: how a sidecar learns that another one wrote, "
+                                 "so its cached pipeline results are not used.\n" + listing((
+                                     ("notify", "pushed by the database (LISTEN/NOTIFY) and kept in memory; "
+                                      "read from the database before each use while the push is not proven live"),
+                                     ("read", "read from the database before each use of a cached result: no "
+                                      "window at all between a write and its effect elsewhere, one round trip "
+                                      "more per assembly"),
+                                 )), "notify", title="Cache invalidation"),
+            "ef_search": described({"type": "integer", "minimum": 10, "maximum": 1000}, "postgres: how many "
+                                   "candidates an HNSW vector search looks at (pgvector's hnsw.ef_search, set per "
+                                   "search): higher finds more of the exact nearest chunks and takes longer "
+                                   "(bench/stores measures both).", 100),
         }),
         "diagnostics_debounce_ms": integer("Delay before an edited file is re-validated.", 0, 300),
         "budget": _budget(src),
@@ -213,7 +225,8 @@ def settings(src: Sources) -> Schema:
             "min_score": _number("Tools less similar to the task than this are left out.", 0.1, 1),
         }),
         "limits": obj("Limits", "Size limits (README, \"Running it for a team\"); a value past one is refused "
-                      "with a clear error.", {spec.name: integer(spec.description, spec.minimum, spec.default)
+                      "with a clear error.", {spec.name: {**integer(spec.description, spec.minimum, spec.default),
+                                                         "maximum": spec.maximum}
                                               for spec in LIMITS if spec.settable}),
         "access": {"type": "object", "description": "Access policy per token name (an agent or a role): the "
                    "methods it may call and the memory URIs it may read and write (glob patterns). Read "

@@ -10,11 +10,11 @@ import math
 import time
 from typing import Any
 
-from ..limits import LOG_LIMIT
+from ..limits import LOG_LIMIT, current
 from .confine import check_key, refuse
 
 MAX_BLOB_BYTES = 64 * 1024 * 1024
-MAX_EVENTS = LOG_LIMIT
+MAX_EVENTS = LOG_LIMIT  # the default; a read checks against its session's `current()` limits
 MAX_TURNS = LOG_LIMIT
 
 
@@ -72,8 +72,9 @@ def check_turn(thread_id: str, turn: Any) -> float:
     return time.time()
 
 
-def check_limit(limit: Any, maximum: int) -> int:
-    """A search's `limit`: an integer from 1 to `maximum`."""
+def check_limit(limit: Any) -> int:
+    """The `limit` of an event-log or episodic read: an integer from 1 to limits.log_limit."""
+    maximum = current().log_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
-        raise refuse(f"limit must be an integer between 1 and {maximum}", "/limit")
+        raise refuse(f"limit must be an integer between 1 and {maximum} (limits.log_limit)", "/limit")
     return limit

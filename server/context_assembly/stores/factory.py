@@ -3,10 +3,18 @@
 Nothing outside `stores/` names a backend: the runtime, the CLI and the tests ask this factory.
 Every backend opens lazily (no connection until the first call), so a workspace opens at once
 even when its database server is away; a call then fails with a clear StorageError.
+
+Settings the schema refuses under `stores` (a typo like `"dns"` for `"dsn"`) open no backend at
+all: falling back to the embedded stores would split a swarm's memory without a word. Every store
+call then fails with the problems and their key paths; notes and workspace files, which live in
+the checkout whatever the backend, keep working.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..errors import StorageError
 from ..workspace.layout import WorkspaceLayout
 from ..workspace.settings import StoreSettings
 from .files.notes import MarkdownNotes
@@ -27,7 +35,12 @@ BACKENDS = ("embedded", "postgres")
 EMBEDDED_BATCHED = frozenset({"kv", "json", "log", "episodic", "working", "blob", "vector"})
 
 
-def open_stores(layout: WorkspaceLayout, settings: StoreSettings | None = None) -> StoreSet:
+def open_stores(layout: WorkspaceLayout, settings: StoreSettings | None = None,
+                refused: list[str] | None = None) -> StoreSet:
+    """The stores the settings name; `refused`: the settings' problems under `stores` (path: message),
+    which open none."""
+    if refused:
+        return refused_stores(layout, refused)
     settings = settings if settings is not None else StoreSettings()
     if settings.backend == "postgres":
         from .postgres.stores import open_postgres_stores  # late: psycopg loads only when chosen
@@ -49,3 +62,34 @@ def open_embedded_stores(layout: WorkspaceLayout, database: Database | None = No
                     backend="embedded", closers=[*([graph.close] if graph else []), db.close],
                     database=db,  # without components, a caller's vector store may sit elsewhere
                     batched=EMBEDDED_BATCHED if components else EMBEDDED_BATCHED - {"vector"})
+
+
+class RefusedStore:
+    """Stands for a store the settings did not allow to open: every call fails with why."""
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def refuse(*_args: Any, **_kwargs: Any) -> Any:
+            raise StorageError(self._message, {"settings": SETTINGS_FILE})
+        return refuse
+
+
+SETTINGS_FILE = ".codebolt/context-assembly.json"
+
+
+def refused_message(problems: list[str]) -> str:
+    return (f"the stores are not opened: {SETTINGS_FILE} has {len(problems)} "
+            f"error{'s' if len(problems) > 1 else ''} under stores ({'; '.join(problems)}); fix the file and "
+            "restart the sidecar")
+
+
+def refused_stores(layout: WorkspaceLayout, problems: list[str]) -> StoreSet:
+    store: Any = RefusedStore(refused_message(problems))
+    return StoreSet(kv=store, json_docs=store, events=store, episodic=store, working=store, blobs=store,
+                    notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
+                    vectors=store, graph=store, backend="refused", migrator=store.migrate)

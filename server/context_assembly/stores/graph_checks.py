@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidParamsError
-from ..limits import GRAPH_DEPTH, GRAPH_LIMIT
+from ..limits import GRAPH_DEPTH, GRAPH_LIMIT, current
 
 MAX_ID_CHARS = 1024
 MAX_NAME_CHARS = 4096
-MAX_DEPTH = GRAPH_DEPTH
+MAX_DEPTH = GRAPH_DEPTH  # the defaults; a call checks against its session's `current()` limits
 MAX_LIMIT = GRAPH_LIMIT
 # Edges read per expansion level: bounds the work a hub node can cause.
 MAX_LEVEL_EDGES = 10_000
@@ -74,10 +74,16 @@ def attributes_json(attributes: dict[str, Any]) -> str:
     return orjson.dumps(attributes).decode()
 
 
-def check_count(value: Any, path: str, maximum: int) -> int:
+def check_count(value: Any, path: str, maximum: int, limit: str | None = None) -> int:
+    """An integer in 0..maximum; `limit` names the setting that holds the maximum."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise invalid(path, f"expected an integer from 0 to {maximum}")
+        raise invalid(path, f"expected an integer from 0 to {maximum}" + (f" (limits.{limit})" if limit else ""))
     return value
+
+
+def check_graph_limit(value: Any) -> int:
+    """The `limit` of a graph listing or expansion, within limits.graph_limit."""
+    return check_count(value, "/limit", current().graph_limit, "graph_limit")
 
 
 def check_expansion(node_ids: Any, depth: Any, edge_kinds: Any, limit: Any,
@@ -86,8 +92,8 @@ def check_expansion(node_ids: Any, depth: Any, edge_kinds: Any, limit: Any,
     if not isinstance(node_ids, list):
         raise invalid("/node_ids", "expected a list of node ids")
     seeds = [check_text(node_id, f"/node_ids/{index}") for index, node_id in enumerate(node_ids)]
-    depth = check_count(depth, "/depth", MAX_DEPTH)
-    limit = check_count(limit, "/limit", MAX_LIMIT)
+    depth = check_count(depth, "/depth", current().graph_depth, "graph_depth")
+    limit = check_graph_limit(limit)
     if edge_kinds is not None and not isinstance(edge_kinds, list):
         raise invalid("/edge_kinds", "expected a list of edge kinds")
     kinds = [check_text(kind, f"/edge_kinds/{index}") for index, kind in enumerate(edge_kinds or [])]

@@ -29,6 +29,7 @@ from urllib.parse import quote, unquote
 
 from attrs import field, frozen
 
+from ..limits import current
 from .confine import check_key, check_relative_path, refuse
 
 DEFAULT = "default"
@@ -152,13 +153,15 @@ def parse_uri(text: object, *, pointer: str = "/uri", now: float | None = None) 
     return MemoryUri(scheme, parts, params, fragment, since, text)
 
 
-def parse_limit(text: str | int, pointer: str = "/uri", maximum: int = 10_000) -> int:
+def parse_limit(text: str | int, pointer: str = "/uri") -> int:
+    """The `limit` of a log:// or episodic:// read: 1 to limits.log_limit."""
     try:
         value = int(text)
     except (TypeError, ValueError):
         raise refuse(f"limit must be a positive integer (got {text!r})", pointer) from None
+    maximum = current().log_limit
     if not 1 <= value <= maximum:
-        raise refuse(f"limit must be between 1 and {maximum} (got {value})", pointer)
+        raise refuse(f"limit must be between 1 and {maximum} (got {value}; limits.log_limit)", pointer)
     return value
 
 

@@ -17,7 +17,7 @@ import orjson
 from attrs import frozen
 
 from ..errors import ConflictError, InvalidParamsError, StorageError
-from ..limits import SEARCH_TOP_K
+from ..limits import current
 from .chunking import chunk_text
 from .embedding import Matrix, get_embedder
 from .vector import (
@@ -295,10 +295,11 @@ def _embed_all(embed: Any, texts: list[str], dimension: int) -> Matrix:
 
 def _check_search(query: object, top_k: object, min_score: object) -> None:
     problems = []
+    top = current().search_top_k
     if not isinstance(query, str) or not is_utf8(query):
         problems.append({"path": "/query", "message": "expected a string of valid Unicode"})
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 0 <= top_k <= SEARCH_TOP_K:
-        problems.append({"path": "/top_k", "message": f"expected an integer from 0 to {SEARCH_TOP_K} "
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 0 <= top_k <= top:
+        problems.append({"path": "/top_k", "message": f"expected an integer from 0 to {top} "
                                                       "(limits.search_top_k)"})
     if not isinstance(min_score, int | float) or isinstance(min_score, bool) or min_score != min_score:
         problems.append({"path": "/min_score", "message": "expected a number"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ class StoreSettings:
     backend: str = "embedded"
     dsn: str | None = None  # postgres: the connection string (CONTEXT_ASSEMBLY_DSN overrides it)
     project: str | None = None  # postgres: the project key (default: the workspace folder's name)
+    invalidation: str = "notify"  # postgres: generations pushed by LISTEN/NOTIFY, or "read" before each use
+    ef_search: int = 100  # postgres: HNSW candidates per vector search (recall against speed)
 
 
 @define
@@ -94,3 +98,25 @@ def load_settings(path: Path) -> tuple[Settings, list[Problem]]:
         return Settings().merged(good), problems
     except TypeError as exc:
         return Settings(), [*problems, Problem(str(exc), "schema")]
+
+
+_UNKNOWN = re.compile(r"unknown propert(?:y|ies) ((?:'[^']*'(?:, )?)+)")
+
+
+def store_problems(problems: list[Problem]) -> list[str]:
+    """The settings problems that keep the stores from opening (under `stores`), as "path: message",
+    an unknown key named by its own path (with the closest known key: `/stores/dns` -> `dsn`)."""
+    found = []
+    for problem in problems:
+        if problem.path != "/stores" and not problem.path.startswith("/stores/"):
+            continue
+        unknown = _UNKNOWN.match(problem.message) if problem.path == "/stores" else None
+        if unknown is None:
+            found.append(f"{problem.path}: {problem.message}")
+            continue
+        known = [f.name for f in attrs.fields(StoreSettings)]
+        for name in re.findall(r"'([^']*)'", unknown.group(1)):
+            close = difflib.get_close_matches(name, known, 1)
+            hint = f"did you mean '{close[0]}'?" if close else "allowed: " + ", ".join(known)
+            found.append(f"/stores/{name.replace('~', '~0').replace('/', '~1')}: unknown key ({hint})")
+    return found

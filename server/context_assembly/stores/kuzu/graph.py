@@ -40,17 +40,16 @@ import ladybug
 import orjson
 
 from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, StorageError, TimeoutError_
-from ...limits import GRAPH_VIEW_ROWS
+from ...limits import current
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
 from ..graph_checks import (
     MAX_LEVEL_EDGES,
-    MAX_LIMIT,
     attributes_json,
     check_attributes,
-    check_count,
     check_expansion,
+    check_graph_limit,
     check_instance,
     check_name,
     check_text,
@@ -69,7 +68,6 @@ REL_DDL = (f"CREATE REL TABLE IF NOT EXISTS {REL_TABLE}(FROM {NODE_TABLE} TO {NO
            "instance STRING, id STRING, kind STRING, from_id STRING, to_id STRING, attributes STRING)")
 
 GENERATION_FILE = "generation"
-MAX_VIEW_ROWS = GRAPH_VIEW_ROWS
 # Rows per UNWIND statement in `load`: bounds the size of one parameter list.
 LOAD_BATCH = 1000
 
@@ -136,7 +134,7 @@ class KuzuGraph:
                    limit: int = 100) -> list[GraphNode]:
         """Entity lookup: the instance's nodes of a kind and/or with an exact name, by id."""
         params: dict[str, Any] = {"instance": self._instance(instance),
-                                  "limit": check_count(limit, "/limit", MAX_LIMIT)}
+                                  "limit": check_graph_limit(limit)}
         where = "n.instance = $instance"
         if kind is not None:
             params["kind"] = check_text(kind, "/kind")
@@ -159,7 +157,7 @@ class KuzuGraph:
     # -- views and expansion ------------------------------------------------------------------
 
     def run_view(self, view_id: str, params: dict[str, Any], timeout_ms: int | None = None) -> list[dict[str, Any]]:
-        """Rows of the named view as dicts (at most MAX_VIEW_ROWS), params bound as Kuzu parameters.
+        """Rows of the named view as dicts (at most limits.graph_view_rows), params bound as Kuzu parameters.
 
         `timeout_ms` (a pipeline's remaining time) interrupts the query inside the database, so the
         work a deadline abandons stops too instead of running on in a worker thread."""
@@ -168,6 +166,7 @@ class KuzuGraph:
         if view.portable is not None:
             return run_portable(self, view.id, view.portable, bound)
         default_ms = int(self._sessions.settings.query_timeout_s * 1000)
+        max_rows = current().graph_view_rows  # read here: `work` runs on the session's own thread
 
         def work(conn: ladybug.Connection) -> list[dict[str, Any]]:
             if timeout_ms is not None:
@@ -175,7 +174,7 @@ class KuzuGraph:
             # Second guard after the keyword check: the database itself refuses writes here.
             conn.execute("BEGIN TRANSACTION READ ONLY")
             try:
-                return _query(conn, view.cypher, bound, max_rows=MAX_VIEW_ROWS, view_id=view.id)
+                return _query(conn, view.cypher, bound, max_rows=max_rows, view_id=view.id)
             finally:
                 with contextlib.suppress(RuntimeError):
                     conn.execute("ROLLBACK")

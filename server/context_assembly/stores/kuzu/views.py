@@ -20,7 +20,7 @@ import orjson
 from attrs import frozen
 
 from ...errors import InvalidParamsError, NotFoundError
-from ...limits import GRAPH_VIEW_ROWS
+from ...limits import current
 from ...registry.values import json_type
 from ...workspace.layout import WorkspaceLayout
 from .cypher import parameter_names, read_only_problems
@@ -234,11 +234,12 @@ def _range_problems(cypher: str, bound: dict[str, Any]) -> list[dict[str, Any]]:
     """Integers the database cannot take: beyond 64 bits anywhere, outside 0..rows after LIMIT or SKIP
     (Kuzu would answer with its own internals)."""
     counted = {match.group(1) for match in _COUNTED.finditer(cypher)}
+    rows = current().graph_view_rows
     problems = []
     for name, value in bound.items():
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        low, high = (0, GRAPH_VIEW_ROWS) if name in counted else _INT64
+        low, high = (0, rows) if name in counted else _INT64
         if not low <= value <= high:
             what = "a LIMIT or SKIP count" if name in counted else "a 64-bit integer"
             problems.append({"path": f"/params/{_pointer(name)}",

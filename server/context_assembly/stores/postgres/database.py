@@ -9,10 +9,15 @@ once instead.)
 
 Every row carries the project key (`stores.project`), so one database holds many projects. The
 `ca_generations` table counts writes per (project, store); a write bumps it in its own
-transaction. A cache asks `generation()` before it uses a result: one indexed read, so a write
-committed by any sidecar on any machine is seen by the very next assembly. (A LISTEN/NOTIFY push
-was weighed and left out: a notification reaches the other sidecars asynchronously after the
-commit, so a cache trusting it could serve a stale result inside that window.)
+transaction and, once committed, announces the new count with `NOTIFY` on the project's channel.
+A cache asks `generation()` before it uses a result. With `stores.invalidation` "notify" (the
+default) the answer comes from memory, kept by a `GenerationListener` while it proves itself live,
+and from one indexed read of the database otherwise; with "read" always from the database.
+
+The NOTIFY goes in a transaction of its own right after the write's commit, not inside it:
+PostgreSQL serialises the commits of notifying transactions under one lock held through the
+flush to disk, which would cost concurrent writers their overlapping flushes. The listeners
+re-read the counts every few seconds, which covers a writer dying between the two.
 
 `batch()` holds one pooled connection for the thread until the block ends: every store's write
 on that thread joins its transaction (as a savepoint), so the batch commits or rolls back whole.
@@ -30,16 +35,19 @@ import psycopg
 import psycopg_pool
 
 from ...errors import ContextAssemblyError, StorageError
+from .listener import GenerationListener, announcement, channel
 from .migrations import migrate
 
 SWARM_PROJECT = "*swarm*"  # the project key of the swarm-level namespace, shared by every project
 CONNECT_TIMEOUT_S = 3
 POOL_TIMEOUT_S = 3.0
 RETRY_AFTER_S = 2.0  # after a failure to connect, calls fail at once for this long (no pile-up of waits)
+INVALIDATION = ("notify", "read")  # stores.invalidation: generations pushed by the database, or read per use
 
 
 class PgDatabase:
-    def __init__(self, dsn: str | None, project: str, *, max_size: int = 8, missing_dsn: str = "no DSN") -> None:
+    def __init__(self, dsn: str | None, project: str, *, max_size: int = 8, missing_dsn: str = "no DSN",
+                 invalidation: str = "notify") -> None:
         self.dsn = dsn
         self.project = project
         self._missing_dsn = missing_dsn
@@ -47,6 +55,11 @@ class PgDatabase:
             dsn or "", open=False, min_size=1, max_size=max_size, timeout=POOL_TIMEOUT_S,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "context-assembly"},
             name="context-assembly")
+        self.listener = GenerationListener(dsn, (project, SWARM_PROJECT), connect_kwargs={
+            "connect_timeout": CONNECT_TIMEOUT_S, "application_name": f"context-assembly {channel(project)}"}
+        ) if dsn and invalidation == "notify" else None
+        self.generation_reads = 0  # generations read from the database (the listener saves these)
+        self._writes = threading.local()  # the counts the current transaction bumped, announced after commit
         self._opened = False
         self._migrated = False
         self.applied: list[int] = []  # the migrations this process applied on its first connect
@@ -92,15 +105,24 @@ class PgDatabase:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection inside one transaction: committed on success, rolled back on error
-        (inside a `batch()`, the batch's connection, in a savepoint)."""
+        (inside a `batch()`, the batch's connection, in a savepoint). The write counts bumped in it are
+        announced once it commits (a batch's, when the whole batch commits)."""
         held = getattr(self._held, "conn", None)
+        outer = getattr(self._writes, "bumped", None)
+        bumped: list[tuple[str, str, int]] = []
+        self._writes.bumped = bumped
         try:
             if held is not None:
                 with held.transaction():
                     yield held
+                if outer is not None:  # the savepoint held: its counts go with the batch's
+                    outer.extend(bumped)
                 return
             with self._ready().connection() as conn:
                 yield conn
+                if bumped:
+                    conn.commit()
+                    self._announce(conn, bumped)
             self._down = None
         except ContextAssemblyError:
             raise
@@ -116,6 +138,19 @@ class PgDatabase:
                                {"backend": "postgres"}) from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
+        finally:
+            self._writes.bumped = outer
+
+    def _announce(self, conn: psycopg.Connection[Any], bumped: list[tuple[str, str, int]]) -> None:
+        """After the write's commit: tell the listeners (this process's at once) what it counted."""
+        if self.listener is not None:
+            self.listener.merge(bumped)
+        try:
+            for project, store, value in bumped:
+                conn.execute("SELECT pg_notify(%s, %s)", (channel(project), announcement(project, store, value)))
+            conn.commit()
+        except psycopg.Error:  # the write is committed; the listeners' periodic re-read covers the lost NOTIFY
+            conn.rollback()
 
     def _drop_broken(self) -> None:
         """Discard the pool's idle connections that died with the server, so none fails a later call."""
@@ -130,9 +165,12 @@ class PgDatabase:
     def bump(self, conn: psycopg.Connection[Any], store: str, project: str | None = None) -> None:
         """Count a write to `store` (inside the write's transaction, so it counts only if it commits)."""
         project = self.project if project is None else project
-        conn.execute("INSERT INTO ca_generations(project, store, value) VALUES (%s, %s, 1) "
-                     "ON CONFLICT (project, store) DO UPDATE SET value = ca_generations.value + 1",
-                     (project, store))
+        row = conn.execute("INSERT INTO ca_generations(project, store, value) VALUES (%s, %s, 1) "
+                           "ON CONFLICT (project, store) DO UPDATE SET value = ca_generations.value + 1 "
+                           "RETURNING value", (project, store)).fetchone()
+        bumped = getattr(self._writes, "bumped", None)
+        if bumped is not None and row is not None:
+            bumped.append((project, store, int(row[0])))
 
     def migrate(self) -> dict[str, Any]:
         """Connect (which applies missing migrations) and say what was applied and where the schema is."""
@@ -142,12 +180,24 @@ class PgDatabase:
                 "schema_version": int(row[0]) if row and row[0] is not None else 0}
 
     def generation(self, store: str) -> int:
-        """The write count of `store` in this project plus the swarm namespace, read from the database."""
-        rows = self.read("SELECT coalesce(sum(value), 0) FROM ca_generations WHERE project IN (%s, %s) "
-                         "AND store = %s", (self.project, SWARM_PROJECT, store))
-        return int(rows[0][0])
+        """The write count of `store` in this project plus the swarm namespace: from the listener while it
+        can be trusted, else read from the database."""
+        listener = self.listener
+        if listener is not None:
+            value = listener.value(store)
+            if value is not None:
+                return value
+        rows = self.read("SELECT project, value FROM ca_generations WHERE project IN (%s, %s) AND store = %s",
+                         (self.project, SWARM_PROJECT, store))
+        self.generation_reads += 1
+        if listener is not None:
+            listener.merge((str(project), store, int(value)) for project, value in rows)
+            listener.start()  # once the schema exists (the read above migrated it)
+        return sum(int(value) for _, value in rows)
 
     def close(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
         with self._lock:
             if self._opened:
                 self._pool.close()

@@ -20,11 +20,10 @@ from ...workspace.layout import WorkspaceLayout
 from ..graph import GraphEdge, GraphNode, NeighborHit
 from ..graph_checks import (
     MAX_LEVEL_EDGES,
-    MAX_LIMIT,
     attributes_json,
     check_attributes,
-    check_count,
     check_expansion,
+    check_graph_limit,
     check_instance,
     check_name,
     check_text,
@@ -145,7 +144,7 @@ class PgGraph:
         if name is not None:
             sql += " AND name = %s"
             params.append(check_name(name, "/name"))
-        params.append(check_count(limit, "/limit", MAX_LIMIT))
+        params.append(check_graph_limit(limit))
         return [_node(row) for row in self.db.read(sql + " ORDER BY id COLLATE \"C\" LIMIT %s", tuple(params))]
 
     def dump(self) -> dict[str, builtins.list[dict[str, Any]]]:
@@ -161,7 +160,7 @@ class PgGraph:
     def run_view(self, view_id: str, params: dict[str, Any],
                  timeout_ms: int | None = None) -> builtins.list[dict[str, Any]]:
         # `timeout_ms` is not needed here: only portable views run, as indexed lookups bounded by
-        # their `limit` and MAX_DEPTH, unlike a free Cypher query on the embedded graph.
+        # their `limit` and limits.graph_depth, unlike a free Cypher query on the embedded graph.
         view = load_view(self.layout, view_id)
         bound = view.bind(params if params is not None else {})
         if view.portable is not None:

@@ -11,7 +11,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..checks import MAX_EVENTS, MAX_TURNS, check_event, check_limit, check_turn
+from ..checks import check_event, check_limit, check_turn
 from ..confine import check_key
 from ..interfaces import ThreadInfo
 from ..sqlite.json_docs import decode_value, encode_value
@@ -45,7 +45,7 @@ class PgEventLog:
                fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20
                ) -> builtins.list[dict[str, Any]]:
         check_key(instance, what="event log instance")
-        check_limit(limit, MAX_EVENTS)
+        check_limit(limit)
         where = ["project = %s", "instance = %s"]
         params: builtins.list[Any] = [self.db.project, instance]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])
@@ -106,7 +106,7 @@ class PgEpisodicStore:
 
     def recent(self, thread_id: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
-        check_limit(limit, MAX_TURNS)
+        check_limit(limit)
         rows = self.db.read("SELECT seq, turn, ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
                             "ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, limit))
         return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]

@@ -41,10 +41,11 @@ def project_key(layout: WorkspaceLayout, settings: StoreSettings) -> str:
 
 
 def open_postgres_stores(layout: WorkspaceLayout, settings: StoreSettings) -> StoreSet:
-    db = PgDatabase(resolve_dsn(settings), project_key(layout, settings), missing_dsn=MISSING_DSN)
+    db = PgDatabase(resolve_dsn(settings), project_key(layout, settings), missing_dsn=MISSING_DSN,
+                    invalidation=settings.invalidation)
     return StoreSet(kv=PgKVStore(db), json_docs=PgJsonStore(db), events=PgEventLog(db),
                     episodic=PgEpisodicStore(db), working=PgWorkingMemory(db), blobs=PgBlobStore(db),
                     notes=MarkdownNotes(layout.memory_dir, layout.locks_dir), files=WorkspaceFiles(layout.root),
-                    vectors=PgVectorStore(db, layout.vectordb_dir), graph=PgGraph(db, layout),
-                    backend="postgres", closers=[db.close], migrator=db.migrate, database=db,
-                    batched=POSTGRES_BATCHED)
+                    vectors=PgVectorStore(db, layout.vectordb_dir, ef_search=settings.ef_search),
+                    graph=PgGraph(db, layout), backend="postgres", closers=[db.close], migrator=db.migrate,
+                    database=db, batched=POSTGRES_BATCHED)

@@ -5,9 +5,12 @@ the same. Embeddings are sent as pgvector text literals (no type registration, s
 works before the extension exists). pgvector indexes need a fixed dimension: each dimension in use
 gets its own partial HNSW index over `embedding::vector(d)`, created when a collection of that
 dimension is first written, and nearest-k queries that same expression so the planner uses it.
-HNSW is approximate: `hnsw.ef_search` is raised to at least k (x2) so a top-k is rarely short; the
-project and collection filter applies to the index's candidates (pgvector 0.5-0.7 has no iterative
-scan), so a collection that is a small share of a big shared table can get fewer than k hits.
+HNSW is approximate: each search sets `hnsw.ef_search` for its own transaction (`SET LOCAL`) to
+`stores.ef_search` (default 100, see bench/stores for recall against exact search), raised to 2 x k
+for a large k. The project and collection filter applies to the index's candidates (pgvector before
+0.8 has no iterative scan), so a collection that is a small share of a big shared table could get
+fewer than k hits from the index: such a short answer is asked again without the index (an exact
+scan of that collection's rows, which is small exactly when this happens).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from .database import PgDatabase
 from .migrations import hnsw_index_sql
 
 STORE = "vector"
-MIN_EF_SEARCH = 40
+EF_SEARCH = 100  # the default of stores.ef_search
+MAX_EF_SEARCH = 1000  # pgvector's limit
 
 
 def vector_literal(row: Matrix) -> str:
@@ -35,8 +39,10 @@ def vector_literal(row: Matrix) -> str:
 
 
 class PgVectorIndex:
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, ef_search: int = EF_SEARCH) -> None:
         self.db = db
+        self.ef_search = ef_search
+        self.exact_retries = 0  # short index answers asked again without the index
         self._claims: dict[str, tuple[str, int]] = {}  # a claim never changes once made: cached
 
     def claimed_model(self, collection: str) -> tuple[str, int] | None:
@@ -100,16 +106,27 @@ class PgVectorIndex:
             return []
         dimension = int(claimed[1])
         column = f"embedding::vector({dimension})"
+        sql = (f"SELECT id, 1 - ({column} <=> %s::vector({dimension})) AS score FROM ca_vector_chunks "
+               f"WHERE project = %s AND collection = %s AND dimension = {dimension} "
+               f"ORDER BY {column} <=> %s::vector({dimension}) LIMIT %s")  # distance only: the index orders it
+        literal = vector_literal(query)
+        params = (literal, self.db.project, collection, literal, k)
         with self.db.connection() as conn:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, min(1000, 2 * k))}")
-            rows = conn.execute(
-                f"SELECT id, 1 - ({column} <=> %s::vector({dimension})) AS score FROM ca_vector_chunks "
-                f"WHERE project = %s AND collection = %s AND dimension = {dimension} "
-                f"ORDER BY {column} <=> %s::vector({dimension}) LIMIT %s",  # distance only: the index orders it
-                (vector_literal(query), self.db.project, collection, vector_literal(query), k)).fetchall()
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(MAX_EF_SEARCH, max(int(self.ef_search), 2 * k))}")
+            rows = conn.execute(sql, params).fetchall()
+            if len(rows) < k and self._has_more(conn, collection, len(rows)):
+                self.exact_retries += 1
+                conn.execute("SET LOCAL enable_indexscan = off")  # the collection's own rows, exactly
+                rows = conn.execute(sql, params).fetchall()
         ranked = [(int(i), float(s)) for i, s in rows if s is not None and s >= min_score]
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
+
+    def _has_more(self, conn: Any, collection: str, found: int) -> bool:
+        """Whether the collection holds more chunks than the index answered (LIMIT: counts at most that)."""
+        row = conn.execute("SELECT count(*) FROM (SELECT 1 FROM ca_vector_chunks WHERE project = %s "
+                           "AND collection = %s LIMIT %s) c", (self.db.project, collection, found + 1)).fetchone()
+        return bool(row and int(row[0]) > found)
 
     def full_text(self, collection: str, terms: builtins.list[str], k: int) -> Ranked:
         query = " | ".join("'" + term.replace("'", "''").replace("\\", "\\\\") + "'" for term in terms)
@@ -161,6 +178,7 @@ class PgVectorIndex:
 
 
 class PgVectorStore(VectorCollections):
-    def __init__(self, db: PgDatabase, vectordb_dir: Path | str, default_model: str | None = None) -> None:
-        super().__init__(PgVectorIndex(db), vectordb_dir, default_model)
+    def __init__(self, db: PgDatabase, vectordb_dir: Path | str, default_model: str | None = None,
+                 ef_search: int = EF_SEARCH) -> None:
+        super().__init__(PgVectorIndex(db, ef_search), vectordb_dir, default_model)
 

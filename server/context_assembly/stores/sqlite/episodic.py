@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..checks import MAX_TURNS, check_limit, check_turn
+from ..checks import check_limit, check_turn
 from ..confine import check_key
 from ..interfaces import ThreadInfo
 from .database import Database
@@ -39,7 +39,7 @@ class SqliteEpisodicStore:
 
     def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
-        check_limit(limit, MAX_TURNS)
+        check_limit(limit)
         rows = self.db.read("SELECT seq, turn, ts FROM episodic WHERE thread_id = ? ORDER BY seq DESC LIMIT ?",
                             (thread_id, limit))
         return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]

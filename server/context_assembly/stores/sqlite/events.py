@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
-from ..checks import MAX_EVENTS, check_event, check_limit
+from ..checks import check_event, check_limit
 from ..confine import check_key
 from ..interfaces import ThreadInfo
 from .database import Database
@@ -90,7 +90,7 @@ class SqliteEventLog:
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
                fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20) -> list[dict[str, Any]]:
         check_key(instance, what="event log instance")
-        check_limit(limit, MAX_EVENTS)
+        check_limit(limit)
         where = ["instance = ?"]
         params: list[Any] = [instance]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])

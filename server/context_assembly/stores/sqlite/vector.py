@@ -10,13 +10,15 @@ collection's embeddings are held as one contiguous float32 matrix, scored with a
 matrix-vector product and cut with `argpartition`. The matrix is cached per process and keyed on
 the collection's write generation (`generations` row `vector:<collection>`), so a write by any
 process makes the next search reload it; this process's own writes patch the cached matrix in
-place of a reload when nothing else wrote in between. Full-text-k is exact BM25 (FTS5 `bm25()`),
-computed so that common query words do not make it score most of the index (see `_bm25_split`).
+place of a reload when nothing else wrote in between. A collection of `ann.ANN_MIN_CHUNKS` chunks or
+more gets an approximate index (`stores.sqlite.ann`, built in the background from the matrix, then
+persisted and kept in step the same way: own writes patch it, others' are caught up from the
+table); its candidates are re-scored exactly here. Full-text-k is exact BM25 (FTS5 `bm25()`),
+computed so that common query words do not make it score most of the index (`stores.sqlite.keyword`).
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
@@ -27,8 +29,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-from attrs import define, frozen
-from numpy.typing import NDArray
 
 from ...errors import ConflictError, StorageError
 from ...workspace.layout import WorkspaceLayout
@@ -36,14 +36,19 @@ from ..embedding import Matrix
 from ..vector import Records
 from ..vector_collections import VectorCollections, fts_terms
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
+from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
+from .keyword import KeywordSearch
+from .keyword import fts_query as keyword_query
+from .vector_ann import AnnSearch, cosine_scores, rows_matrix
+from .vector_ann import MatrixIndex as _Index
+from .vector_ann import collection_store as _collection_store
+from .vector_ann import store_generation as _generation
+
+__all__ = ["SqliteVectorIndex", "SqliteVectorStore", "cosine_scores", "fts_query"]
 
 STORE = "vector"
-MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
-RARE_SHARE = 0.02  # a keyword in at most this share of all chunks is "rare" (see _bm25_split)
-BM25_K1 = 1.2  # FTS5's bm25() constant
 
-_BLOB = np.dtype("<f4")
 
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
@@ -70,12 +75,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         "INSERT INTO vector_chunks_fts(rowid, text) VALUES (new.id, new.text); END",
         "CREATE TRIGGER IF NOT EXISTS vector_chunks_ad AFTER DELETE ON vector_chunks BEGIN "
         "INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+        # The token an ANN index file must carry to be trusted (a recreated database has none).
+        "CREATE TABLE IF NOT EXISTS vector_ann (collection TEXT PRIMARY KEY, token TEXT NOT NULL)",
     ):
         conn.execute(statement)
-
-
-def _collection_store(collection: str) -> str:
-    return f"{STORE}:{collection}"
 
 
 def fts_query(text: str | list[str]) -> str:
@@ -85,60 +88,20 @@ def fts_query(text: str | list[str]) -> str:
     no word at all, and callers then skip the keyword search.
     """
     terms = fts_terms(text) if isinstance(text, str) else text
-    return " OR ".join(f'"{term}"' for term in terms)
-
-
-def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
-    """matrix @ query for unit rows, i.e. the cosines.
-
-    numpy's einsum loop, not BLAS gemv: measured on a 2-core machine it streams a 100k x 256 matrix
-    in ~5 ms, while OpenBLAS's threaded gemv took 10-20 ms (its threads fight for the two cores).
-    """
-    return np.einsum("ij,j->i", matrix, query)
-
-
-@frozen
-class _Index:
-    """One collection's embeddings as of `generation`: row i of `matrix` is chunk `ids[i]`."""
-
-    generation: int
-    model: str
-    ids: NDArray[np.int64]
-    matrix: Matrix
-
-
-@define
-class _TermStats:
-    """Chunk count and per-term document frequencies of the FTS index at one write generation."""
-
-    generation: int
-    total: int
-    df: dict[str, int]
-
-    def doc_count(self, conn: sqlite3.Connection, term: str) -> int:
-        """Chunks holding `term`; 0 for a term the index tokenizes differently (it then counts as rare)."""
-        count = self.df.get(term)
-        if count is None:
-            if len(self.df) > 100_000:
-                self.df.clear()
-            row = conn.execute("SELECT doc FROM vector_chunks_vocab WHERE term = ?", (term,)).fetchone()
-            count = self.df[term] = int(row[0]) if row else 0
-        return count
-
-
-def _idf(total: int, hits: int) -> float:
-    # FTS5's bm25(): log((N - n + 0.5) / (n + 0.5)), floored at 1e-6.
-    return max(math.log((total - hits + 0.5) / (hits + 0.5)), 1e-6)
+    return keyword_query(terms)
 
 
 class SqliteVectorIndex:
-    """`VectorIndex` over the workspace database: exact cosine over a cached matrix, FTS5 BM25."""
+    """`VectorIndex` over the workspace database: exact cosine over a cached matrix (an ANN index
+    proposing candidates for large collections), FTS5 BM25."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, ann_min_chunks: int = ANN_MIN_CHUNKS) -> None:
         self._db = db
         self._indexes: dict[str, _Index] = {}
-        self._term_stats: _TermStats | None = None
+        self._keywords = KeywordSearch(db)
         self._lock = threading.Lock()
+        self.ann_min_chunks = ann_min_chunks
+        self.ann = AnnSearch(db, self._snapshot, self._write, self._forget_matrix)
         db.register(STORE, _migrate)
 
     # --- writes ------------------------------------------------------------------------------
@@ -246,9 +209,15 @@ class SqliteVectorIndex:
     # --- search legs -------------------------------------------------------------------------
 
     def _vector(self, collection: str, q: Matrix, limit: int, min_score: float) -> Ranked:
+        if limit <= MAX_LIMIT:
+            ann = self.ann.current(collection)
+            if ann is not None:
+                return self.ann.nearest(collection, ann, q, limit, min_score)
         index = self._index(collection)
         if index is None or not len(index.ids):
             return []
+        if len(index.ids) >= self.ann_min_chunks:
+            self.ann.start_build(collection, index)
         scores = cosine_scores(index.matrix, q)
         n = len(scores)
         top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
@@ -258,60 +227,13 @@ class SqliteVectorIndex:
 
     def _keyword(self, collection: str, terms: Terms, limit: int) -> Ranked:
         try:
-            stats = self._stats()
-            if stats.total >= MIN_CHUNKS_TO_SPLIT:
-                conn = self._db.connection()
-                rare = [t for t in terms if stats.doc_count(conn, t) <= RARE_SHARE * stats.total]
-                common = [t for t in terms if t not in rare]
-                if rare and common:
-                    ranked = self._bm25_split(collection, rare, common, limit, stats)
-                    if ranked is not None:
-                        return ranked
-            return self._bm25(collection, fts_query(terms), limit)
+            return self._keywords.top(collection, terms, limit)
         except sqlite3.Error as exc:
             raise StorageError(f"keyword search failed: {exc}") from exc
 
     def _bm25(self, collection: str, match: str, limit: int | None) -> Ranked:
-        """(chunk id, BM25) of the collection's chunks matching `match`, best first (all when no limit)."""
-        # CROSS JOIN pins the FTS match as the outer loop: left free, the planner may walk the whole
-        # collection and probe the FTS index once per chunk.
-        sql = ("SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts "
-               "CROSS JOIN vector_chunks c INDEXED BY vector_chunks_by_collection ON c.id = vector_chunks_fts.rowid "
-               "WHERE vector_chunks_fts MATCH ? AND c.collection = ?")
-        if limit is None:
-            rows = self._db.connection().execute(sql, (match, collection)).fetchall()
-        else:
-            rows = self._db.connection().execute(sql + " ORDER BY s DESC, c.id LIMIT ?",
-                                                 (match, collection, limit)).fetchall()
-        return [(int(i), float(s)) for i, s in rows]
-
-    def _bm25_split(self, collection: str, rare: Terms, common: Terms, limit: int,
-                    stats: _TermStats) -> Ranked | None:
-        """The exact BM25 top `limit` without scoring every chunk that holds a common term.
-
-        A query word found in a quarter of a 100k-chunk index made FTS5 score ~50k rows (30-60 ms).
-        Instead: score the chunks holding a rare term, over all the terms (BM25 sums per term, so
-        `(rare) AND (common)` gives those chunks their full score); a chunk holding only common
-        terms scores below sum(idf) * (k1 + 1), so if the limit-th score found reaches that bound,
-        nothing was missed. None when it does not: the caller then runs the full query.
-        """
-        rare_match, common_match = fts_query(rare), fts_query(common)
-        scores = dict(self._bm25(collection, rare_match, None))
-        if len(scores) < limit:
-            return None
-        scores.update(self._bm25(collection, f"({rare_match}) AND ({common_match})", None))
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-        conn = self._db.connection()
-        bound = (BM25_K1 + 1) * sum(_idf(stats.total, stats.doc_count(conn, t)) for t in common)
-        return ranked if ranked[-1][1] >= bound else None
-
-    def _stats(self) -> _TermStats:
-        generation = self._db.generation(STORE)
-        stats = self._term_stats
-        if stats is None or stats.generation != generation:
-            total = int(self._db.connection().execute("SELECT count(*) FROM vector_chunks").fetchone()[0])
-            stats = self._term_stats = _TermStats(generation, total, {})
-        return stats
+        """FTS5's own BM25 ranking of every match: the reference the keyword leg equals."""
+        return self._keywords.bm25(collection, match, limit)
 
     # --- the in-memory matrix ----------------------------------------------------------------
 
@@ -340,14 +262,15 @@ class SqliteVectorIndex:
                 return None
             rows = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? ORDER BY id",
                                 (collection,)).fetchall()
-        model, dimension = str(row[0]), int(row[1])
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=_BLOB).astype(np.float32, copy=False)
-        return _Index(generation, model, ids, matrix.reshape(len(rows), dimension))
+        ids, matrix = rows_matrix(rows, int(row[1]))
+        return _Index(generation, str(row[0]), ids, matrix)
 
     def _patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
                vectors: Matrix) -> None:
-        """Apply this process's own write to the cached matrix, if it was current just before it."""
+        """Apply this process's own write to the cached matrix and ANN index, if current just before it."""
+        if self._db.in_batch():
+            return  # not committed yet (the batch may roll back): the next search reloads or catches up
+        self.ann.patch(collection, before, model, removed, new_ids, vectors)
         with self._lock:
             index = self._indexes.get(collection)
             if index is None or index.generation != before or index.model != model:
@@ -360,6 +283,15 @@ class SqliteVectorIndex:
                 ids = np.concatenate((ids, np.asarray(new_ids, dtype=np.int64)))
                 matrix = np.concatenate((matrix, vectors))
             self._indexes[collection] = _Index(before + 1, model, ids, np.ascontiguousarray(matrix))
+
+    def build_ann(self, collection: str) -> bool:
+        """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
+        index = self._index(collection)
+        return index is not None and self.ann.build_now(collection, index)
+
+    def _forget_matrix(self, collection: str) -> None:
+        with self._lock:
+            self._indexes.pop(collection, None)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -410,11 +342,6 @@ def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uri: str) -> l
     if ids:
         conn.execute("DELETE FROM vector_chunks WHERE collection = ? AND doc_uri = ?", (collection, doc_uri))
     return ids
-
-
-def _generation(conn: sqlite3.Connection, store: str) -> int:
-    row = conn.execute("SELECT value FROM generations WHERE store = ?", (store,)).fetchone()
-    return int(row[0]) if row else 0
 
 
 class SqliteVectorStore(VectorCollections):

@@ -1,0 +1,257 @@
+"""The embedded vector store's ANN index: agrees with exact search, persists, stays in step with
+writes from any process, survives corruption and a crash mid-save, and is optional."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_assembly.stores.sqlite.database import Database
+from context_assembly.stores.sqlite.vector import SqliteVectorIndex, SqliteVectorStore
+from context_assembly.stores.vector_index import IndexedDoc
+from context_assembly.workspace.layout import WorkspaceLayout
+
+DIM = 16
+MODEL = "test-16"
+NEVER = 10**12  # ann_min_chunks of an index that always searches exactly
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def docs(vectors: np.ndarray, start: int = 0) -> list[IndexedDoc]:
+    return [IndexedDoc(f"d{start + i}", f"text {start + i}", "{}", (f"text {start + i}",), v[None, :])
+            for i, v in enumerate(vectors)]
+
+
+def open_index(root: Path, ann_min_chunks: int = 1) -> SqliteVectorIndex:
+    return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=ann_min_chunks)
+
+
+def ann_files(root: Path) -> list[Path]:
+    return sorted((root / "db" / "vector-ann").glob("*"))
+
+
+def agree(index: SqliteVectorIndex, exact: SqliteVectorIndex, queries: np.ndarray, k: int = 10) -> None:
+    for q in queries:
+        got, want = index.nearest("c", q, k, -1.0), exact.nearest("c", q, k, -1.0)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 250), deletes=st.integers(0, 40), k=st.integers(1, 20), seed=st.integers(0, 2**32 - 1))
+def test_ann_agrees_with_exact_search_on_small_sets(n: int, deletes: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        index = open_index(root)
+        index.upsert("c", MODEL, DIM, docs(unit(rng, n)))
+        assert index.build_ann("c")
+        for doc in rng.choice(n, min(deletes, n), replace=False):
+            index.delete("c", f"d{doc}")
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 5), start=n))
+        assert index.ann.current("c") is not None
+        agree(index, open_index(root, NEVER), unit(rng, 5), k)
+
+
+def test_deleted_chunks_never_come_back(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    vectors = unit(rng, 600)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    assert index.build_ann("c") and ann_files(tmp_path)
+    gone = list(range(0, 600, 3))
+    for doc in gone:
+        index.delete("c", f"d{doc}")
+    # the saved file predates most deletes: a new process catches up from the table
+    for reader in (index, open_index(tmp_path)):
+        for doc in gone[:50]:
+            found = {i for i, _ in reader.nearest("c", vectors[doc], 10, -1.0)}
+            assert found and doc + 1 not in found  # chunk id = doc + 1
+        assert reader.ann.current("c") is not None
+        agree(reader, open_index(tmp_path, NEVER), vectors[gone[:20]])
+
+
+def test_the_index_persists_and_catches_up_with_other_writers(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    first = open_index(tmp_path)
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 400)))
+    assert first.build_ann("c")
+    other = open_index(tmp_path)  # another process: loads the saved index, then writes
+    assert other.ann.current("c") is not None
+    other.upsert("c", MODEL, DIM, docs(unit(rng, 50), start=400))
+    other.delete("c", "d7")
+    other.upsert("c", MODEL, DIM, docs(unit(rng, 1), start=3))  # replaced: new chunk id
+    exact = open_index(tmp_path, NEVER)
+    for reader in (first, other, open_index(tmp_path)):
+        agree(reader, exact, unit(rng, 10))
+        ann = reader.ann.current("c")
+        assert ann is not None and len(ann) == 449
+
+
+def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert index.build_ann("c")
+    [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    data.write_bytes(b"not an index" * 100)
+    fresh = open_index(tmp_path)
+    queries = unit(rng, 5)
+    agree(fresh, open_index(tmp_path, NEVER), queries)  # exact while the index is rebuilt
+    fresh.ann.wait()
+    assert fresh.ann.current("c") is not None
+    agree(open_index(tmp_path), open_index(tmp_path, NEVER), queries)
+
+
+def test_an_index_from_a_recreated_database_is_not_trusted(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    old = open_index(tmp_path)
+    old.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert old.build_ann("c")
+    old._db.close()
+    for path in (tmp_path / "db").glob("project.db*"):
+        path.unlink()
+    new = open_index(tmp_path)
+    new.upsert("c", MODEL, DIM, docs(unit(rng, 300)))  # same ids, other vectors
+    assert new.ann.current("c") is None
+    agree(new, open_index(tmp_path, NEVER), unit(rng, 5))
+
+
+def test_a_large_collection_gets_its_index_in_the_background(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    index = open_index(tmp_path, ann_min_chunks=200)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 150)))
+    index.nearest("c", unit(rng, 1)[0], 5, -1.0)
+    index.ann.wait()
+    assert index.ann.current("c") is None and not ann_files(tmp_path)  # small: exact only
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100), start=150))
+    index.nearest("c", unit(rng, 1)[0], 5, -1.0)  # exact, and starts the build
+    index.ann.wait()
+    assert index.ann.current("c") is not None and ann_files(tmp_path)
+    assert "c" not in index._indexes  # the matrix is released once the index serves
+    agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
+
+
+def test_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert index.build_ann("c")
+    with pytest.raises(RuntimeError), index._db.batch():
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=300))
+        index.delete("c", "d5")
+        raise RuntimeError("abort")
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=400))  # may reuse the rolled-back chunk ids
+    agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
+    ann = index.ann.current("c")
+    assert ann is not None and len(ann) == 320
+
+
+def test_a_k_beyond_the_ann_limit_is_answered_exactly(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 1500)))
+    assert index.build_ann("c")
+    q = unit(rng, 1)[0]
+    assert index.nearest("c", q, 1200, -1.0) == open_index(tmp_path, NEVER).nearest("c", q, 1200, -1.0)
+
+
+SAVER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from pathlib import Path
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+    from context_assembly.stores.vector_index import IndexedDoc
+    index = SqliteVectorIndex(Database(Path(sys.argv[1]) / "db" / "project.db"), ann_min_chunks=1)
+    ann = index.ann.current("c")
+    rng = np.random.default_rng(9)
+    n = 10_000
+    print("ready", flush=True)
+    while True:  # writes and saves until killed
+        v = rng.standard_normal((1, 16)).astype(np.float32)
+        v /= np.linalg.norm(v)
+        index.upsert("c", "test-16", 16, [IndexedDoc(f"d{n}", "t", "{}", ("t",), v)])
+        index.ann._save("c", index.ann.current("c"), force=True)
+        n += 1
+""")
+
+
+def test_a_crash_mid_save_leaves_a_usable_index(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 20_000)))
+    assert index.build_ann("c")
+    proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(1.5)  # several saves of a 20k-vector index: the kill lands mid-save or between two
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    reader = open_index(tmp_path)
+    queries = unit(rng, 5)
+    agree(reader, open_index(tmp_path, NEVER), queries)
+    reader.ann.wait()
+    assert reader.ann.current("c") is not None
+    agree(reader, open_index(tmp_path, NEVER), queries)
+
+
+MISSING = textwrap.dedent("""
+    import sys
+    sys.modules["usearch"] = None  # the optional dependency is not installed
+    sys.modules["usearch.index"] = None
+    from context_assembly.stores.embedding import HASHING
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex, SqliteVectorStore
+    from context_assembly.workspace.layout import WorkspaceLayout
+    layout = WorkspaceLayout(sys.argv[1])
+    store = SqliteVectorStore(Database(layout.db_path), layout.vectordb_dir, default_model=HASHING)
+    store.index = SqliteVectorIndex(Database(layout.db_path), ann_min_chunks=10)
+    store.upsert_many("c", [(f"d{i}", f"document {i} about topic {i % 7}", {}) for i in range(50)])
+    hits = store.search("c", "document 3 about topic 3", top_k=3)
+    print(hits[0]["doc_uri"], store.index.build_ann("c"))
+""")
+
+
+def test_without_usearch_search_is_exact_and_says_so(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", MISSING, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["d3", "False"]
+    assert "usearch is not installed" in done.stderr
+    assert not (tmp_path / ".codebolt" / "db" / "vector-ann").exists()
+
+
+def test_the_store_searches_through_the_index(tmp_path: Path) -> None:
+    layout = WorkspaceLayout(tmp_path)
+    store = SqliteVectorStore.for_workspace(layout, default_model="hashing-256")
+    store.upsert_many("c", [(f"d{i}", f"note {i} on subject {i % 11} and item {i}", {}) for i in range(300)])
+    exact = {mode: store.search("c", "subject 4 item 15", top_k=10, mode=mode) for mode in ("vector", "hybrid")}
+    assert store.index.build_ann("c")
+    for mode, hits in exact.items():
+        got = store.search("c", "subject 4 item 15", top_k=10, mode=mode)
+        # chunks tied at the cut may differ (the index breaks ties its own way); scores may not
+        assert [h["score"] for h in got] == [h["score"] for h in hits]
+        above = [h for h in hits if h["score"] > hits[-1]["score"]]
+        assert got[:len(above)] == above
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("ERROR")
