@@ -109,7 +109,7 @@ async def test_a_crashing_handler_answers_internal_error_and_the_server_goes_on(
         raise RuntimeError("the disk caught fire")
 
     spec = MethodSpec("test/boom", boom)
-    srv.feature(spec.name)(calls._handler(srv, spec))
+    srv.feature(spec.name)(calls._handler(srv, spec.name))
     srv.protocol.plain_methods = srv.protocol.plain_methods | {spec.name}
     from context_assembly.methods import table
 

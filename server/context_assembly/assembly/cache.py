@@ -37,6 +37,13 @@ class ResultCache:
             self.hits += 1
             return entry[1]
 
+    def discard(self, key: Hashable) -> None:
+        """Forget an entry its reader found stale after all (counted as a miss, not a hit)."""
+        with self._lock:
+            if self._entries.pop(key, None) is not None:
+                self.hits -= 1
+                self.misses += 1
+
     def put(self, key: Hashable, value: Any) -> None:
         if self.ttl_s <= 0:
             return

@@ -25,6 +25,7 @@ from ..pipelines.runner import run_pipeline
 from ..registry.steps import lookup_step
 from .cache import ResultCache
 from .direct import Miss, read_items
+from .notes_read import RecordingStores, Stamp, still_holds
 from .resolve import Reference
 
 UNCACHED_STORES = {"file", "working"}  # not generation-tracked cheaply, or per turn by nature
@@ -41,6 +42,7 @@ class Execution:
     steps: list[dict[str, Any]] = field(factory=list)
     definition: MemoryDefinition | None = None
     variables_used: list[str] = field(factory=list)
+    notes_read: tuple[Stamp, ...] = ()  # what a cached copy is checked against (notes_read.py)
 
 
 def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
@@ -61,31 +63,11 @@ def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
     return found
 
 
-def _literal_notes(steps: Any, found: list[str]) -> list[str] | None:
-    """The notes a pipeline's markdown_read steps name, or None when a name is a ${template}."""
-    for step in steps if isinstance(steps, list) else []:
-        if not isinstance(step, dict):
-            continue
-        if step.get("type") == "markdown_read":
-            names = [step["note"]] if "note" in step else step.get("notes")
-            if not isinstance(names, list) or not all(isinstance(n, str) and "${" not in n for n in names):
-                return None
-            found += names
-        for branch in ("then_steps", "else_steps"):
-            if _literal_notes(step.get(branch), found) is None:
-                return None
-    return found
-
-
-def _key_stores(definition: MemoryDefinition) -> tuple[set[str], list[str] | None] | None:
-    """What a cache key must cover: store schemes by write generation, and named notes by stamp
-    (a pipeline naming its notes need not fingerprint the whole notes folder). None: no caching."""
-    steps = definition.steps
-    schemes = _stores_read(steps, set())
-    if schemes is None:
-        return None
-    notes = _literal_notes(steps, []) if "markdown" in schemes else None
-    return (schemes - {"markdown"} if notes is not None else schemes), notes
+def _key_stores(definition: MemoryDefinition) -> set[str] | None:
+    """The store schemes whose write generations a cache key covers; None: no caching. Notes are
+    not among them: a run records the notes it reads, and a hit holds while they do (notes_read.py)."""
+    schemes = _stores_read(definition.steps, set())
+    return None if schemes is None else schemes - {"markdown"}
 
 
 # definition -> its JSON for cache keys; definitions are read-only once loaded, and the entry holds
@@ -115,20 +97,18 @@ class Executor:
 
     def _cache_key(self, definition: MemoryDefinition, lookup: dict[str, Any],
                    generations: dict[str, int]) -> tuple | None:
-        needs = _key_stores(definition)
-        if needs is None:
+        schemes = _key_stores(definition)
+        if schemes is None:
             return None
-        schemes, notes = needs
         try:
             for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
                 generations[scheme] = self.memory.generation(scheme)
         except ContextAssemblyError:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
         key_generations = tuple((s, generations[s]) for s in sorted(schemes))
-        stamps = self.memory.notes.stamp(notes) if notes else ()
         try:
-            return (_fingerprint(definition),
-                    orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), key_generations, stamps)
+            return _fingerprint(definition), orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), \
+                key_generations
         except orjson.JSONEncodeError:  # an integer past 64 bits: run uncached, the step says what is wrong
             return None
 
@@ -138,15 +118,18 @@ class Executor:
         key = self._cache_key(definition, lookup, generations)
         if key is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and still_holds(self.stores.notes, hit.notes_read):
                 return Execution(ref, "cached", list(hit.items), 0.0, steps=hit.steps, definition=definition,
-                                 variables_used=hit.variables_used)
-        run = run_pipeline(definition, request, self.stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
+                                 variables_used=hit.variables_used, notes_read=hit.notes_read)
+            if hit is not None:  # a note it read changed since
+                self.cache.discard(key)
+        stores = RecordingStores(self.stores)
+        run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
         steps = [{"type": s.type, "alias": s.alias, "duration_ms": s.duration_ms, "count": s.count,
                   **({"error": s.error} if s.error else {})} for s in run.steps]
         execution = Execution(ref, run.status, run.items, run.duration_ms, run.error, run.missing_variables,
-                              steps, definition, run.variables_used)
-        if run.status == "ok" and key is not None:
+                              steps, definition, run.variables_used, stores.stamps)
+        if run.status == "ok" and key is not None and stores.exact:
             self.cache.put(key, execution)
         return execution
 
@@ -203,7 +186,7 @@ class Executor:
         schemes: set[str] = set()
         for ref in references:
             needs = _key_stores(memories[ref.reference]) if ref.kind == "definition" else None
-            schemes |= needs[0] if needs else set()
+            schemes |= needs or set()
         found: dict[str, int] = {}
         for scheme in sorted(schemes):
             try:

@@ -11,10 +11,8 @@ from typing import Any
 from ..pipelines.shorthand import is_shorthand, normalise_memory
 from ..rules.dialects import normalise_file
 from ..workspace.layout import WorkspaceLayout
+from .capabilities import QUICKFIX, REWRITE
 from .documents import EditorDocument, Range
-
-QUICKFIX = "quickfix"
-REWRITE = "refactor.rewrite"
 
 
 def _literal(document: EditorDocument, rng: Range, value: str, encoding: str) -> str:

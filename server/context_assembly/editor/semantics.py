@@ -17,9 +17,7 @@ from . import context as ctx
 from .docs import memory_placement
 from .documents import EditorDocument, Range
 
-# The legend sent in the server's capabilities: indexes into these lists are the wire values.
-TOKEN_TYPES = ("operator", "variable", "type", "enumMember")
-TOKEN_MODIFIERS = ("declaration",)
+# Indexes into the legend the server advertises (capabilities.TOKEN_TYPES) are the wire values.
 OPERATOR, VARIABLE, MEMORY, SECTION = range(4)
 DECLARATION = 1  # bit of "declaration"
 _SECTION_NAMES = frozenset(s.name for s in SECTIONS)

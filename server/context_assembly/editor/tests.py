@@ -13,11 +13,9 @@ from ..schemas import build_schema
 from ..testing.cases import read_test_file
 from ..testing.run import CaseResult, run_case
 from ..workspace.loader import Workspace
+from .capabilities import EVALUATE_RULE, RUN_TEST
 from .documents import EditorDocument
 
-RUN_TEST = "contextAssembly.runTest"
-EVALUATE_RULE = "contextAssembly.evaluateRule"
-COMMANDS = (RUN_TEST, EVALUATE_RULE)
 RULE_LISTS = ("rules_fired", "rules_not_fired")
 MEMORY_LISTS = ("memories_included", "memories_excluded")
 SECTION_LISTS = ("sections_present", "sections_absent")

@@ -56,9 +56,15 @@ def _ignore_progress(message: str, percentage: int | None) -> None:
     del message, percentage
 
 
-async def run_method(server: ContextAssemblyServer, spec: MethodSpec, raw: Any) -> Any:
-    session = server.require_session()
+async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
     params, token = split_tokens(raw)
+    try:
+        session = await server.open_session()  # the first request may find it still being built
+        if session is None:
+            session = server.require_session()  # before `initialize`: says so
+        spec = METHODS[name]  # its family was imported with the session
+    except Exception as exc:
+        raise to_rpc_error(exc, name) from None
     stop = threading.Event()
     work = WorkDone(server, token, spec) if token is not None else None
     ctx = CallContext(emit=server.notify_threadsafe, cancelled=stop.is_set,
@@ -84,17 +90,17 @@ async def run_method(server: ContextAssemblyServer, spec: MethodSpec, raw: Any) 
             work.end(outcome)
 
 
-def _handler(server: ContextAssemblyServer, spec: MethodSpec) -> Any:
+def _handler(server: ContextAssemblyServer, name: str) -> Any:
     async def handle(params: Any) -> Any:
-        return await run_method(server, spec, params)
+        return await run_method(server, name, params)
 
-    handle.__name__ = handle.__qualname__ = "handle_" + spec.name.replace("/", "_")
+    handle.__name__ = handle.__qualname__ = "handle_" + name.replace("/", "_")
     return handle
 
 
 def register(server: ContextAssemblyServer) -> None:
-    for name, spec in METHODS.items():
-        server.feature(name)(_handler(server, spec))
+    for name in METHODS:  # names only: no family is imported here
+        server.feature(name)(_handler(server, name))
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def cancel_progress(ls: ContextAssemblyServer, params: types.WorkDoneProgressCancelParams) -> None:

@@ -25,8 +25,8 @@ def can_pull(server: ContextAssemblyServer) -> bool:
     return bool(workspace and workspace.configuration)
 
 
-def apply(server: ContextAssemblyServer, section: Any) -> None:
-    session = server.session
+async def apply(server: ContextAssemblyServer, section: Any) -> None:
+    session = await server.open_session()
     if session is None:
         return
     overrides = {**server.initial_settings, **(section if isinstance(section, dict) else {})}
@@ -43,7 +43,7 @@ async def pull(server: ContextAssemblyServer) -> None:
     except Exception as exc:
         logger.warning("workspace/configuration failed: %s", exc)
         return
-    apply(server, result[0] if result else None)
+    await apply(server, result[0] if result else None)
 
 
 def register(server: ContextAssemblyServer) -> None:
@@ -54,4 +54,4 @@ def register(server: ContextAssemblyServer) -> None:
         if can_pull(ls):
             await pull(ls)
         elif isinstance(params.settings, dict) and SECTION in params.settings:
-            apply(ls, params.settings[SECTION])
+            await apply(ls, params.settings[SECTION])

@@ -1,6 +1,11 @@
 """The language server: lifecycle, the workspace session, and the plumbing each feature module
 registers with once (`calls`, `config`, `watch`; editor features the same way).
 
+`initialize` is answered before the engine is imported: it records the workspace root, and the
+session (the runtime, the stores, the method families) is built on first use, or by the warm-up
+that `initialized` starts on a worker (`require_session`). Editor features and the method table
+register from cheap data (names, options) and import their implementations on first use.
+
 Handlers of custom methods run on a worker pool (`workers`), so a long assembly never blocks the
 event loop: a second request, a cancellation or a completion is answered meanwhile. Everything
 that writes to the client runs on the event loop thread (`post`), which keeps the transport
@@ -14,10 +19,11 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
@@ -27,15 +33,18 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..limits import DEFAULT as DEFAULT_LIMITS
-from ..methods import Session
-from ..methods.access import Access, ForbiddenError, log_refusal, settings_policy, token_name
-from ..methods.session import SharedRuntimes
+from ..methods import METHODS
 from ..workspace import uris
 from . import pygls_compat as compat
-from .editor_state import EditorState
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
 from .workers import WORKERS, ConnectionWorkers, pool
+
+if TYPE_CHECKING:
+    from ..methods import Session
+    from ..methods.access import ForbiddenError
+    from ..methods.session import SharedRuntimes
+    from .editor_state import EditorState
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +66,11 @@ class ContextAssemblyServer(LanguageServer):
                  shared_workers: ThreadPoolExecutor | None = None) -> None:
         super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
-        self.session: Session | None = None
+        self.session: Session | None = None  # built on first use after `initialize` (require_session)
+        self._opening: tuple[Path, dict[str, Any], bool] | None = None  # what `initialize` asked for
+        self._session_lock = threading.Lock()
+        self.position_encoding = "utf-16"  # negotiated at `initialize`
+        self.preload: list[Callable[[], None]] = []  # imports to do before the session is built (features)
         self.runtimes = runtimes  # shared with the other connections of this process (TCP, WebSocket)
         self.tokens = tokens or {}  # name -> token; empty: no token asked for (stdio)
         self.token_name: str | None = None  # set by an initialize with a valid token
@@ -78,25 +91,53 @@ class ContextAssemblyServer(LanguageServer):
     # -- the session ------------------------------------------------------------------------------
 
     def require_session(self) -> Session:
-        if self.session is None:
-            raise not_initialized()
-        return self.session
+        """The session of the workspace `initialize` named, built now if it was not yet (any thread:
+        a second caller waits for the first)."""
+        session = self.session
+        if session is not None:
+            return session
+        with self._session_lock:
+            if self.session is None:
+                if self._opening is None:
+                    raise not_initialized()
+                self.session = self._build_session(*self._opening)
+            return self.session
 
-    def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> Session:
-        if not root.is_dir():
-            raise JsonRpcException(code=-32602, message=f"the workspace root {str(root)!r} is not a directory")
-        if self.session is not None:  # a second initialize: the new root replaces the old session
-            self.session.close()
-        self.llm_offered = llm_offered
-        self.initial_settings = settings
-        self.session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text,
-                               runtimes=self.runtimes)
-        for problem in self.session.set_settings(settings):
+    async def open_session(self) -> Session | None:
+        """The session, built on a worker if it was not yet (the event loop goes on meanwhile);
+        None before `initialize`."""
+        if self.session is not None or self._opening is None:
+            return self.session
+        return await asyncio.get_running_loop().run_in_executor(self.workers, self.require_session)
+
+    def _build_session(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> Session:
+        for load in self.preload:  # one thread imports the engine, before any handler does
+            load()
+        METHODS.load()
+        from ..methods import Session
+
+        session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text,
+                          runtimes=self.runtimes)
+        session.position_encoding = self.position_encoding
+        for problem in session.set_settings(settings):
             logger.warning("setting %s ignored: %s", problem.path or "", problem.message)
         if self.tokens:  # the policy of the settings file, read again at every check
-            self.session.access = Access(self.token_name or "", settings_policy(self.session.workspace),
-                                         self.log_refusal)
-        return self.session
+            from ..methods.access import Access, settings_policy
+
+            session.access = Access(self.token_name or "", settings_policy(session.workspace), self.log_refusal)
+        return session
+
+    def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> None:
+        """Serve the workspace at `root` (its session is built on first use)."""
+        if not root.is_dir():
+            raise JsonRpcException(code=-32602, message=f"the workspace root {str(root)!r} is not a directory")
+        with self._session_lock:
+            if self.session is not None:  # a second initialize: the new root replaces the old session
+                self.session.close()
+                self.session = None
+            self.llm_offered = llm_offered
+            self.initial_settings = settings
+            self._opening = (root, settings, llm_offered)
 
     @property
     def locked(self) -> bool:
@@ -107,18 +148,22 @@ class ContextAssemblyServer(LanguageServer):
         """Check `initializationOptions.token`; a refusal is logged and closes the connection."""
         if not self.tokens:
             return
-        name = token_name(self.tokens, presented)
+        from ..methods import access  # late: the policy matches URI patterns (only a server with tokens asks)
+
+        name = access.token_name(self.tokens, presented)
         if name is not None:
             self.token_name = name
             return
         self.token_name = None
-        error = ForbiddenError("a valid token is required: pass it as initializationOptions.token",
+        error = access.ForbiddenError("a valid token is required: pass it as initializationOptions.token",
                                {"method": "initialize", "token": None})
         self.log_refusal(error)
         self.request_stop()  # after the answer goes out: the transport closes the connection
         raise JsonRpcException(code=error.code, message=error.message)
 
     def log_refusal(self, error: ForbiddenError) -> None:
+        from ..methods.access import log_refusal
+
         if self.session is not None:
             log_refusal(self.session.runtime.memory, error, self.peer)
         elif self.runtimes is not None and self.pinned_root is not None:
@@ -131,8 +176,13 @@ class ContextAssemblyServer(LanguageServer):
             logger.warning("access refused: %s (%s)", error.message, self.peer or "unknown peer")
 
     def request_limit(self) -> int:
-        """limits.request_bytes of the workspace served (the default before `initialize`)."""
-        return (self.session.current_limits() if self.session is not None else DEFAULT_LIMITS).request_bytes
+        """limits.request_bytes of the workspace served (the default before `initialize`; the
+        client's initialization settings over the default while the session is being built)."""
+        if self.session is not None:
+            return self.session.current_limits().request_bytes
+        opening = self._opening
+        settings = opening[1] if opening is not None else {}
+        return DEFAULT_LIMITS.merged(settings.get("limits")).request_bytes
 
     def open_document_text(self, uri: str) -> str | None:
         """The text of an open definition document, from the editor's store (the event loop puts
@@ -192,9 +242,11 @@ class ContextAssemblyServer(LanguageServer):
 
     def close(self) -> None:
         self.workers.shutdown(wait=False, cancel_futures=True)
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+        with self._session_lock:
+            self._opening = None
+            if self.session is not None:
+                self.session.close()
+                self.session = None
 
 
 # -- lifecycle -------------------------------------------------------------------------------------
@@ -226,6 +278,11 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
         logger.warning("loading the workspace failed: %s", future.exception())
 
 
+def _warm_up(server: ContextAssemblyServer) -> None:
+    """Import the engine, build the session, load and compile the definitions: before the first request."""
+    server.require_session().workspace()
+
+
 def _register_lifecycle(server: ContextAssemblyServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: ContextAssemblyServer, params: types.InitializeParams) -> None:
@@ -233,15 +290,14 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
         ls.authenticate(options.get(TOKEN_OPTION))
         root = ls.pinned_root or workspace_root(params) or Path(os.getcwd())
         settings = options.get(SETTINGS_OPTION)
-        session = ls.open(root.resolve(), settings if isinstance(settings, dict) else {}, llm_offered(params))
         encoding = ls.protocol.workspace.position_encoding
-        session.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
+        ls.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
+        ls.open(root.resolve(), settings if isinstance(settings, dict) else {}, llm_offered(params))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ContextAssemblyServer, params: types.InitializedParams) -> None:
-        session = ls.require_session()
         loop = asyncio.get_running_loop()
-        warm_up = loop.run_in_executor(ls.workers, session.workspace)  # load and compile the definitions now
+        warm_up = loop.run_in_executor(ls.workers, _warm_up, ls)
         warm_up.add_done_callback(_log_failure)
         for hook in ls.on_initialized:
             try:

@@ -11,10 +11,12 @@ kept per document and shifted by each change rather than recomputed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..documents import LineIndex
+if TYPE_CHECKING:
+    from ..documents import LineIndex
 
 
 class TextSync:
@@ -26,6 +28,8 @@ class TextSync:
     def apply(self, uri: str, text: str, changes: Sequence[types.TextDocumentContentChangeEvent],
               encoding: str) -> str:
         """`text` after `changes`, applied in order as LSP says."""
+        from ..documents import LineIndex  # late: the documents package is not needed to answer `initialize`
+
         index = self._indexes.get(uri)
         if index is None or index.text is not text:
             index = LineIndex(text)

@@ -43,8 +43,9 @@ async def register_watcher(server: ContextAssemblyServer) -> None:
         logger.warning("client/registerCapability failed: %s", exc)
         return
     server.watching = True
-    if server.session is not None:  # markdown notes: stamped by folder mtimes and these events
-        server.session.runtime.memory.notes.watch()
+    session = await server.open_session()
+    if session is not None:  # markdown notes: stamped by folder mtimes and these events
+        session.runtime.memory.notes.watch()
 
 
 def reload(server: ContextAssemblyServer) -> None:

@@ -4,10 +4,26 @@ One module per method family (`assembly`, `rule_engines`, `persistent_memory`, `
 `memory`), each exporting `METHODS`, collected into `table.METHODS`. Handlers take a `Session`
 (one workspace), the params as plain JSON and a `CallContext`, and return plain JSON; the JSON-RPC
 layer (`context_assembly.lsp`) registers the table once and only translates.
+
+`Session` is imported on first use: it wires the whole engine, which a server answering
+`initialize` does not need yet.
 """
 
-from .call import CallContext, MethodSpec
-from .session import Session
-from .table import METHODS, call
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["METHODS", "CallContext", "MethodSpec", "Session", "call"]
+from .call import CallContext, MethodSpec
+from .table import METHODS, NAMES, call
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Session":
+        from .session import Session
+
+        return Session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["METHODS", "NAMES", "CallContext", "MethodSpec", "Session", "call"]

@@ -236,6 +236,10 @@ class NoteStore(Protocol):
         """A cheap fingerprint of just these notes (a cache key for a pipeline that names its notes)."""
         ...
 
+    def read_stamped(self, name: str) -> tuple[str | None, tuple[str, int, int]]:
+        """`read` and this note's `stamp`, the stamp taken before the read."""
+        ...
+
     def watch(self, on: bool = True) -> None:
         """A file watcher reports every change to `changed` from now on (generation may trust it)."""
         ...

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 Converter = Callable[[str], "str | None"]  # a URI -> a file-system path, None when not a file: URI
 
 
 def standard_converter(uri: str) -> str | None:
+    from urllib.request import url2pathname  # late: urllib.request imports http and email (a server never needs it)
+
     parts = urlsplit(uri)
     if parts.scheme.lower() != "file":
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...editor.actions import QUICKFIX, REWRITE, code_actions
+from ...editor.capabilities import CODE_ACTION_KINDS
 from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
 from .state import Snapshot, document_of, encoding, off_loop, structure
@@ -12,6 +12,8 @@ from .state import Snapshot, document_of, encoding, off_loop, structure
 
 def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeActionParams) \
         -> list[types.CodeAction] | None:
+    from ...editor.actions import code_actions  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None
@@ -24,7 +26,7 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeActionP
 
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind(QUICKFIX), types.CodeActionKind(REWRITE)]))
+        code_action_kinds=[types.CodeActionKind(kind) for kind in CODE_ACTION_KINDS]))
     async def on_code_action(ls: ContextAssemblyServer, params: types.CodeActionParams) \
             -> list[types.CodeAction] | None:
         return await off_loop(ls, compute, params)

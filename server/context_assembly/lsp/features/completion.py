@@ -6,7 +6,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...editor.completion import complete
 from ..server import ContextAssemblyServer
 from .state import Snapshot, client_capabilities, document_of, editor_state, encoding, off_loop, position, snapshot
 
@@ -23,6 +22,8 @@ def snippets_supported(ls: ContextAssemblyServer) -> bool:
 def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CompletionParams) -> dict[str, Any] | None:
     """A `CompletionList` as JSON: the editor's items are already LSP-shaped, so they are sent as
     they are rather than converted to lsprotocol types and back (a third of a round trip)."""
+    from ...editor.completion import complete  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None

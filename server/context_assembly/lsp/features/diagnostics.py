@@ -10,15 +10,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from lsprotocol import types
 
-from ...editor.dependencies import affected, changed_names, contributions
-from ...editor.diagnostics import document_diagnostics
-from ...editor.documents import document_from_source
-from ...methods import Session
 from .. import pygls_compat as compat
 from ..server import ContextAssemblyServer
 from . import semantics
@@ -32,6 +28,9 @@ from .state import (
     snapshot,
     structure,
 )
+
+if TYPE_CHECKING:
+    from ...methods import Session
 
 logger = logging.getLogger(__name__)
 IDENTIFIER = "context-assembly"
@@ -59,6 +58,8 @@ def _debounce_s(ls: ContextAssemblyServer) -> float:
 
 
 def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list[types.Diagnostic]] | None:
+    from ...editor.diagnostics import document_diagnostics  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None
@@ -109,6 +110,8 @@ def warm(ls: ContextAssemblyServer, uri: str) -> None:
 def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, others: bool = False) -> None:
     """Re-parse now (cheap: once per version) and publish after the debounce (push clients); the
     documents that depend on what this one changed are re-checked at the end of the window."""
+    from ...editor.dependencies import contributions  # late: the engine is imported after `initialize`
+
     document = current_document(ls, uri)
     if document is None:
         return
@@ -134,6 +137,8 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
 def dependents_changed(ls: ContextAssemblyServer, uri: str, relpath: str, now: frozenset[Any]) -> None:
     """Queue the open documents that name an id or variable this document stopped or started
     giving the workspace (compared with its previous version, or the file on disk)."""
+    from ...editor.dependencies import affected, changed_names, contributions  # late: see features/__init__.py
+
     state = editor_state(ls)
     before = state.contributed.get(uri)
     if before is None:
@@ -218,6 +223,9 @@ def _result_id(ls: ContextAssemblyServer, items: list[types.Diagnostic]) -> str:
 
 def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None = None) \
         -> types.WorkspaceDiagnosticReport:
+    from ...editor.diagnostics import document_diagnostics  # late: the engine is imported after `initialize`
+    from ...editor.documents import document_from_source
+
     state = editor_state(ls)
     workspace = state.workspace()
     items: list[types.WorkspaceDocumentDiagnosticReport] = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...editor.dependencies import contributions
 from ..server import ContextAssemblyServer
 from . import diagnostics
 from .state import editor_state
@@ -27,6 +26,8 @@ def register(server: ContextAssemblyServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ContextAssemblyServer, params: types.DidCloseTextDocumentParams) -> None:
+        from ...editor.dependencies import contributions  # late: the engine is imported after `initialize`
+
         uri = params.text_document.uri
         state = editor_state(ls)
         timer = state.timers.pop(uri, None)

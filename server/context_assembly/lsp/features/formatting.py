@@ -6,12 +6,13 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...editor.formatting import format_edits
 from ..server import ContextAssemblyServer
 from .state import Snapshot, document_of, encoding, off_loop, structure
 
 
 def compute(ls: ContextAssemblyServer, snap: Snapshot, params: Any) -> list[types.TextEdit] | None:
+    from ...editor.formatting import format_edits  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...editor.hover import hover
 from ..server import ContextAssemblyServer
 from .state import Snapshot, document_of, editor_state, encoding, off_loop, position, structure
 
 
 def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.HoverParams) -> types.Hover | None:
+    from ...editor.hover import hover  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None

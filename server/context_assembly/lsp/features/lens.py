@@ -9,17 +9,16 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...editor.documents import load_document
-from ...editor.tests import EVALUATE_RULE, RUN_TEST, code_lenses
+from ...editor.capabilities import EVALUATE_RULE, RUN_TEST
 from ...errors import InvalidParamsError
-from ...testing import load_test_files, run_tests
-from ...testing.run import as_json, evaluate_rule
 from ..server import ContextAssemblyServer
 from . import diagnostics
 from .state import current_document, editor_state, encoding, structure
 
 
 def compute(ls: ContextAssemblyServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    from ...editor.tests import code_lenses  # late: the engine is imported after `initialize`
+
     document = current_document(ls, params.text_document.uri)
     if document is None:
         return None
@@ -28,6 +27,10 @@ def compute(ls: ContextAssemblyServer, params: types.CodeLensParams) -> list[typ
 
 def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str, Any]:
     """Run one test file (or one case of it) against the workspace as the editor sees it."""
+    from ...editor.documents import load_document  # late: the engine is imported after `initialize`
+    from ...testing import load_test_files, run_tests
+    from ...testing.run import as_json
+
     session = ls.require_session()
     state = editor_state(ls)
     workspace = state.workspace()
@@ -74,6 +77,8 @@ def register(server: ContextAssemblyServer) -> None:
 
     @server.command(EVALUATE_RULE)
     async def on_evaluate_rule(ls: ContextAssemblyServer, *args: Any) -> dict[str, Any]:
+        from ...testing.run import evaluate_rule  # late: the engine is imported after `initialize`
+
         engine_id, rule_id = _arguments(args, 2, EVALUATE_RULE)
         state = editor_state(ls)
         result = await asyncio.get_running_loop().run_in_executor(

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 
-from ...editor import navigation as nav
-from ...editor.documents import EditorDocument
 from ..server import ContextAssemblyServer
 from .state import Snapshot, document_of, editor_state, encoding, off_loop, position, structure
+
+if TYPE_CHECKING:
+    from ...editor.documents import EditorDocument
 
 T = TypeVar("T")
 
 
 def _at(ls: ContextAssemblyServer, snap: Snapshot, params: Any) \
         -> tuple[EditorDocument, str, Any, dict[str, EditorDocument]] | None:
+    from ...editor import navigation as nav  # late: the engine is imported after `initialize`
+
     document = document_of(ls, snap)
     if document is None:
         return None
@@ -29,6 +32,8 @@ def _at(ls: ContextAssemblyServer, snap: Snapshot, params: Any) \
 
 
 def definition(ls: ContextAssemblyServer, snap: Snapshot, params: types.DefinitionParams) -> types.Location | None:
+    from ...editor import navigation as nav
+
     found = _at(ls, snap, params)
     if found is None:
         return None
@@ -39,6 +44,8 @@ def definition(ls: ContextAssemblyServer, snap: Snapshot, params: types.Definiti
 
 def references(ls: ContextAssemblyServer, snap: Snapshot, params: types.ReferenceParams) \
         -> list[types.Location] | None:
+    from ...editor import navigation as nav
+
     found = _at(ls, snap, params)
     if found is None:
         return None
@@ -48,6 +55,8 @@ def references(ls: ContextAssemblyServer, snap: Snapshot, params: types.Referenc
 
 
 def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    from ...editor import navigation as nav
+
     found = _at(ls, snap, params)
     if found is None:
         return None
@@ -58,6 +67,8 @@ def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams
 
 def symbols(ls: ContextAssemblyServer, snap: Snapshot, params: types.DocumentSymbolParams) \
         -> list[types.DocumentSymbol] | None:
+    from ...editor import navigation as nav
+
     document = document_of(ls, snap)
     if document is None:
         return None
@@ -66,6 +77,8 @@ def symbols(ls: ContextAssemblyServer, snap: Snapshot, params: types.DocumentSym
 
 def folding(ls: ContextAssemblyServer, snap: Snapshot, params: types.FoldingRangeParams) \
         -> list[types.FoldingRange] | None:
+    from ...editor import navigation as nav
+
     document = document_of(ls, snap)
     if document is None:
         return None

@@ -6,7 +6,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...editor.semantics import TOKEN_MODIFIERS, TOKEN_TYPES, inlay_hints, semantic_tokens
+from ...editor.capabilities import TOKEN_MODIFIERS, TOKEN_TYPES
 from ..server import ContextAssemblyServer
 from .formatting import structure_range
 from .state import Snapshot, client_capabilities, document_of, editor_state, encoding, off_loop, structure
@@ -15,6 +15,8 @@ LEGEND = types.SemanticTokensLegend(token_types=list(TOKEN_TYPES), token_modifie
 
 
 def tokens(ls: ContextAssemblyServer, snap: Snapshot, params: Any) -> types.SemanticTokens | None:
+    from ...editor.semantics import semantic_tokens  # late: the engine is imported after `initialize`
+
     state = editor_state(ls)
     state.asked.add(types.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
     document = document_of(ls, snap)
@@ -25,6 +27,8 @@ def tokens(ls: ContextAssemblyServer, snap: Snapshot, params: Any) -> types.Sema
 
 
 def hints(ls: ContextAssemblyServer, snap: Snapshot, params: types.InlayHintParams) -> list[types.InlayHint] | None:
+    from ...editor.semantics import inlay_hints  # late: the engine is imported after `initialize`
+
     state = editor_state(ls)
     state.asked.add(types.WORKSPACE_INLAY_HINT_REFRESH)
     document = document_of(ls, snap)

@@ -10,15 +10,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from attrs import frozen
 from lsprotocol import types
 
-from ...editor.documents import EditorDocument
 from .. import pygls_compat as compat
-from ..editor_state import EditorState
 from ..server import ContextAssemblyServer
+
+if TYPE_CHECKING:
+    from ...editor.documents import EditorDocument
+    from ..editor_state import EditorState
 
 T = TypeVar("T")
 
@@ -35,6 +37,8 @@ _LOCK = threading.Lock()
 
 
 def editor_state(ls: ContextAssemblyServer) -> EditorState:
+    from ..editor_state import EditorState  # late: the engine is imported after `initialize`
+
     session = ls.require_session()
     with _LOCK:
         state = ls.editor

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from stat import S_ISREG
 
 from ...errors import StorageError
 from ...workspace.atomic import remove_file, replace_all, stage_file, workspace_lock, write_atomic
@@ -82,6 +83,20 @@ class MarkdownNotes:
         target = self.path(name)
         if not target.is_file():  # missing, a folder, or something that is no regular file (a FIFO would block)
             return None
+        return self._read_file(target, name)
+
+    def read_stamped(self, name: str) -> tuple[str | None, tuple[str, int, int]]:
+        """`read` and `stamp` of one note at once (its path resolved once), the stamp taken before
+        the read: an edit after it shows as a different stamp."""
+        target = self.path(name)
+        try:
+            found = os.stat(target)
+        except OSError:
+            return None, (name, -1, -1)
+        stamp = (name, found.st_mtime_ns, found.st_size)
+        return (self._read_file(target, name) if S_ISREG(found.st_mode) else None), stamp
+
+    def _read_file(self, target: Path, name: str) -> str | None:
         try:
             with open(target, "rb") as handle:
                 data = handle.read(self.max_bytes + 1)

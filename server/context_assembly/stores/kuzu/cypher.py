@@ -7,6 +7,7 @@ text check misses still fails.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Clauses that change data, schema, settings or the attached databases (the Kuzu/LadybugDB grammar).
@@ -73,6 +74,8 @@ def read_only_problems(cypher: str) -> list[str]:
     return problems
 
 
-def parameter_names(cypher: str) -> set[str]:
-    """The `$name` parameters the query uses (outside literals and comments)."""
-    return set(_PARAM.findall(blank_literals(cypher)))
+@functools.lru_cache(maxsize=512)
+def parameter_names(cypher: str) -> frozenset[str]:
+    """The `$name` parameters the query uses (outside literals and comments); worked out once per
+    query text (every run of a view binds its parameters)."""
+    return frozenset(_PARAM.findall(blank_literals(cypher)))

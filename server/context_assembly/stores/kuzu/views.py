@@ -11,6 +11,7 @@ in the portable form, substituted for whole `"$name"` values), never put into th
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,12 @@ def view_path(layout: WorkspaceLayout, view_id: str) -> Path:
     return layout.graph_views_dir / f"{view_id}.json"
 
 
+# path -> ((mtime_ns, size, inode) of the file it was parsed from, the view): a view file is read
+# and checked once per version, not on every run (the checks scan the Cypher character by character)
+_PARSED: dict[Path, tuple[tuple[int, int, int], GraphView]] = {}
+_MAX_PARSED = 1024
+
+
 def load_view(layout: WorkspaceLayout, view_id: str) -> GraphView:
     """Read and check the view file; NotFoundError when there is none."""
     path = view_path(layout, view_id)
@@ -99,6 +106,11 @@ def load_view(layout: WorkspaceLayout, view_id: str) -> GraphView:
         if not path.resolve().is_relative_to(layout.root.resolve()):  # a symlink leaving the workspace
             raise NotFoundError(f"graph view {view_id!r} points outside the workspace")
         with path.open("rb") as handle:
+            stat = os.fstat(handle.fileno())
+            stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            parsed = _PARSED.get(path)
+            if parsed is not None and parsed[0] == stamp:
+                return parsed[1]
             raw = handle.read(MAX_VIEW_BYTES + 1)
     except FileNotFoundError as exc:
         raise NotFoundError(f"no graph view {view_id!r} in .codebolt/knowledgegraph/views/") from exc
@@ -110,7 +122,11 @@ def load_view(layout: WorkspaceLayout, view_id: str) -> GraphView:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise _bad(view_id, "", f"not valid JSON: {exc}") from exc
-    return parse_view(view_id, document)
+    view = parse_view(view_id, document)
+    if len(_PARSED) >= _MAX_PARSED:
+        _PARSED.clear()
+    _PARSED[path] = (stamp, view)
+    return view
 
 
 def parse_view(view_id: str, document: Any) -> GraphView:
