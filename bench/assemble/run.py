@@ -108,8 +108,14 @@ class Check:
     def result(self, label: str, index: int, result: Any) -> bool:
         """Checks one assembly; returns whether its resolved memories hold a vector_search step."""
         content = sum(len(result.context.get(section, [])) for section in CONTENT_SECTIONS)
-        if content == 0:
-            self.errors.append(f"{label} request {index}: no content item (total_items {result.meta.total_items})")
+        meta = result.meta
+        # Under a tight budget the ladder may rightly spend it all on `state` (it comes first);
+        # an empty context is only a defect when nothing had to be cut to fit.
+        if content == 0 and not (meta.truncated and result.trace.ladder):
+            self.errors.append(f"{label} request {index}: no content item (total_items {meta.total_items})")
+        if meta.max_tokens is not None and meta.token_estimate > meta.max_tokens:
+            self.errors.append(f"{label} request {index}: {meta.token_estimate} tokens over the budget "
+                               f"of {meta.max_tokens}")
         vector = False
         for call in result.trace.memory_calls:
             self.statuses[call.status] += 1
