@@ -164,3 +164,29 @@ async def test_watched_files_and_pushed_settings(server: tuple[ContextAssemblySe
     assert changed == [session]
     assert session.overrides == {"max_tokens": 777}  # the refused key is dropped, the rest applies
     assert session.settings().max_tokens == 777
+
+
+async def test_edits_leave_no_handler_futures_behind(server: tuple[ContextAssemblyServer, Capture],
+                                                     tmp_path: Path) -> None:
+    """pygls files a future per notification handled by a generator (didOpen/didChange/didClose) and
+    never removes it: one per edit for the life of the connection, unless the protocol drops it."""
+    from context_assembly.lsp import pygls_compat as compat
+
+    srv, out = server
+    init = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+    assert "result" in await answer(srv, out, request(0, types.INITIALIZE, init), 0)
+    srv.protocol.receive(orjson.dumps({"jsonrpc": "2.0", "method": types.INITIALIZED, "params": {}}))
+    uri = (tmp_path / ".codebolt" / "context-rules" / "a.json").as_uri()
+    srv.protocol.receive(orjson.dumps({"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_DID_OPEN, "params": {
+        "textDocument": {"uri": uri, "languageId": "json", "version": 1, "text": "{}"}}}))
+    for version in range(2, 202):
+        srv.protocol.receive(orjson.dumps({"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_DID_CHANGE, "params": {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": f'{{"id": "r{version}"}}'}]}}))
+    assert srv.protocol.workspace.get_text_document(uri).version == 201
+    for _ in range(5):
+        await asyncio.sleep(0)  # done-callbacks of asyncio futures run on the loop
+    pending = compat.pending_requests(srv.protocol)
+    assert [key for key, future in pending.items() if future.done()] == []
+    assert len(pending) < 5  # what is left: the server's own requests the client has not answered
+    assert (await answer(srv, out, request(1, "memory/read", {"uri": "kv://x"}), 1))["result"]["exists"] is False

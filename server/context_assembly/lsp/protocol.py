@@ -114,7 +114,8 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
-class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, LanguageServerProtocol):
+class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.ReleaseNotificationFutures,
+                              LanguageServerProtocol):
     plain_methods: frozenset[str] = frozenset(METHODS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

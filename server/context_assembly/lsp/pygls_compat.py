@@ -28,6 +28,11 @@ Member (of `JsonRPCProtocol` unless said) -> what it is used for -> the upstream
   public handler lookup.
 - `_handle_notification` (hook) -> the agent client handing notifications to its listeners -> a
   catch-all notification handler.
+- `_request_futures` of notifications -> pygls files the future of every notification handler that is
+  a coroutine, a thread function or a generator (its own `didOpen`/`didChange`/`didClose`) under a
+  fresh uuid and never removes it (only answers to requests do): one future per edit, for as long as
+  the connection lives. `ReleaseNotificationFutures` removes each once it is done -> pygls not
+  filing them (or popping them in `_check_handler_result`).
 - `_handle_cancel_notification` -> the agent client honouring `$/cancelRequest` -> a public
   `cancel_request`.
 - `LanguageServerProtocol._workspace` -> no longer used: open documents' text for methods comes
@@ -39,6 +44,7 @@ The hooks are overridden through the mixins below, which give them public names
 
 from __future__ import annotations
 
+import functools
 from collections.abc import MutableMapping
 from concurrent.futures import Future
 from typing import Any
@@ -139,8 +145,26 @@ class NotificationHook:
         super()._handle_notification(method, params)  # type: ignore[misc]
 
 
+class ReleaseNotificationFutures(NotificationHook):
+    """Drops the futures pygls files for a notification's handlers once they are done (pygls keeps
+    them forever: see the module docstring), so a long editing session does not grow per edit."""
+
+    def on_notification(self, method: str, params: Any) -> None:
+        pending = pending_requests(self)
+        before = set(pending)
+        super().on_notification(method, params)
+        for key in set(pending) - before:  # filed by this notification's handlers, just now
+            pending[key].add_done_callback(functools.partial(_release, pending, key))
+
+
+def _release(pending: MutableMapping[Any, Future[Any]], key: Any, done: Any) -> None:
+    if pending.get(key) is done:  # not a newer entry under the same id
+        pending.pop(key, None)
+
+
 __all__ = [
-    "TESTED_PYGLS", "AnswerHook", "HandlerHook", "NotificationHook", "SendDataHook", "cancel_request",
+    "TESTED_PYGLS", "AnswerHook", "HandlerHook", "NotificationHook", "ReleaseNotificationFutures", "SendDataHook",
+    "cancel_request",
     "converter_of", "expected_results", "pending_requests", "send_response", "server_of", "shutting_down",
     "writes_headers",
 ]
