@@ -154,12 +154,13 @@ async def steady(workspace: Path, request: dict[str, Any], round_trips: int, req
             out["evaluateRules_concurrent_per_s"] = rounds * batch / (time.perf_counter() - started)
 
             samples = [(0, rss_kib(client.pid))]
+            every = max(1, min(RSS_EVERY, requests // 5))  # a short run still gets a curve
             for i in range(1, requests + 1):
                 if i % 2:
                     await client.evaluate_rules(request)
                 else:
                     await client.assemble(request)
-                if i % RSS_EVERY == 0:
+                if i % every == 0:
                     samples.append((i, rss_kib(client.pid)))
             out["rss_samples_kib"] = samples
     return out
