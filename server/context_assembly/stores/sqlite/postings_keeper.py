@@ -45,9 +45,10 @@ class OutOfStep(Exception):
 class PostingsKeeper:
     """The postings snapshot of one database, built on first need and kept current."""
 
-    def __init__(self, db: Database, min_chunks: int = POSTINGS_MIN_CHUNKS) -> None:
+    def __init__(self, db: Database, min_chunks: int = POSTINGS_MIN_CHUNKS, background: bool = True) -> None:
         self._db = db
         self.min_chunks = min_chunks
+        self.background = background  # False: the search that needs the postings reads them (tests)
         self._snapshot: Snapshot | None = None
         self._removed: set[int] = set()  # ids this process deleted (committed) since the last catch-up
         self._lock = threading.RLock()
@@ -63,11 +64,7 @@ class PostingsKeeper:
             return snapshot
         with self._lock:
             snapshot = self._snapshot
-            if snapshot is None:
-                if self._build is None and self._large_enough():
-                    self.start_build()
-                return None
-            if snapshot.generation != generation:
+            if snapshot is not None and snapshot.generation != generation:
                 try:
                     snapshot = self._catch_up(snapshot)
                 except OutOfStep as exc:
@@ -75,9 +72,11 @@ class PostingsKeeper:
                                 exc)
                     snapshot = None
                 self._snapshot = snapshot
-                if snapshot is None:
-                    self.start_build()
-            return snapshot
+            if snapshot is None:
+                if self._build is None and self._large_enough():
+                    self.start_build(self.background)
+                snapshot = self._snapshot
+            return snapshot if snapshot is not None and snapshot.generation == generation else None
 
     def forget(self, ids: list[int]) -> None:
         """Chunks this process deleted and committed: marked deleted at the next catch-up."""

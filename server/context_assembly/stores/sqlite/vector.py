@@ -40,8 +40,8 @@ from ..vector_index import ChunkRow, IndexedDoc, Ranked
 from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
 from .keyword import KeywordSearch
-from .postings_keeper import POSTINGS_MIN_CHUNKS
 from .keyword import fts_query as keyword_query
+from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
 from .vector_ann import AnnSearch, cosine_scores, rows_matrix
 from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
@@ -292,6 +292,11 @@ class SqliteVectorIndex:
         """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
         index = self._index(collection)
         return index is not None and self.ann.build_now(collection, index)
+
+    @property
+    def postings(self) -> PostingsKeeper:
+        """The keyword leg's in-memory postings (their size threshold and build mode can be set)."""
+        return self._keywords.postings
 
     def build_postings(self) -> bool:
         """Read the keyword postings now, in this thread, whatever the index's size (bench and tests)."""
