@@ -31,7 +31,7 @@ from .postings import EMPTY, FTS, Postings, Snapshot, fts_totals, postings_of, t
 log = logging.getLogger(__name__)
 
 STORE = "vector"
-POSTINGS_MIN_CHUNKS = 20_000  # below this, FTS5's bm25() over every match takes a few ms at most
+POSTINGS_MIN_CHUNKS = 5_000  # below this, FTS5's bm25() over every match takes a few ms at most (bench/README)
 CATCH_UP_MAX = 5_000  # chunks tokenized in the searching thread; more, and the index is rebuilt
 TAIL_SHARE = 0.2  # chunks added since the build, as a share of it, before a rebuild folds them in
 READ_SPAN = 2_000_000  # token occurrences read from the FTS index per query while building
