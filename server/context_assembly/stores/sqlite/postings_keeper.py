@@ -4,8 +4,8 @@ The same mechanism as the ANN index (stores.sqlite.vector_ann): the snapshot rec
 store's write generation (`generations` row `vector`, bumped by every write of any collection in
 any process); when it moved, the snapshot catches up from the table inside one read transaction:
 chunk ids only grow in commit order, so the chunks it lacks are those above its highest id
-(tokenized here), and when the counts then differ, the ids the table no longer holds are marked
-deleted. A catch-up that would not end in step (FTS totals differ from the snapshot's own) drops
+(tokenized here), and when the counts then differ, the ids the FTS index no longer holds are
+marked deleted. A catch-up that would not end in step (FTS totals differ from the snapshot's own) drops
 the snapshot; so does a large catch-up (a bulk import): the index is then rebuilt from the FTS
 index in a background thread, and searches use FTS5's own ranking until it is ready.
 
@@ -169,11 +169,8 @@ class PostingsKeeper:
             live = old.live.copy()
             if self._removed:
                 live[np.isin(old.ids, np.fromiter(self._removed, dtype=np.int64))] = False
-            count = int(conn.execute("SELECT count(*) FROM vector_chunks").fetchone()[0])
-            if count != int(np.count_nonzero(live)) + len(added):
-                present = np.fromiter((r[0] for r in conn.execute("SELECT id FROM vector_chunks WHERE id <= ?",
-                                                                  (old.max_id,))), dtype=np.int64)
-                live &= np.isin(old.ids, present)
+            if rows != int(np.count_nonzero(live)) + len(added):  # deleted by another process (or a batch)
+                live &= np.isin(old.ids, _indexed(conn, old.max_id))
             tokens_of = tokenize(conn, [(int(r[0]), str(r[2])) for r in added])
         self._removed.clear()
         codes = dict(old.codes)
@@ -229,6 +226,13 @@ def _instances(conn: sqlite3.Connection, first: tuple[str, int], last: tuple[str
     """The chunk id of every occurrence of the words `first`..`last`, by word then chunk (FTS5's order)."""
     text = conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
                         (first[0], last[0])).fetchone()[0]
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
+def _indexed(conn: sqlite3.Connection, max_id: int) -> np.ndarray:
+    """The chunk ids up to `max_id` that the FTS index holds (its small per-chunk size rows, read
+    as one string: ~10 ms for 100k ids where fetching them as rows took 200)."""
+    text = conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0]
     return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
 
 
