@@ -17,8 +17,10 @@ generation (timed) and persisted like any store's. Corpora:
 
 Rows: vector top-10 at `--vector-chunks` through `SqliteVectorStore.search` (ANN), recall@10
 against exact search over the same vectors, and exact search (the peer); hybrid top-10 at
-`--hybrid-chunks` on both corpora (peer: the keyword leg alone, and exact-vector hybrid), with the
-keyword leg's top-k checked against a reference BM25 ranking computed from the FTS index.
+`--hybrid-chunks` on both corpora, the keyword leg answered from the in-memory postings (read from
+the FTS index first, timed), its top-k checked equal to FTS5's own `bm25()` ranking; peers: FTS5's
+ranking alone, and the hybrid search with the keyword leg on FTS5 (as before the postings); with
+`--keyword-peers`, tantivy and bm25s over the same chunks.
 """
 
 from __future__ import annotations
@@ -229,15 +231,18 @@ def verdict(samples: list[float], target: float) -> str:
     return f"{'PASS' if p50 <= target else 'MISS'} (≤ {target:g})"
 
 
-def open_store(folder: Path, ann_min_chunks: int | None = None) -> Any:
+def open_store(folder: Path, ann_min_chunks: int | None = None, postings_min_chunks: int | None = None) -> Any:
+    from context_assembly.stores.sqlite.ann import ANN_MIN_CHUNKS
     from context_assembly.stores.sqlite.database import Database
-    from context_assembly.stores.sqlite.vector import SqliteVectorIndex, SqliteVectorStore
+    from context_assembly.stores.sqlite.postings_keeper import POSTINGS_MIN_CHUNKS
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
     from context_assembly.stores.vector_collections import VectorCollections
 
     db = Database(folder / "project.db")
-    if ann_min_chunks is None:
-        return SqliteVectorStore(db, folder / "vectordb")
-    return VectorCollections(SqliteVectorIndex(db, ann_min_chunks=ann_min_chunks), folder / "vectordb")
+    index = SqliteVectorIndex(db, ann_min_chunks=ANN_MIN_CHUNKS if ann_min_chunks is None else ann_min_chunks,
+                              postings_min_chunks=POSTINGS_MIN_CHUNKS if postings_min_chunks is None
+                              else postings_min_chunks)
+    return VectorCollections(index, folder / "vectordb")
 
 
 def vector_rows(folder: Path, count: int, texts: list[str]) -> tuple[list[Row], dict[str, Any]]:
@@ -287,35 +292,100 @@ def vector_rows(folder: Path, count: int, texts: list[str]) -> tuple[list[Row], 
     return rows, figures
 
 
-def hybrid_rows(corpus: str, folder: Path, count: int, texts: list[str]) -> list[Row]:
+def hybrid_rows(corpus: str, folder: Path, count: int, texts: list[str], figures: dict[str, Any],
+                peers: bool) -> list[Row]:
     from context_assembly.stores.sqlite.vector import fts_query
     from context_assembly.stores.vector_collections import fts_terms
 
     store = open_store(folder)
     index = store.index
+    t = time.perf_counter()
+    assert index.build_postings(), "the keyword postings could not be read"
+    figures[f"{corpus}_postings_build_s"] = time.perf_counter() - t
+    snapshot = index.postings.current()
+    arrays = (snapshot.main.docs, snapshot.main.freqs, snapshot.main.offsets, snapshot.ids, snapshot.collections,
+              snapshot.live, snapshot.lengths, snapshot.norm())
+    figures[f"{corpus}_postings_mb"] = sum(a.nbytes for a in arrays) / 1e6  # and the words' dict
+    fts5 = open_store(folder, postings_min_chunks=10**12)  # the same store, keyword leg on FTS5 (before)
     pool = 50  # the hybrid leg's pool (vector_collections.HYBRID_POOL)
     same = 0
     for text in texts:
         terms = fts_terms(text)
         got = index.full_text(COLLECTION, terms, pool) if terms else []
         want = index._bm25(COLLECTION, fts_query(terms), pool) if terms else []
-        same += [i for i, _ in got] == [i for i, _ in want]
+        same += got == want  # same chunks, same order, bit-identical scores
     hybrid_ms = timed(lambda q: store.search(COLLECTION, q, top_k=TOP_K, mode="hybrid"), texts)
     keyword_ms = timed(lambda q: index.full_text(COLLECTION, fts_terms(q), pool) if fts_terms(q) else [], texts)
     plain_ms = timed(lambda q: index._bm25(COLLECTION, fts_query(fts_terms(q)), pool) if fts_terms(q) else [],
                      texts)
-    conn = index._db.connection()
-    joined = ("SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts CROSS JOIN vector_chunks c "
-              "INDEXED BY vector_chunks_by_collection ON c.id = vector_chunks_fts.rowid "
-              "WHERE vector_chunks_fts MATCH ? AND c.collection = ? ORDER BY s DESC, c.id LIMIT ?")
-    before_ms = timed(lambda q: conn.execute(joined, (fts_query(fts_terms(q)), COLLECTION, pool)).fetchall()
-                      if fts_terms(q) else [], texts)
-    note = f"keyword top-{pool} = reference BM25 for {same}/{len(texts)} queries"
-    return [(f"hybrid top-10, {count:,} chunks, {corpus} corpus", hybrid_ms, verdict(hybrid_ms, TARGETS["hybrid"]),
+    before_ms = timed(lambda q: fts5.search(COLLECTION, q, top_k=TOP_K, mode="hybrid"), texts)
+    before_keyword_ms = timed(lambda q: fts5.index.full_text(COLLECTION, fts_terms(q), pool) if fts_terms(q) else [],
+                              texts)
+    note = f"keyword top-{pool} = FTS5's bm25() ranking (ids, order, scores) for {same}/{len(texts)} queries"
+    rows = [(f"hybrid top-10, {count:,} chunks, {corpus} corpus", hybrid_ms, verdict(hybrid_ms, TARGETS["hybrid"]),
              note),
-            (f"  keyword leg alone (top-{pool}, pruned when provable)", keyword_ms, "", ""),
+            (f"  keyword leg alone (top-{pool}, in-memory postings)", keyword_ms, "", ""),
             (f"  peer: FTS5 ORDER BY bm25() LIMIT {pool} over every match", plain_ms, "", ""),
-            ("  before: the same with the collection joined per match", before_ms, "", "")]
+            ("  before: hybrid with the keyword leg on FTS5 (pruned when provable)", before_ms, "", ""),
+            ("  before: that keyword leg alone", before_keyword_ms, "", "")]
+    return rows + (keyword_peer_rows(corpus, folder, texts, pool, figures) if peers else [])
+
+
+def keyword_peer_rows(corpus: str, folder: Path, texts: list[str], pool: int, figures: dict[str, Any]) -> list[Row]:
+    """The keyword engines considered instead of the postings (not dependencies of the project:
+    `--keyword-peers` needs `tantivy` and `bm25s` importable), each ranking by its own BM25."""
+    import re
+    import shutil
+    import sqlite3
+
+    import bm25s
+    import tantivy
+
+    from context_assembly.stores.vector_collections import fts_terms
+
+    word = re.compile(r"[a-z0-9]+")
+    with sqlite3.connect(folder / "project.db") as conn:
+        rows = conn.execute("SELECT id, text FROM vector_chunks ORDER BY id").fetchall()
+
+    def tokens(q: str) -> list[str]:
+        return list(dict.fromkeys(t for term in fts_terms(q) for t in word.findall(term)))
+
+    where = folder / "tantivy"
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir()
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", stored=False)
+    builder.add_integer_field("id", stored=True, indexed=False, fast=True)
+    schema = builder.build()
+    t = time.perf_counter()
+    tindex = tantivy.Index(schema, path=str(where))
+    writer = tindex.writer(heap_size=200_000_000, num_threads=1)
+    for chunk_id, text in rows:
+        writer.add_document(tantivy.Document(id=chunk_id, text=text))
+    writer.commit()
+    writer.wait_merging_threads()
+    tindex.reload()
+    figures[f"{corpus}_tantivy_build_s"] = time.perf_counter() - t
+    searcher = tindex.searcher()
+
+    def tantivy_top(q: str) -> list[Any]:
+        should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", w)) for w in tokens(q)]
+        if not should:
+            return []
+        return [(searcher.doc(a)["id"][0], score) for score, a in searcher.search(
+            tantivy.Query.boolean_query(should), pool).hits]
+
+    t = time.perf_counter()
+    retriever = bm25s.BM25(method="robertson", k1=1.2, b=0.75)
+    retriever.index([word.findall(text.lower()) for _, text in rows], show_progress=False)
+    figures[f"{corpus}_bm25s_build_s"] = time.perf_counter() - t
+
+    def bm25s_top(q: str) -> Any:
+        known = [w for w in tokens(q) if w in retriever.vocab_dict]
+        return retriever.retrieve([known], k=min(pool, len(rows)), show_progress=False, n_threads=1) if known else []
+
+    return [("  peer: tantivy top-50 (its own BM25 ranking; persisted index)", timed(tantivy_top, texts), "", ""),
+            ("  peer: bm25s top-50 (its own BM25 ranking; in memory, scipy)", timed(bm25s_top, texts), "", "")]
 
 
 def table(rows: list[Row]) -> list[str]:
@@ -333,6 +403,8 @@ def main() -> int:
     ap.add_argument("--hybrid-chunks", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--skip", choices=("vector", "hybrid"), action="append", default=[])
+    ap.add_argument("--keyword-peers", action="store_true",
+                    help="also time tantivy and bm25s on the hybrid corpora (both must be importable)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble" / "search")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -352,7 +424,7 @@ def main() -> int:
     for corpus in CORPORA:
         if corpus in folders:
             rows += hybrid_rows(corpus, folders[corpus], args.hybrid_chunks,
-                                queries(corpus, folders[corpus], args.queries))
+                                queries(corpus, folders[corpus], args.queries), figures, args.keyword_peers)
     load.append(os.getloadavg())
     extra = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" if k.startswith("recall") else f"{k.replace('_', ' ')} {v:.1f}"
                       for k, v in figures.items())

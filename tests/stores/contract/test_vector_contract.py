@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from context_assembly.errors import ConflictError, InvalidParamsError
 from context_assembly.stores.embedding import HASHING
 from context_assembly.stores.store_set import StoreSet
 from context_assembly.stores.vector import VectorStore
+
+from .conftest import BACKENDS, open_backend
 
 DOCS = {
     "auth.md": "The login request fails with a timeout when the authentication server is slow.",
@@ -16,6 +21,24 @@ DOCS = {
     "deploy.md": "Deploying to production: build the image, push it, roll out the release.",
 }
 HIT_KEYS = {"id", "doc_uri", "chunk", "text", "score", "metadata", "source"}
+POSTINGS = "embedded-postings"  # the embedded store with its keyword leg answered from in-memory postings
+
+
+@pytest.fixture(params=[*BACKENDS, POSTINGS])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def stores(backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+           ) -> Iterator[StoreSet]:
+    monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
+    opened = open_backend("embedded" if backend == POSTINGS else backend, tmp_path / "workspace", request)
+    if backend == POSTINGS:  # used whatever the collection's size, read by the search that needs them
+        postings = opened.vectors.index.postings  # type: ignore[union-attr]
+        postings.min_chunks, postings.background = 0, False
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

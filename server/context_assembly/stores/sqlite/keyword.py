@@ -3,7 +3,14 @@
 FTS5's `bm25()` is the reference ranking, but it costs time in proportion to the matches of every
 query word: it counts each word's documents on every query and scores every matching chunk, so a
 query holding "the" or "value" walks most of a 100k-chunk index (50-100 ms). `KeywordSearch.top`
-answers the same top-k (same scores, same order, ties by chunk id) by max-score pruning:
+answers the same top-k (same scores, same order, ties by chunk id) in one of two ways:
+
+- an index of `POSTINGS_MIN_CHUNKS` chunks or more is answered from its postings held in memory
+  (stores.sqlite.postings: numpy arrays read from the FTS index, scored with `bm25()`'s formula;
+  a phrase, a query word the tokenizer splits such as `foo_bar`, is looked up in FTS5 when few
+  chunks hold it). Inside a batch, while the postings are (re)built, and for non-ASCII query
+  words, FTS5 answers as below;
+- otherwise by max-score pruning over FTS5:
 
 1. the query's words, rarest first, are split into a rare prefix R and the rest C, R growing
    until it proves enough; a chunk's score is the sum of its words' terms, and a C word adds
@@ -21,26 +28,27 @@ plain FTS5 query runs.
 
 from __future__ import annotations
 
-import math
-import re
 import sqlite3
 from collections import Counter
 
+import numpy as np
 from attrs import define, field
 
 from ..vector_index import Ranked
 from .database import Database
+from .postings import FTS, K1, B, Snapshot, fts_totals, idf, occurrences, query_tokens, tokenize
+from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper, read_transaction
+
+__all__ = ["KeywordSearch", "fts_query", "idf"]
 
 STORE = "vector"
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
 MAX_RARE_SHARE = 0.05  # R: the rarest words, together in at most this share of all chunks
 MAX_CANDIDATES = 1000  # at most this many chunks re-scored over every word (~20 us each)
-K1, B = 1.2, 0.75  # FTS5's bm25() constants
-TOKENIZE = "unicode61 remove_diacritics 2"
-FTS = "vector_chunks_fts"
+PHRASE_MAX = 2_000  # a phrase held by more chunks sends the query to FTS5
 
 Terms = list[str]
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+Phrase = tuple[np.ndarray, np.ndarray, int]  # positions, frequencies (float64), chunks holding it
 
 
 def fts_query(terms: Terms) -> str:
@@ -48,35 +56,10 @@ def fts_query(terms: Terms) -> str:
     return " OR ".join(f'"{term}"' for term in terms)
 
 
-def idf(rows: int, hits: int) -> float:
-    # fts5_aux.c, fts5Bm25GetData: log((nRow - nHit + 0.5) / (nHit + 0.5)), at least 1e-6
-    value = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return value if value > 0.0 else 1e-6
-
-
 def as_token(term: str) -> str | None:
-    """The one token the FTS tokenizer makes of a (lower-case) query word, when it is sure: ASCII
-    letters and digits, around or after underscores (a separator for unicode61); else None."""
-    parts = [part for part in term.split("_") if part]
-    return parts[0] if term.isascii() and len(parts) == 1 and parts[0].isalnum() else None
-
-
-def _varints(blob: bytes) -> list[int]:
-    """SQLite varints (big-endian, 7 bits a byte, the 9th byte whole), as FTS5 stores its totals."""
-    out, i = [], 0
-    while i < len(blob):
-        value = 0
-        for n in range(9):
-            byte = blob[i]
-            i += 1
-            if n == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(value)
-    return out
+    """The one token the FTS tokenizer makes of a (lower-case) query word, when it is sure."""
+    tokens = query_tokens(term)
+    return tokens[0] if tokens is not None and len(tokens) == 1 else None
 
 
 @define
@@ -109,9 +92,10 @@ class IndexStats:
 
 
 class KeywordSearch:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, postings_min_chunks: int = POSTINGS_MIN_CHUNKS) -> None:
         self._db = db
         self._stats: IndexStats | None = None
+        self.postings = PostingsKeeper(db, postings_min_chunks)
 
     def bm25(self, collection: str, match: str, limit: int | None) -> Ranked:
         """(chunk id, BM25) of the collection's chunks matching `match`, best first (all when no limit)."""
@@ -131,6 +115,11 @@ class KeywordSearch:
 
     def top(self, collection: str, terms: Terms, limit: int) -> Ranked:
         """Exactly `bm25(collection, fts_query(terms), limit)`, usually without scoring every match."""
+        snapshot = self.postings.current()
+        if snapshot is not None:
+            ranked = self._from_postings(snapshot, collection, terms, limit)
+            if ranked is not None:
+                return ranked
         stats = self.stats()
         if stats.rows >= MIN_CHUNKS_TO_SPLIT and len(terms) > 1:
             ranked = self._pruned(collection, terms, limit, stats)
@@ -138,14 +127,65 @@ class KeywordSearch:
                 return ranked
         return self.bm25(collection, fts_query(terms), limit)
 
+    def _from_postings(self, snapshot: Snapshot, collection: str, terms: Terms, limit: int) -> Ranked | None:
+        """The top-k from the postings; None when a query word needs FTS5 (see the module's doc)."""
+        phrases: list[Phrase | None] = []
+        split: dict[int, str] = {}
+        for n, term in enumerate(terms):
+            tokens = query_tokens(term)
+            if not tokens:
+                return None
+            if len(tokens) > 1:
+                split[n] = term
+                phrases.append(None)
+                continue
+            parts = snapshot.word(tokens[0])
+            docs = np.concatenate([d for d, _ in parts]) if len(parts) > 1 else (
+                parts[0][0] if parts else np.zeros(0, np.int32))
+            freqs = np.concatenate([f for _, f in parts]) if len(parts) > 1 else (
+                parts[0][1] if parts else np.zeros(0, np.int32))
+            phrases.append((docs, freqs.astype(np.float64), snapshot.hits(parts)))
+        if split:
+            found = self._phrases(snapshot, split)
+            if found is None:
+                return None
+            for n, phrase in found.items():
+                phrases[n] = phrase
+        return snapshot.top(collection, [p for p in phrases if p is not None], limit)
+
+    def _phrases(self, snapshot: Snapshot, split: dict[int, str]) -> dict[int, Phrase] | None:
+        """Query words the tokenizer splits (`foo_bar`: the phrase "foo bar"), looked up in FTS5 in
+        the snapshot's own state and counted in the few chunks holding them; None when many do."""
+        conn = self._db.connection()
+        out: dict[int, Phrase] = {}
+        with read_transaction(conn):
+            row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
+            if (int(row[0]) if row else 0) != snapshot.generation:
+                return None  # written since the snapshot was taken: FTS5 answers this one
+            for n, term in split.items():
+                found = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? LIMIT ?",
+                                                         (fts_query([term]), PHRASE_MAX + 1))]
+                if len(found) > PHRASE_MAX:
+                    return None
+                ids = np.asarray(found, dtype=np.int64)
+                positions = np.searchsorted(snapshot.ids, ids)
+                if len(ids) and (int(positions.max()) >= len(snapshot.ids) or
+                                 not np.array_equal(snapshot.ids[positions], ids)):
+                    return None
+                texts = self._tokenize_lists(conn, found)
+                phrase = query_tokens(term) or []
+                freqs = np.fromiter((occurrences(texts.get(i, []), phrase) for i in found), dtype=np.float64,
+                                    count=len(found))
+                if len(freqs) and float(freqs.min()) < 1.0:
+                    return None  # not counted as FTS5 matched it: FTS5 answers
+                out[n] = (positions.astype(np.int32), freqs, len(found))
+        return out
+
     def stats(self) -> IndexStats:
         generation = self._db.generation(STORE)
         stats = self._stats
         if stats is None or stats.generation != generation:
-            conn = self._db.connection()
-            row = conn.execute(f"SELECT block FROM {FTS}_data WHERE id = 1").fetchone()
-            totals = _varints(bytes(row[0])) if row and row[0] else []
-            rows, tokens = (totals[0], totals[1]) if len(totals) >= 2 else (0, 0)
+            rows, tokens = fts_totals(self._db.connection())
             stats = self._stats = IndexStats(generation, rows, tokens / rows if rows else 0.0, {})
         return stats
 
@@ -192,41 +232,13 @@ class KeywordSearch:
         return scores
 
     def _tokenize(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, Counter[str]]:
-        """Each chunk's token counts, as the index's tokenizer counts them: for ASCII text, runs of
-        letters and digits, lower-cased (what unicode61 does); other text through the tokenizer
-        itself, in a scratch FTS5 table in temp."""
-        out: dict[int, Counter[str]] = {}
-        other = []
+        """Each chunk's token counts, as the index's tokenizer counts them."""
+        return {chunk_id: Counter(tokens) for chunk_id, tokens in self._tokenize_lists(conn, ids).items()}
+
+    def _tokenize_lists(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[str]]:
+        rows: list[tuple[int, str]] = []
         for start in range(0, len(ids), 500):
             batch = ids[start:start + 500]
-            for chunk_id, text in conn.execute(
-                    f"SELECT id, text FROM vector_chunks WHERE id IN ({','.join('?' * len(batch))})", batch):
-                if text.isascii():
-                    out[chunk_id] = Counter(_ASCII_TOKEN.findall(text.lower()))
-                else:
-                    other.append(chunk_id)
-        if other:
-            out.update(self._tokenize_by_fts(conn, other))
-        return out
-
-    def _tokenize_by_fts(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, Counter[str]]:
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_scratch USING fts5(text, tokenize='{TOKENIZE}')")
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_scratch_vocab "
-                     "USING fts5vocab(temp, keyword_scratch, instance)")
-        out: dict[int, Counter[str]] = {i: Counter() for i in ids}
-        savepoint = not conn.in_transaction
-        if savepoint:
-            conn.execute("BEGIN")
-        try:
-            conn.execute("DELETE FROM temp.keyword_scratch")
-            for start in range(0, len(ids), 500):
-                batch = ids[start:start + 500]
-                conn.execute("INSERT INTO temp.keyword_scratch(rowid, text) SELECT id, text FROM vector_chunks "
-                             f"WHERE id IN ({','.join('?' * len(batch))})", batch)
-            for doc, term in conn.execute("SELECT doc, term FROM temp.keyword_scratch_vocab"):
-                out[doc][term] += 1
-            conn.execute("DELETE FROM temp.keyword_scratch")
-        finally:
-            if savepoint:
-                conn.execute("COMMIT")
-        return out
+            rows += conn.execute(f"SELECT id, text FROM vector_chunks WHERE id IN ({','.join('?' * len(batch))})",
+                                 batch).fetchall()
+        return tokenize(conn, rows)

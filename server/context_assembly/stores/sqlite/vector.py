@@ -14,7 +14,8 @@ place of a reload when nothing else wrote in between. A collection of `ann.ANN_M
 more gets an approximate index (`stores.sqlite.ann`, built in the background from the matrix, then
 persisted and kept in step the same way: own writes patch it, others' are caught up from the
 table); its candidates are re-scored exactly here. Full-text-k is exact BM25 (FTS5 `bm25()`),
-computed so that common query words do not make it score most of the index (`stores.sqlite.keyword`).
+computed so that common query words do not make it score most of the index (`stores.sqlite.keyword`:
+from postings held in memory for a large index, kept in step the same way).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
+from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
 from .vector_ann import AnnSearch, cosine_scores, rows_matrix
 from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
@@ -95,10 +97,11 @@ class SqliteVectorIndex:
     """`VectorIndex` over the workspace database: exact cosine over a cached matrix (an ANN index
     proposing candidates for large collections), FTS5 BM25."""
 
-    def __init__(self, db: Database, ann_min_chunks: int = ANN_MIN_CHUNKS) -> None:
+    def __init__(self, db: Database, ann_min_chunks: int = ANN_MIN_CHUNKS,
+                 postings_min_chunks: int = POSTINGS_MIN_CHUNKS) -> None:
         self._db = db
         self._indexes: dict[str, _Index] = {}
-        self._keywords = KeywordSearch(db)
+        self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
         self.ann_min_chunks = ann_min_chunks
         self.ann = AnnSearch(db, self._snapshot, self._write, self._forget_matrix)
@@ -271,6 +274,7 @@ class SqliteVectorIndex:
         if self._db.in_batch():
             return  # not committed yet (the batch may roll back): the next search reloads or catches up
         self.ann.patch(collection, before, model, removed, new_ids, vectors)
+        self._keywords.postings.forget(removed)
         with self._lock:
             index = self._indexes.get(collection)
             if index is None or index.generation != before or index.model != model:
@@ -288,6 +292,15 @@ class SqliteVectorIndex:
         """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
         index = self._index(collection)
         return index is not None and self.ann.build_now(collection, index)
+
+    @property
+    def postings(self) -> PostingsKeeper:
+        """The keyword leg's in-memory postings (their size threshold and build mode can be set)."""
+        return self._keywords.postings
+
+    def build_postings(self) -> bool:
+        """Read the keyword postings now, in this thread, whatever the index's size (bench and tests)."""
+        return self._keywords.postings.build_now()
 
     def _forget_matrix(self, collection: str) -> None:
         with self._lock:

@@ -1,0 +1,254 @@
+"""Keeping the in-memory postings (stores.sqlite.postings) in step with the FTS index.
+
+The same mechanism as the ANN index (stores.sqlite.vector_ann): the snapshot records the vector
+store's write generation (`generations` row `vector`, bumped by every write of any collection in
+any process); when it moved, the snapshot catches up from the table inside one read transaction:
+chunk ids only grow in commit order, so the chunks it lacks are those above its highest id
+(tokenized here), and when the counts then differ, the ids the FTS index no longer holds are
+marked deleted. A catch-up that would not end in step (FTS totals differ from the snapshot's own) drops
+the snapshot; so does a large catch-up (a bulk import): the index is then rebuilt from the FTS
+index in a background thread, and searches use FTS5's own ranking until it is ready.
+
+Inside a `Database.batch()` the thread sees its own uncommitted writes, which a rollback may undo:
+the snapshot is neither used nor moved there (FTS5 answers, seeing exactly what the batch sees).
+The snapshot is not persisted: rebuilding it reads the FTS index (a few seconds at 100k chunks,
+see bench/README.md), and it is built only for an index of `min_chunks` chunks or more.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from .database import Database
+from .postings import EMPTY, FTS, Postings, Snapshot, fts_totals, postings_of, tokenize
+
+log = logging.getLogger(__name__)
+
+STORE = "vector"
+POSTINGS_MIN_CHUNKS = 5_000  # below this, FTS5's bm25() over every match takes a few ms at most (bench/README)
+CATCH_UP_MAX = 5_000  # chunks tokenized in the searching thread; more, and the index is rebuilt
+TAIL_SHARE = 0.2  # chunks added since the build, as a share of it, before a rebuild folds them in
+READ_SPAN = 2_000_000  # token occurrences read from the FTS index per query while building
+INSTANCES = "vector_chunks_instances"
+
+
+class OutOfStep(Exception):
+    """The FTS index and the table disagree with what was read from them (a rebuild decides)."""
+
+
+class PostingsKeeper:
+    """The postings snapshot of one database, built on first need and kept current."""
+
+    def __init__(self, db: Database, min_chunks: int = POSTINGS_MIN_CHUNKS, background: bool = True) -> None:
+        self._db = db
+        self.min_chunks = min_chunks
+        self.background = background  # False: the search that needs the postings reads them (tests)
+        self._snapshot: Snapshot | None = None
+        self._removed: set[int] = set()  # ids this process deleted (committed) since the last catch-up
+        self._lock = threading.RLock()
+        self._build: threading.Thread | None = None
+
+    def current(self) -> Snapshot | None:
+        """The snapshot at the current generation; None when there is none (yet) or inside a batch."""
+        if self._db.in_batch():
+            return None
+        snapshot = self._snapshot
+        generation = self._db.generation(STORE)
+        if snapshot is not None and snapshot.generation == generation:
+            return snapshot
+        with self._lock:
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot.generation != generation:
+                try:
+                    snapshot = self._catch_up(snapshot)
+                except OutOfStep as exc:
+                    log.warning("the keyword postings are out of step with the FTS index (%s): they are rebuilt",
+                                exc)
+                    snapshot = None
+                self._snapshot = snapshot
+            if snapshot is None:
+                if self._build is None and self._large_enough():
+                    self.start_build(self.background)
+                snapshot = self._snapshot
+            return snapshot if snapshot is not None and snapshot.generation == generation else None
+
+    def forget(self, ids: list[int]) -> None:
+        """Chunks this process deleted and committed: marked deleted at the next catch-up."""
+        if ids and self._snapshot is not None:
+            with self._lock:
+                self._removed.update(ids)
+
+    def _large_enough(self) -> bool:
+        rows, _ = fts_totals(self._db.connection())
+        return rows >= self.min_chunks
+
+    # --- building --------------------------------------------------------------------------------
+
+    def start_build(self, background: bool = True) -> None:
+        """Read the snapshot from the FTS index (once at a time; in a thread by default)."""
+        with self._lock:
+            if self._build is not None:
+                return
+            self._build = threading.Thread(target=self._run_build, daemon=True, name="keyword-postings-build")
+        if background:
+            self._build.start()
+        else:
+            self._build.run()
+
+    def build_now(self) -> bool:
+        """Build in this thread, whatever the index's size (bench and tests); whether it worked."""
+        self.wait()
+        self.start_build(background=False)
+        return self._snapshot is not None
+
+    def wait(self, timeout: float | None = None) -> None:
+        thread = self._build
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
+
+    def _run_build(self) -> None:
+        try:
+            snapshot = self._read()
+            with self._lock:
+                current = self._snapshot
+                if current is None or current.generation <= snapshot.generation:
+                    self._snapshot = snapshot
+                    self._removed.clear()
+        except Exception:  # FTS5 keeps answering; the next search after a write tries again
+            log.exception("building the keyword postings failed")
+        finally:
+            with self._lock:
+                self._build = None
+
+    def _read(self) -> Snapshot:
+        conn = self._db.connection()
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{INSTANCES} USING fts5vocab(main, {FTS}, instance)")
+        with read_transaction(conn):
+            generation = _generation(conn)
+            rows, tokens = fts_totals(conn)
+            chunks = conn.execute("SELECT id, collection FROM vector_chunks ORDER BY id").fetchall()
+            words = conn.execute("SELECT term, cnt FROM vector_chunks_vocab").fetchall()
+            docs = np.concatenate([_instances(conn, words[start], words[end - 1])
+                                   for start, end in _spans([int(c) for _, c in words])] or [np.zeros(0, np.int64)])
+        ids = np.fromiter((c[0] for c in chunks), dtype=np.int64, count=len(chunks))
+        codes: dict[str, int] = {}
+        collections = np.fromiter((codes.setdefault(c[1], len(codes)) for c in chunks), dtype=np.int32,
+                                  count=len(chunks))
+        counts = np.fromiter((c for _, c in words), dtype=np.int64, count=len(words))
+        if int(counts.sum()) != len(docs):
+            raise OutOfStep("the FTS vocabulary and its instances differ")
+        positions = np.searchsorted(ids, docs)
+        if len(docs) and (int(positions.max()) >= len(ids) or not np.array_equal(ids[positions], docs)):
+            raise OutOfStep("the FTS index holds chunks the table does not")
+        main = postings_of([w for w, _ in words], np.repeat(np.arange(len(words), dtype=np.int64), counts), positions)
+        lengths = np.bincount(positions, minlength=len(ids)).astype(np.float64)
+        snapshot = Snapshot(generation, ids, collections, codes, np.ones(len(ids), dtype=np.bool_), lengths, rows,
+                            tokens, main)
+        _check(snapshot)
+        return snapshot
+
+    # --- catching up -----------------------------------------------------------------------------
+
+    def _catch_up(self, old: Snapshot) -> Snapshot | None:
+        """`old` brought to the table's state, or None when that takes a rebuild."""
+        conn = self._db.connection()
+        with read_transaction(conn):
+            generation = _generation(conn)
+            rows, tokens = fts_totals(conn)
+            added = conn.execute("SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id",
+                                 (old.max_id,)).fetchmany(CATCH_UP_MAX + 1)
+            if len(added) > CATCH_UP_MAX or len(old.tail_rows) + len(added) > max(
+                    CATCH_UP_MAX, TAIL_SHARE * (len(old.ids) - len(old.tail_rows))):
+                return None
+            live = old.live.copy()
+            if self._removed:
+                live[np.isin(old.ids, np.fromiter(self._removed, dtype=np.int64))] = False
+            if rows != int(np.count_nonzero(live)) + len(added):  # deleted by another process (or a batch)
+                live &= np.isin(old.ids, _indexed(conn, old.max_id))
+            tokens_of = tokenize(conn, [(int(r[0]), str(r[2])) for r in added])
+        self._removed.clear()
+        codes = dict(old.codes)
+        start = len(old.ids)
+        new_rows = [(start + n, tokens_of[int(r[0])]) for n, r in enumerate(added)]
+        snapshot = Snapshot(
+            generation,
+            np.concatenate((old.ids, np.fromiter((r[0] for r in added), dtype=np.int64, count=len(added)))),
+            np.concatenate((old.collections, np.fromiter((codes.setdefault(str(r[1]), len(codes)) for r in added),
+                                                         dtype=np.int32, count=len(added)))),
+            codes,
+            np.concatenate((live, np.ones(len(added), dtype=np.bool_))),
+            np.concatenate((old.lengths, np.fromiter((len(t) for _, t in new_rows), dtype=np.float64,
+                                                     count=len(new_rows)))),
+            rows, tokens, old.main,
+            _tail(old.tail_rows + new_rows) if new_rows else old.tail,
+            old.tail_rows + new_rows)
+        _check(snapshot)
+        return snapshot
+
+
+def _tail(rows: list[tuple[int, list[str]]]) -> Postings:
+    if not rows:
+        return EMPTY
+    vocab: dict[str, int] = {}
+    term_of = np.fromiter((vocab.setdefault(t, len(vocab)) for _, tokens in rows for t in tokens), dtype=np.int64)
+    positions = np.repeat(np.fromiter((p for p, _ in rows), dtype=np.int64, count=len(rows)),
+                          [len(tokens) for _, tokens in rows])
+    return postings_of(list(vocab), term_of, positions)
+
+
+def _check(snapshot: Snapshot) -> None:
+    """The snapshot's own counts must be the FTS index's totals, or `bm25()` would score otherwise."""
+    live = snapshot.live
+    if int(np.count_nonzero(live)) != snapshot.rows or int(snapshot.lengths[live].sum()) != snapshot.tokens:
+        raise OutOfStep(f"{int(np.count_nonzero(live))} chunks / {int(snapshot.lengths[live].sum())} tokens against "
+                        f"the FTS index's {snapshot.rows} / {snapshot.tokens}")
+
+
+def _spans(counts: list[int]) -> Iterator[tuple[int, int]]:
+    """[start, end) runs of words holding about READ_SPAN occurrences each."""
+    start, held = 0, 0
+    for n, count in enumerate(counts):
+        held += count
+        if held >= READ_SPAN:
+            yield start, n + 1
+            start, held = n + 1, 0
+    if start < len(counts):
+        yield start, len(counts)
+
+
+def _instances(conn: sqlite3.Connection, first: tuple[str, int], last: tuple[str, int]) -> np.ndarray:
+    """The chunk id of every occurrence of the words `first`..`last`, by word then chunk (FTS5's order)."""
+    text = conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
+                        (first[0], last[0])).fetchone()[0]
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
+def _indexed(conn: sqlite3.Connection, max_id: int) -> np.ndarray:
+    """The chunk ids up to `max_id` that the FTS index holds (its small per-chunk size rows, read
+    as one string: ~10 ms for 100k ids where fetching them as rows took 200)."""
+    text = conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0]
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """Every SELECT inside sees one committed state."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")

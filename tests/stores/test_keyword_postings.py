@@ -1,0 +1,251 @@
+"""The keyword leg's in-memory postings: the same top-k as FTS5's own bm25() ranking (bit for bit),
+kept in step with writes from this and other processes and with batches, rebuilt when out of step."""
+
+from __future__ import annotations
+
+import logging
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_assembly.stores.embedding import HASHING
+from context_assembly.stores.sqlite import postings_keeper
+from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
+from context_assembly.stores.vector_collections import fts_terms
+from context_assembly.workspace.layout import WorkspaceLayout
+
+Ranked = list[tuple[int, float]]
+
+
+def postings_store(root: Path) -> SqliteVectorStore:
+    """A store whose keyword leg uses the postings whatever its size, read by the search that needs them."""
+    s = SqliteVectorStore.for_workspace(WorkspaceLayout(root), default_model=HASHING)
+    s.index.postings.min_chunks = 0
+    s.index.postings.background = False
+    return s
+
+
+def reference(s: SqliteVectorStore, collection: str, terms: list[str], limit: int) -> Ranked:
+    """FTS5's ranking of every match in the collection, written plainly."""
+    return [(int(i), float(x)) for i, x in s.index._db.connection().execute(
+        "SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts JOIN vector_chunks c "
+        "ON c.id = vector_chunks_fts.rowid WHERE vector_chunks_fts MATCH ? AND c.collection = ? "
+        "ORDER BY s DESC, c.id LIMIT ?", (fts_query(terms), collection, limit)).fetchall()]
+
+
+def by_postings(s: SqliteVectorStore, collection: str, query: str, limit: int) -> Ranked:
+    """The keyword top-k, asserting that the postings (not FTS5) answered it."""
+    snapshot = s.index.postings.current()
+    assert snapshot is not None
+    ranked = s.index._keywords._from_postings(snapshot, collection, fts_terms(query), limit)
+    assert ranked is not None
+    assert s.index.full_text(collection, fts_terms(query), limit) == ranked
+    return ranked
+
+
+def agrees(s: SqliteVectorStore, collection: str, query: str, limit: int = 20) -> Ranked:
+    ranked = by_postings(s, collection, query, limit)
+    assert ranked == reference(s, collection, fts_terms(query), limit)
+    return ranked
+
+
+def zipf_text(rng: random.Random, i: int) -> str:
+    words = rng.choices([f"w{n}" for n in range(300)], [1 / (n + 1) for n in range(300)], k=rng.randint(3, 40))
+    return " ".join(words) + (" Rare_word café" if i % 97 == 0 else "") + (" w1_w2 w1 w2 w1" if i % 5 == 0 else "")
+
+
+@pytest.fixture(scope="module")
+def keyword_store(tmp_path_factory: pytest.TempPathFactory) -> SqliteVectorStore:
+    """Two collections read into postings, then written to: chunks added (the tail) and deleted."""
+    s = postings_store(tmp_path_factory.mktemp("postings"))
+    rng = random.Random(11)
+    s.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(1000)])
+    s.upsert_many("b", [(f"d{i}", zipf_text(rng, i), {}) for i in range(300)])
+    assert s.index.build_postings()
+    main = s.index.postings.current().main  # type: ignore[union-attr]
+    s.upsert_many("a", [(f"n{i}", zipf_text(rng, i), {}) for i in range(200)])
+    for i in range(0, 1000, 13):
+        s.delete("a", f"d{i}")
+    s.upsert("b", "d5", "w1 w2 replaced w1_w2 naïve", {})
+    snapshot = s.index.postings.current()
+    assert snapshot is not None and snapshot.main is main and snapshot.tail.entries  # caught up, not re-read
+    return s
+
+
+WORDS = st.one_of(st.sampled_from([f"w{i}" for i in range(0, 300, 7)] + ["w0", "w1", "w2", "w3", "absent"]),
+                  st.sampled_from(["rare_word", "__w1__", "w1_w2", "w2_w1", "w1_w1", "rare", "replaced", "naive",
+                                   "w3_absent", "café", "cafe"]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(WORDS, min_size=1, max_size=8), limit=st.integers(1, 60), collection=st.sampled_from("ab"))
+def test_postings_top_k_equals_the_fts5_bm25_ranking(keyword_store: SqliteVectorStore, words: list[str],
+                                                     limit: int, collection: str) -> None:
+    terms = fts_terms(" ".join(words))
+    want = reference(keyword_store, collection, terms, limit)
+    assert keyword_store.index.full_text(collection, terms, limit) == want  # same ids, order, bit-identical scores
+    if all(term.isascii() for term in terms):
+        assert by_postings(keyword_store, collection, " ".join(words), limit) == want
+
+
+def test_unknown_collections_and_absent_words_find_nothing(keyword_store: SqliteVectorStore) -> None:
+    assert by_postings(keyword_store, "nowhere", "w1", 10) == []
+    assert by_postings(keyword_store, "a", "absent nothing", 10) == []
+    assert keyword_store.search("a", "w1 w2", top_k=5, mode="keyword")
+
+
+def test_own_writes_are_caught_up_not_reread(tmp_path: Path) -> None:
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"common text {i} about item {i % 7}", {}) for i in range(200)])
+    agrees(s, "c", "common item 3")
+    main = s.index.postings.current().main  # type: ignore[union-attr]
+    s.upsert("c", "d3", "completely new words about item", {})  # an update: old chunk deleted, new one added
+    assert [i for i, _ in agrees(s, "c", "completely new")] == [s.index._db.read(
+        "SELECT id FROM vector_chunks WHERE doc_uri = 'd3'")[0][0]]
+    s.delete("c", "d7")
+    assert not any(text == "common text 7 about item 0" for text in texts(s, agrees(s, "c", "common 7 item 0")))
+    s.upsert("c", "extra", "another fresh document", {})
+    agrees(s, "c", "another fresh item")
+    assert s.index.postings.current().main is main  # type: ignore[union-attr]
+
+
+def texts(s: SqliteVectorStore, ranked: Ranked) -> list[str]:
+    return [row.text for row in s.index.chunks([i for i, _ in ranked]).values()]
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from context_assembly.stores.sqlite.vector import SqliteVectorStore
+    from context_assembly.workspace.layout import WorkspaceLayout
+    root, count = sys.argv[1], int(sys.argv[2])
+    store = SqliteVectorStore.for_workspace(WorkspaceLayout(root), default_model="hashing-256")
+    for i in range(count):
+        store.upsert("c", f"other-{i}", f"document {i} written by another process", {})
+    for i in range(0, 40, 3):
+        store.delete("c", f"d{i}")
+    store.upsert("c", "d1", "rewritten by another process", {})
+    print("done")
+""")
+
+
+def test_another_process_writes_and_deletes_are_caught_up(tmp_path: Path) -> None:
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"document {i} written here", {}) for i in range(40)])
+    agrees(s, "c", "document written")
+    main = s.index.postings.current().main  # type: ignore[union-attr]
+    proc = subprocess.run([sys.executable, "-c", WRITER, str(tmp_path), "30"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for query in ("document written", "another process", "rewritten", "document 3 written here"):
+        agrees(s, "c", query, limit=100)
+    assert s.index.postings.current().main is main  # type: ignore[union-attr]  # caught up, deletes found
+    assert len(by_postings(s, "c", "document", 200)) == 40 - 14 - 1 + 30  # d1 rewritten without the word
+    assert len(by_postings(s, "c", "rewritten", 10)) == 1
+
+
+def test_a_batch_sees_its_own_writes_and_a_rollback_leaves_the_postings_right(tmp_path: Path) -> None:
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"plain text {i}", {}) for i in range(50)])
+    agrees(s, "c", "plain text")
+    main = s.index.postings.current().main  # type: ignore[union-attr]
+    db = s.index._db
+    with pytest.raises(RuntimeError), db.batch():
+        s.upsert("c", "new", "uncommitted zebra words", {})
+        s.delete("c", "d1")
+        assert s.index.postings.current() is None  # FTS5 answers inside the batch ...
+        assert len(s.index.full_text("c", ["zebra"], 5)) == 1  # ... and sees the batch's own writes
+        raise RuntimeError("roll back")
+    assert agrees(s, "c", "zebra") == []
+    assert len(agrees(s, "c", "plain", 100)) == 50
+    with db.batch():
+        s.upsert("c", "new", "committed zebra words", {})
+        s.delete("c", "d1")
+    assert len(agrees(s, "c", "zebra")) == 1
+    assert len(agrees(s, "c", "plain", 100)) == 49
+    assert s.index.postings.current().main is main  # type: ignore[union-attr]  # caught up, not re-read
+
+
+def test_a_bulk_write_rebuilds_the_postings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postings_keeper, "CATCH_UP_MAX", 3)
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"plain text {i}", {}) for i in range(20)])
+    agrees(s, "c", "plain")
+    main = s.index.postings.current().main  # type: ignore[union-attr]
+    s.upsert_many("c", [(f"n{i}", f"bulk words {i}", {}) for i in range(10)])
+    assert len(agrees(s, "c", "bulk text", 50)) == 30
+    assert s.index.postings.current().main is not main  # type: ignore[union-attr]
+
+
+def test_large_indexes_build_in_the_background_and_fts5_answers_meanwhile(tmp_path: Path) -> None:
+    s = SqliteVectorStore.for_workspace(WorkspaceLayout(tmp_path), default_model=HASHING)
+    s.upsert_many("c", [(f"d{i}", f"plain text {i}", {}) for i in range(30)])
+    assert s.index.postings.current() is None  # below the threshold: FTS5, nothing built
+    assert s.index.postings._build is None
+    s.index.postings.min_chunks = 10
+    want = reference(s, "c", ["plain", "text"], 10)
+    assert s.index.full_text("c", ["plain", "text"], 10) == want  # FTS5 while the thread reads the postings
+    s.index.postings.wait()
+    assert by_postings(s, "c", "plain text", 10) == want
+
+
+def test_postings_out_of_step_with_the_table_fall_back_to_fts5(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"plain text {i}", {}) for i in range(30)])
+    agrees(s, "c", "plain")
+    db = s.index._db
+    with db.transaction() as conn:  # an FTS row without its chunk (a damaged index), and a write
+        conn.execute("INSERT INTO vector_chunks_fts(rowid, text) VALUES (999999, 'plain ghost')")
+        db.bump(conn, "vector")
+    with caplog.at_level(logging.WARNING):
+        got = s.index.full_text("c", ["plain", "ghost"], 40)
+    assert "out of step" in caplog.text and "building the keyword postings failed" in caplog.text
+    assert s.index.postings.current() is None
+    assert got == reference(s, "c", ["plain", "ghost"], 40) and len(got) == 30  # FTS5's ranking, no ghost
+    assert s.search("c", "plain", top_k=3, mode="hybrid")
+    with db.transaction() as conn:  # repaired: the next write lets the postings be read again
+        conn.execute("INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text) VALUES "
+                     "('delete', 999999, 'plain ghost')")
+    s.upsert("c", "more", "plain more", {})
+    agrees(s, "c", "plain more", 40)
+
+
+def test_searches_during_concurrent_writes_never_fail_and_end_in_step(tmp_path: Path) -> None:
+    s = postings_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"plain text {i} item", {}) for i in range(100)])
+    agrees(s, "c", "plain")
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for i in range(60):
+                s.upsert("c", f"w{i}", f"written item {i}", {})
+                if i % 4 == 0:
+                    s.delete("c", f"d{i}")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            done.set()
+
+    def search() -> None:
+        try:
+            while not done.is_set():
+                assert s.search("c", "written plain item", top_k=10, mode="hybrid")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write), threading.Thread(target=search), threading.Thread(target=search)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors
+    assert len(agrees(s, "c", "written plain item", 500)) == 100 - 15 + 60
