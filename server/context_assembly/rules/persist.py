@@ -102,6 +102,7 @@ def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> Compiled
     for name, (inline, recipe) in recipes.items():
         namespace[name] = _Deferred(namespace, name, tuple(recipe), bool(inline))
     matcher = define_function(code, namespace, "match")
+    source = _once(source)
     restored: list[CompiledRule] = []
     load = _loader(restored, source)
     for rule_id, position, ref, memories, excluded, plain, broken, per_source, error, name, priority in rules:
@@ -111,6 +112,18 @@ def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> Compiled
             excluded=tuple(excluded), load=load))
     return CompiledEngine(id=engine_id, enabled=enabled, rules=restored, matcher=matcher, engine=None,
                           keys=[shared(key) for key in keys], source=source)
+
+
+def _once(make: Callable[[], RuleEngine]) -> Callable[[], RuleEngine]:
+    """`make`, called once: the engine and its rules read the same structured object."""
+    made: list[RuleEngine] = []
+
+    def once() -> RuleEngine:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return once
 
 
 def _loader(rules: list[CompiledRule], source: Callable[[], RuleEngine]) -> Callable[[], None]:
