@@ -116,7 +116,8 @@ def test_an_engine_without_id_is_named_by_its_file_even_with_equal_bytes(tmp_pat
 
 def _load_twice(root: Path, store: CompileCache) -> tuple[str, str]:
     """(answers of a loader that finds the cache as it is, of the plain loader)."""
-    return answers(WorkspaceLoader(root, cache=store), [REQUEST]), answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    return (answers(WorkspaceLoader(root, cache=store), [REQUEST]),
+            answers(WorkspaceLoader(root, cache=False), [REQUEST]))
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "foreign", "not-an-engine"])
