@@ -30,7 +30,7 @@ from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
 from ..rules.cache import CompileCache
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
-from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
+from ..rules.engine import CompiledEngine, collector_paused, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
 from ..rules.persist import compile_entry, restore_engine
 from .changes import ChangeWatch
@@ -379,6 +379,12 @@ class WorkspaceLoader:
         watch = self._watching()
         if watch is not None and self._last is not None and watch.unchanged():
             return self._last[1]  # nothing under the watched folders changed since the last scan
+        if self._last is None:  # the first load makes objects that live as long as the server does
+            with collector_paused():
+                return self._load(watch)
+        return self._load(watch)
+
+    def _load(self, watch: ChangeWatch | None) -> Workspace:
         if watch is not None:
             watch.arm()  # before the scan: a change made while scanning is seen by the next load
         self._links = False
