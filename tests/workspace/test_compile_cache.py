@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,26 @@ def test_two_processes_loading_one_workspace_share_the_cache(tmp_path: Path) -> 
     store = CompileCache(tmp_path / "cache")
     stored = entries(store.directory)
     assert len(stored) == 6 and all(store.get(p.name) is not None for p in stored)
+
+
+def test_entries_unused_for_a_month_are_pruned_by_the_first_write(tmp_path: Path) -> None:
+    store = CompileCache(tmp_path / "cache", max_age_days=30)
+    old_key, used_key, fresh_key = "aa" * 32, "ab" * 32, "ac" * 32
+    for key in (old_key, used_key):
+        store.put(key, b"payload")
+    long_ago = time.time() - 40 * 86_400
+    for key in (old_key, used_key):
+        os.utime(store.path(key), (long_ago, long_ago))
+    stray = store.path(old_key).parent / ".xyz.tmp"  # an interrupted write of long ago
+    stray.write_bytes(b"half")
+    os.utime(stray, (long_ago, long_ago))
+    other = store.path(old_key).parent / "notes.txt"  # not the cache's: never touched
+    other.write_text("mine")
+    os.utime(other, (long_ago, long_ago))
+    assert store.get(used_key) == b"payload"  # a hit marks it used
+    later = CompileCache(tmp_path / "cache", max_age_days=30)  # another process
+    assert later.get(old_key) == b"payload"  # reading an old entry keeps it (and marks it)
+    os.utime(later.path(old_key), (long_ago, long_ago))
+    later.put(fresh_key, b"new")  # its first write prunes
+    assert later.get(old_key) is None and not stray.exists()
+    assert later.get(used_key) == b"payload" and later.get(fresh_key) == b"new" and other.read_text() == "mine"

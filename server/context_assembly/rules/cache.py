@@ -21,7 +21,9 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 
 from .. import __version__
@@ -35,6 +37,8 @@ _DIGEST = 32  # bytes of a sha256
 # The packages whose code decides what an entry holds (the compiler, the operators, the model)
 _COMPILER = ("rules", "registry", "model")
 _fingerprint: bytes | None = None
+_SHARD = re.compile(r"[0-9a-f]{2}")
+_ENTRY = re.compile(r"[0-9a-f]{64}|\..*\.tmp")  # an entry, or a temporary file of `put`
 
 
 def default_dir() -> Path | None:
@@ -63,10 +67,16 @@ def compiler_fingerprint() -> bytes:
 
 
 class CompileCache:
-    """Entries by key in one folder; every failure to read is a miss, every failure to write is ignored."""
+    """Entries by key in one folder; every failure to read is a miss, every failure to write is ignored.
 
-    def __init__(self, directory: Path) -> None:
+    Entries not used for `max_age_days` are removed by the first write of a process (each edit of a
+    rule file leaves its old version's entry behind); a hit marks its entry used at most once a day.
+    """
+
+    def __init__(self, directory: Path, max_age_days: float = 30) -> None:
         self.directory = directory
+        self.max_age_s = max_age_days * 86_400
+        self._pruned = False
 
     @classmethod
     def from_environment(cls) -> CompileCache | None:
@@ -100,7 +110,39 @@ class CompileCache:
         if hashlib.sha256(payload).digest() != data[len(head):start]:
             logger.info("compile cache: ignoring a corrupt entry %s", key)
             return None
+        self._used(self.path(key))
         return payload
+
+    @staticmethod
+    def _used(path: Path) -> None:
+        """Mark an entry used (its mtime), when the mark is more than a day old."""
+        try:
+            if time.time() - path.stat().st_mtime > 86_400:
+                os.utime(path)
+        except OSError:
+            pass
+
+    def prune(self) -> int:
+        """Remove entries (and temporary files of interrupted writes) unused for `max_age_days`;
+        how many were removed. Only names this cache writes are touched."""
+        removed, limit = 0, time.time() - self.max_age_s
+        try:
+            folders = [p for p in self.directory.iterdir() if _SHARD.fullmatch(p.name) and p.is_dir()]
+        except OSError:
+            return 0
+        for folder in folders:
+            try:
+                names = [p for p in folder.iterdir() if _ENTRY.fullmatch(p.name)]
+            except OSError:
+                continue
+            for path in names:
+                try:
+                    if path.stat().st_mtime < limit:
+                        path.unlink()
+                        removed += 1
+                except OSError:
+                    continue
+        return removed
 
     def put(self, key: str, payload: bytes) -> bool:
         """Store atomically; False when the folder cannot be written (the cache then just misses)."""
@@ -119,4 +161,7 @@ class CompileCache:
         except OSError as exc:
             logger.info("compile cache: cannot write %s: %s", target, exc)
             return False
+        if not self._pruned:
+            self._pruned = True
+            self.prune()
         return True
