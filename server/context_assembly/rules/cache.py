@@ -34,8 +34,8 @@ ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"
 OFF = ("", "0", "off", "false", "no")
 _MAGIC = b"CARC1\n"  # this file format
 _DIGEST = 32  # bytes of a sha256
-# The packages whose code decides what an entry holds (the compiler, the operators, the model)
-_COMPILER = ("rules", "registry", "model")
+# The packages whose code decides what an entry holds (compiler, operators, model, parsing, loading)
+_COMPILER = ("rules", "registry", "model", "documents", "workspace")
 _fingerprint: bytes | None = None
 _SHARD = re.compile(r"[0-9a-f]{2}")
 _ENTRY = re.compile(r"[0-9a-f]{64}|\..*\.tmp")  # an entry, or a temporary file of `put`
