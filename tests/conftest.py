@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,12 @@ from tests.postgres import postgres_dsn  # noqa: F401  (a session fixture every 
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "quickstart"
+
+# The compile cache of rule engines (rules/cache.py) in a folder of this run, for the servers the
+# tests spawn too: never the user's, and every run starts without entries.
+_RULE_CACHE = tempfile.mkdtemp(prefix="rule-cache-")
+os.environ["CONTEXT_ASSEMBLY_RULE_CACHE"] = _RULE_CACHE
+atexit.register(shutil.rmtree, _RULE_CACHE, True)
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ Per mode also the CPU time per sequential request of the server process (`/proc`
 client, the answer's size and orjson's encode / decode cost per MB of it. Also: spawn →
 `initialize` answered → first evaluateRules answered (the workspace loaded and compiled, the
 trace program built), and after a rule file is edited, the next answer (one engine recompiled).
+First of all, spawn → first answer per `explain` mode with the compile cache cold and warm, each
+in a new server (`--first-only`: only these).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -31,6 +34,8 @@ import orjson
 from context_assembly.client import ContextAssemblyClient
 
 ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"'}
+FIRST_MODES = ("none", "matched", "all")  # spawn → first answer, each cold and warm
+CACHE_ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"  # the compile cache's folder (rules/cache.py)
 PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
 
 
@@ -94,6 +99,52 @@ async def timed(client: ContextAssemblyClient, requests: list[dict[str, Any]], i
     return time.perf_counter() - t0
 
 
+async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env: dict[str, str],
+                       edit: bool) -> dict[str, float]:
+    """Spawn → first answer in `mode` (a new server; `env`: its compile-cache folder, .pyc or not);
+    with `edit`, also the next answer after one rule file was edited (that engine alone recompiled)."""
+    out: dict[str, float] = {}
+    request = request if mode == "all" else {**request, "explain": mode}
+    with open(os.devnull, "w") as log:
+        started = time.perf_counter()
+        async with ContextAssemblyClient(workspace, stderr=log, env=env) as client:
+            out["initialize_s"] = time.perf_counter() - started
+            out["initialize_cpu_s"] = cpu_s(client.pid or 0)
+            await client.evaluate_rules(request)
+            out["first_s"] = time.perf_counter() - started
+            out["server_cpu_s"] = cpu_s(client.pid or 0)  # load-independent: the server's own CPU
+            if edit:
+                engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
+                original = engine_file.read_text()
+                doc = json.loads(original)
+                doc["rules"][0]["name"] = f"{doc['rules'][0].get('name')} (edited)"
+                try:
+                    engine_file.write_text(json.dumps(doc, indent=2))
+                    t0 = time.perf_counter()
+                    await client.evaluate_rules(request)
+                    out["after_edit_s"] = time.perf_counter() - t0
+                finally:
+                    engine_file.write_text(original)
+    return out
+
+
+async def first_answers(workspace: Path, request: dict[str, Any], cache: Path) -> dict[str, dict[str, float]]:
+    """Per mode: cold (an empty compile cache) and warm (the cache the cold start left, a new
+    process), then after one rule file edit (warm). The server's modules load from .pyc files, as
+    an installed package's do (a folder under bench/out, made by a first spawn); the last row
+    without them, as `PYTHONDONTWRITEBYTECODE=1` would."""
+    installed = {CACHE_ENV: str(cache), "PYTHONDONTWRITEBYTECODE": "",
+                 "PYTHONPYCACHEPREFIX": str(cache.parent / "pycache")}
+    out = {}
+    for mode in FIRST_MODES:
+        shutil.rmtree(cache, ignore_errors=True)
+        out[f"{mode}:cold"] = await first_answer(workspace, request, mode, installed, edit=False)
+        out[f"{mode}:warm"] = await first_answer(workspace, request, mode, installed, edit=True)
+    no_pyc = {**installed, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": ""}
+    out["none:warm, no .pyc"] = await first_answer(workspace, request, "none", no_pyc, edit=False)
+    return out
+
+
 async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in_flight: int) -> dict[str, Any]:
     out: dict[str, Any] = {mode: [] for mode in ROWS}
     with open(os.devnull, "w") as log:
@@ -142,11 +193,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--requests", type=int, default=0, help="only the first N requests (default: all)")
     ap.add_argument("--in-flight", type=int, default=8, help="also time N requests in flight (1: sequential only)")
+    ap.add_argument("--first-only", action="store_true", help="only spawn → first answer, cold and warm")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent / "out" / "sidecar-ws")
     args = ap.parse_args()
     requests = [as_request(q) for q in json.loads((args.workload / "requests.json").read_text())]
     requests = requests[:args.requests] if args.requests else requests
     workspace = workspace_for(args.workload, args.root)
+    cache = args.root / f"rule-cache-{args.workload.name}"  # the bench's own, never the user's
+    firsts = asyncio.run(first_answers(workspace, requests[0], cache))
+    if args.first_only:
+        return report_first(firsts)
+    os.environ[CACHE_ENV] = str(cache)  # the timed server below starts warm
     result = asyncio.run(measure(workspace, requests, args.runs, args.in_flight))
     variants = []
     for mode, label in ROWS.items():
@@ -164,7 +221,7 @@ def main() -> None:
                 "cpu_ms_per_request": result[f"{mode}:cpu_ms"], "codec": result[f"{mode}:codec"],
                 "loadavg_1m": round(os.getloadavg()[0], 2),
             })
-    args.stats.write_text(json.dumps({"variants": variants, **{k: result[k] for k in (
+    args.stats.write_text(json.dumps({"variants": variants, "first_answers": firsts, **{k: result[k] for k in (
         "initialize_s", "first_s", "first_after_initialize_s", "after_edit_s")}}, indent=2))
     for v in variants:
         print(f"{v['impl']}: {v['median_s'] / v['requests'] * 1000:.2f} ms per request; CPU ms per request "
@@ -173,6 +230,19 @@ def main() -> None:
               f"{v['codec']['decode_ms_per_mb']:.2f} ms per MB")
     print(f"spawn → initialize {result['initialize_s']:.2f} s, → first answer {result['first_s']:.2f} s; "
           f"after one rule file edit {result['after_edit_s'] * 1000:.0f} ms")
+    report_first(firsts)
+
+
+def report_first(firsts: dict[str, dict[str, float]]) -> None:
+    for key, first in firsts.items():
+        edit = f", after one rule file edit {first['after_edit_s']:.2f} s" if "after_edit_s" in first else ""
+        print(f"first answer, explain={key}: spawn → initialize {first['initialize_s']:.2f} s, "
+              f"→ first answer {first['first_s']:.2f} s (server CPU {first['initialize_cpu_s']:.2f} s to initialize, "
+              f"{first['server_cpu_s']:.2f} s to the answer){edit}")
+    goal = firsts["none:warm"]["first_s"]
+    print(f"goal: spawn → first evaluateRules (explain=none, compile cache warm) ≤ 1.0 s: "
+          f"{goal:.2f} s {'PASS' if goal <= 1.0 else 'MISS'} (cold {firsts['none:cold']['first_s']:.2f} s; "
+          f"load {os.getloadavg()[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ import gc
 import itertools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import CodeType
 from typing import Any
 
 from attrs import define, field
@@ -33,10 +35,10 @@ Matcher = Callable[[Lookup], list[int]]
 
 @define(eq=False)
 class CompiledRule:
-    rule: Rule
+    _rule: Rule | None  # None until first read when restored from the compile cache (persist.py)
     rule_id: str
     position: int  # index in the file, for tie order
-    conditions: CompiledConditions
+    _conditions: CompiledConditions | None
     # Derived once, because the hot path touches them for every matched rule:
     ref: str = ""  # "engine/rule", as decisions name it
     memories: tuple[str, ...] = ()
@@ -44,21 +46,45 @@ class CompiledRule:
     broken: bool = False
     per_source: bool = False
     error: str | None = None
+    name: str | None = None
+    priority: Any = 0
+    excluded: tuple[str, ...] = ()  # exclude_memories, when not plain
+    # restored: makes `_rule` and `_conditions` of every rule of the engine (structure, compile)
+    _load: Callable[[], None] | None = None
 
     def __attrs_post_init__(self) -> None:
-        then = self.rule.then
+        if self._rule is None or self._conditions is None:
+            return  # restored: the derived fields were given
+        then = self._rule.then
         self.memories = tuple(map(shared, then.add_memories))
         self.plain = not (then.exclude_memories or then.caps or then.set_priority or then.boost)
-        self.broken = bool(self.conditions.errors)
-        self.per_source = self.conditions.per_source
-        self.error = "; ".join(self.conditions.errors) or None
+        self.broken = bool(self._conditions.errors)
+        self.per_source = self._conditions.per_source
+        self.error = "; ".join(self._conditions.errors) or None
+        self.name, self.priority = self._rule.name, self._rule.priority
+        self.excluded = () if self.plain else tuple(then.exclude_memories)
+
+    @property
+    def rule(self) -> Rule:
+        if self._rule is None:
+            self._made()
+        return self._rule  # type: ignore[return-value]
+
+    @property
+    def conditions(self) -> CompiledConditions:
+        if self._conditions is None:
+            self._made()
+        return self._conditions  # type: ignore[return-value]
+
+    def _made(self) -> None:
+        assert self._load is not None, "a restored rule without its loader"
+        self._load()
 
 
 def rule_result(rule: CompiledRule, matched: bool, conditions: list) -> RuleResult:
     return RuleResult(
-        rule.rule_id, matched, rule.rule.name, rule.rule.priority, conditions,
-        list(rule.memories) if matched else [],
-        list(rule.rule.then.exclude_memories) if matched and not rule.plain else [],
+        rule.rule_id, matched, rule.name, rule.priority, conditions,
+        list(rule.memories) if matched else [], list(rule.excluded) if matched else [],
         rule.per_source, rule.error,
     )
 
@@ -69,7 +95,7 @@ class CompiledEngine:
     enabled: bool
     rules: list[CompiledRule]  # evaluation order: priority descending, ties in file order
     matcher: Matcher
-    engine: RuleEngine
+    _engine: RuleEngine | None  # None until first read when restored (persist.py)
     keys: list[str] = field(factory=list)  # every lookup key a normal (not per-source) rule reads
     plain: bool = True  # every rule the matcher can return only adds memories
     # Indexed like `rules`: the rule, its result when it matched (without the per-condition trace;
@@ -80,12 +106,26 @@ class CompiledEngine:
     # trace.py's per-engine state, made on first use: the matched templates (explain "none") or
     # the TraceProgram (explain "all" / "matched")
     trace: Any = field(default=None, init=False)
+    _source: Callable[[], RuleEngine] | None = None  # restored: the structured engine, on demand
 
     def __attrs_post_init__(self) -> None:
         self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))
         self.rule_at = tuple(self.rules).__getitem__
-        self.matched_result_at = tuple(rule_result(rule, True, []) for rule in self.rules).__getitem__
+        self.matched_result_at = self._first_result_at
         self.memories_at = tuple(rule.memories for rule in self.rules).__getitem__
+
+    def _first_result_at(self, index: int) -> RuleResult:
+        """Builds the matched results on first use (the assembly's hot path; a first `evaluateRules`
+        answers from the trace's templates instead)."""
+        self.matched_result_at = tuple(rule_result(rule, True, []) for rule in self.rules).__getitem__
+        return self.matched_result_at(index)
+
+    @property
+    def engine(self) -> RuleEngine:
+        if self._engine is None:
+            assert self._source is not None, "a restored engine without its source"
+            self._engine = self._source()
+        return self._engine
 
     def match(self, lookup: Lookup) -> list[CompiledRule]:
         return list(map(self.rule_at, self.matcher(complete(lookup, self.keys))))
@@ -105,7 +145,10 @@ class _Emitter:
 
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"M": MISSING}
+        # how each predicate global is made again: (operator, has a value, value, ignore_case)
+        self.recipes: dict[str, tuple[str, bool, Any, Any]] = {}
         self.keys: dict[str, str] = {}  # lookup key -> local variable
+        self.code: CodeType | None = None  # the last function's module, compiled
         self._names = itertools.count()
 
     def var(self, key: str) -> str:
@@ -118,6 +161,9 @@ class _Emitter:
         if isinstance(node, Leaf):
             var, name = self.var(node.key), f"p{next(self._names)}"
             self.globals[name] = node.predicate
+            value = node.source.value
+            self.recipes[name] = (node.operator.name, value is not MISSING, None if value is MISSING else value,
+                                  node.source.ignore_case)
             if node.inline is None:
                 test = f"{name}({var})"
             else:
@@ -193,9 +239,15 @@ class _Emitter:
                 "if b >= 0:", *_tree(blocks, 0, len(blocks), "    ")]
 
     def _define(self, source: str, name: str) -> Any:
-        namespace: dict[str, Any] = {}
-        exec(compile(source, "<rule-engine>", "exec"), self.globals, namespace)  # noqa: S102
-        return namespace[name]
+        self.code = compile(source, "<rule-engine>", "exec")
+        return define_function(self.code, self.globals, name)
+
+
+def define_function(code: CodeType, namespace: dict[str, Any], name: str) -> Any:
+    """The function `name` that running `code` (a module defining it) over `namespace` makes."""
+    made: dict[str, Any] = {}
+    exec(code, namespace, made)  # noqa: S102
+    return made[name]
 
 
 def _names(lines: list[str]) -> set[str]:
@@ -233,6 +285,11 @@ def _guard(nodes: list[Node]) -> tuple[Leaf, tuple[str, ...]] | None:
 
 
 def compile_engine(engine: RuleEngine) -> CompiledEngine:
+    return compile_with_emitter(engine)[0]
+
+
+def compile_with_emitter(engine: RuleEngine) -> tuple[CompiledEngine, _Emitter]:
+    """The compiled engine and the emitter that wrote its matcher (what the compile cache keeps)."""
     compiled = [
         CompiledRule(rule, _rule_id(rule, i), i, compile_conditions(rule.when),
                      ref=f"{engine.id or ''}/{_rule_id(rule, i)}")
@@ -244,17 +301,34 @@ def compile_engine(engine: RuleEngine) -> CompiledEngine:
     return CompiledEngine(
         id=engine.id or "", enabled=engine.enabled is not False, rules=compiled, matcher=matcher,
         engine=engine, keys=list(emitter.keys),
-    )
+    ), emitter
 
 
-def pin_compiled() -> None:
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic collection while loading a workspace the first time: it allocates tens of
+    thousands of objects that all survive (each automatic pass would walk them again, ~30% of a
+    warm start); `pin_compiled` freezes them after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def pin_compiled(collect: bool = True) -> None:
     """Take the compiled engines out of the cyclic collector's way.
 
     Compiled engines (closures, generated functions, their globals) live as long as a workspace
     version, but the collector re-walks every one of them each few thousand allocations: on a
     17,400-rule workspace that was ~40% of evaluation time. Collect what is garbage now (older
     versions), then freeze the survivors. Call after (re)compiling a workspace, not per request.
+    `collect=False` (a first load: no older version to collect) only freezes: a full collection
+    of a large workspace costs a first request ~0.5 s, and the next reload collects anyway.
     """
     gc.unfreeze()
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()

@@ -156,12 +156,12 @@ def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
     None), unmatched and matched, with empty conditions; built by hand, as they are many."""
     head = {"rule_id": rule.rule_id, "matched": False}
     tail: Wire = {"conditions": [], "memories": [], "excluded": [], "per_source": rule.per_source}
-    for key, value in (("name", rule.rule.name), ("priority", rule.rule.priority)):
+    for key, value in (("name", rule.name), ("priority", rule.priority)):
         if value is not None:
             head[key] = _plain(value)
     error = {} if rule.error is None else {"error": rule.error}
     matched = {**head, "matched": True, **tail, "memories": list(rule.memories),
-               "excluded": list(rule.rule.then.exclude_memories) if not rule.plain else [], **error}
+               "excluded": list(rule.excluded), **error}
     return {**head, **tail, **error}, matched
 
 

@@ -9,8 +9,11 @@ its last workspace without a `stat` per file.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,11 @@ from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
+from ..rules.cache import CompileCache
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
-from ..rules.engine import CompiledEngine, compile_engine, pin_compiled
+from ..rules.engine import CompiledEngine, collector_paused, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
+from ..rules.persist import compile_entry, restore_engine
 from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
@@ -41,6 +46,8 @@ _SUFFIXES = {"rule-engine": JSON_SUFFIXES, "graph-view": JSON_SUFFIXES}
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     kind: (attribute, _SUFFIXES.get(kind, ANY_SUFFIXES)) for kind, attribute in DEFINITION_DIRS.items()
 }
+logger = logging.getLogger(__name__)
+_UNPACKING = threading.RLock()  # a restored file is parsed once, whichever thread reads it first
 
 
 @define(eq=False)
@@ -50,17 +57,46 @@ class SourceFile:
     path: Path
     relpath: str  # relative to the workspace root, with forward slashes
     kind: str
-    document: ParsedDocument
+    _document: ParsedDocument | None  # None: restored from the compile cache, parsed on first read
     stamp: tuple[int, int]  # (mtime_ns, size): the file version
     problems: list[Problem] = field(factory=list)
     dialect: str | None = None  # context-rule files: "seed-004" | "seed-003"
     rules: list[NormalisedRule] = field(factory=list)  # context-rule files: normalised rules
-    engine: RuleEngine | None = None  # rule-engine files, structured
+    _engine: RuleEngine | None = None  # rule-engine files, structured
     _compiled: CompiledEngine | None = None
     _definition: MemoryDefinition | IngestionPipeline | None = None  # made once per file version
     # per-rule work shared by successive versions of one document: the editor hands the previous
     # version's memo to the next version (see workspace/memo.py)
     memo: SourceMemo = field(factory=SourceMemo, repr=False)
+    # a file whose engine came from the compile cache: its bytes and limits, read on first need
+    _unread: tuple[bytes, Limits] | None = field(default=None, repr=False)
+
+    @property
+    def document(self) -> ParsedDocument:
+        if self._document is None:
+            self._unpack()
+        return self._document  # type: ignore[return-value]
+
+    @property
+    def engine(self) -> RuleEngine | None:
+        if self._unread is not None:
+            self._unpack()
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: RuleEngine | None) -> None:
+        self._engine = engine
+
+    def _unpack(self) -> None:
+        """Parse and prepare a file restored from the compile cache, as `_read` would have (it
+        was clean when its entry was written: no problems come of it)."""
+        with _UNPACKING:
+            if self._unread is None:
+                return
+            raw, limits = self._unread
+            self._document = parse_document(raw.decode("utf-8", errors="replace"), self.path.name)
+            prepare_source(self, limits)
+            self._unread = None
 
     @property
     def value(self) -> Any:
@@ -101,7 +137,7 @@ class Workspace:
     layout: WorkspaceLayout
     settings: Settings
     files: dict[str, SourceFile]
-    engines: dict[str, RuleEngine]
+    engines: Mapping[str, RuleEngine]
     engine_sources: dict[str, SourceFile]  # engine id -> file (context-rules: the first rule file)
     memories: dict[str, MemoryDefinition]  # id -> canonical definition (shorthand normalised)
     memory_sources: dict[str, SourceFile]
@@ -112,6 +148,34 @@ class Workspace:
 
     def files_of(self, kind: str) -> list[SourceFile]:
         return [f for f in self.files.values() if f.kind == kind]
+
+
+class EngineMap(Mapping[str, RuleEngine]):
+    """Engine id -> structured engine, read from the compiled engines: an engine restored from the
+    compile cache is structured only when something reads it here."""
+
+    def __init__(self, compiled: dict[str, CompiledEngine]) -> None:
+        self._compiled = compiled
+
+    def __getitem__(self, engine_id: str) -> RuleEngine:
+        return self._compiled[engine_id].engine
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._compiled)
+
+    def __len__(self) -> int:
+        return len(self._compiled)
+
+    def __contains__(self, engine_id: object) -> bool:
+        return engine_id in self._compiled
+
+
+def _structured(source: SourceFile) -> RuleEngine:
+    """A restored file's structured engine (it was clean when its entry was written)."""
+    engine = source.engine
+    if engine is None:
+        raise RuntimeError(f"{source.relpath}: the rule engine restored from the compile cache no longer reads")
+    return engine
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -127,8 +191,8 @@ def stamp_or_none(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def _read(path: Path, relpath: str, kind: str) -> SourceFile:
-    raw = path.read_bytes()
+def _read(path: Path, relpath: str, kind: str, raw: bytes | None = None) -> SourceFile:
+    raw = path.read_bytes() if raw is None else raw
     text = raw.decode("utf-8", errors="replace")
     document = parse_document(text, path.name)
     source = SourceFile(path, relpath, kind, document, _stamp(path))
@@ -200,8 +264,11 @@ def _structure_rules(value: dict[str, Any], memo: SourceMemo) -> RuleEngine:
 class WorkspaceLoader:
     """Loads a workspace, reusing what it parsed and compiled for files that did not change."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, cache: CompileCache | None | bool = True) -> None:
+        """`cache`: True for the compile cache the environment names (rules/cache.py), False for
+        none, or that cache."""
         self.root = Path(root).resolve()
+        self._store = CompileCache.from_environment() if cache is True else cache or None
         self.layout = WorkspaceLayout(self.root)
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
@@ -256,6 +323,8 @@ class WorkspaceLoader:
                 return cached
             if stamp[1] > limits.definition_file_bytes:
                 return _oversized(path, relpath, kind, stamp, limits.definition_file_bytes)
+            if kind == "rule-engine" and self._store is not None:
+                return self._engine_file(self._store, path, relpath, limits)
             source = _read(path, relpath, kind)
         except OSError as exc:
             document = parse_document("", path.name)
@@ -263,6 +332,30 @@ class WorkspaceLoader:
                                 [Problem(f"cannot read the file: {exc.strerror}", "io", path="")])
             return source
         prepare_source(source, limits)
+        return source
+
+    def _engine_file(self, store: CompileCache, path: Path, relpath: str, limits: Limits) -> SourceFile:
+        """A rule-engine file through the compile cache: restored when an entry for its bytes
+        exists (then parsed only when something reads it), else read, compiled and stored."""
+        raw = path.read_bytes()
+        key = store.key(raw, path.stem)
+        payload = store.get(key)
+        if payload is not None:
+            source = SourceFile(path, relpath, "rule-engine", None, _stamp(path), unread=(raw, limits))
+            try:
+                compiled: CompiledEngine | None = restore_engine(payload, partial(_structured, source))
+            except Exception as exc:  # an entry that is not one: compiled again below, and replaced
+                logger.info("compile cache: entry %s for %s unusable (%s)", key, relpath, exc)
+                compiled = None
+            if compiled is not None and len(compiled.rules) <= limits.rules_per_engine:
+                source._compiled = compiled
+                return source
+        source = _read(path, relpath, "rule-engine", raw)
+        prepare_source(source, limits)
+        if source.engine is not None and not source.problems:  # only a clean file is kept
+            source._compiled, entry = compile_entry(source.engine)
+            if entry is not None:
+                store.put(key, entry)
         return source
 
     def _current_settings(self) -> tuple[tuple[int, int] | None, Settings, list[Problem]]:
@@ -286,6 +379,12 @@ class WorkspaceLoader:
         watch = self._watching()
         if watch is not None and self._last is not None and watch.unchanged():
             return self._last[1]  # nothing under the watched folders changed since the last scan
+        if self._last is None:  # the first load makes objects that live as long as the server does
+            with collector_paused():
+                return self._load(watch)
+        return self._load(watch)
+
+    def _load(self, watch: ChangeWatch | None) -> Workspace:
         if watch is not None:
             watch.arm()  # before the scan: a change made while scanning is seen by the next load
         self._links = False
@@ -301,14 +400,14 @@ class WorkspaceLoader:
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
         workspace = self._assemble(files, settings, setting_problems)
-        self._last = (settings_stamp, workspace)
+        first, self._last = self._last is None, (settings_stamp, workspace)
         if changed:
-            pin_compiled()
+            pin_compiled(collect=not first)
         return workspace
 
     def _assemble(self, files: dict[str, SourceFile], settings: Settings,
                   setting_problems: list[Problem]) -> Workspace:
-        engines: dict[str, RuleEngine] = {}
+        engines: dict[str, CompiledEngine] = {}
         engine_sources: dict[str, SourceFile] = {}
         compiled: list[CompiledEngine] = []
         for source in files.values():
@@ -316,13 +415,13 @@ class WorkspaceLoader:
                 engine_id = source.compiled.id
                 if engine_id in engines:
                     continue  # a duplicate id: the lint reports both places; the first file wins
-                engines[engine_id] = source.compiled.engine
+                engines[engine_id] = source.compiled
                 engine_sources[engine_id] = source
                 compiled.append(source.compiled)
         rule_files = [f for f in files.values() if f.kind == "context-rules" and f.rules]
         if rule_files:
             engine, compiled_rules = self._context_rules_engine(rule_files)
-            engines[engine.id or ""] = engine
+            engines[engine.id or ""] = compiled_rules
             engine_sources[engine.id or ""] = rule_files[0]
             compiled.append(compiled_rules)
         memories, memory_sources = collect_memories(files)
@@ -332,7 +431,7 @@ class WorkspaceLoader:
                 self.root).as_posix(), "settings")
             problems += [settings_file.locate(p) for p in setting_problems]
         return Workspace(
-            root=self.root, layout=self.layout, settings=settings, files=files, engines=engines,
+            root=self.root, layout=self.layout, settings=settings, files=files, engines=EngineMap(engines),
             engine_sources=engine_sources, memories=memories, memory_sources=memory_sources,
             ingestion=collect_pipelines(files), graph_views=_by_id(files, "graph-view"),
             rule_set=RuleSet(compiled), problems=problems,
