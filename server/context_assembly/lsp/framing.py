@@ -13,9 +13,11 @@ so the agent client uses it too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -83,6 +85,60 @@ class FileDescriptorSource:
         if self._queue is None:
             self._queue = self._start()
         return await self._queue.get()
+
+
+class PipeSource:
+    """A pipe or socket (stdin from a client that spawned the server) read by the event loop
+    itself: a message costs no thread hand-off. The descriptor is made non-blocking while read
+    (asyncio needs that) and blocking again by `close`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._reader: asyncio.StreamReader | None = None
+        self._transport: asyncio.ReadTransport | None = None
+
+    async def _open(self) -> asyncio.StreamReader:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_READ_SIZE)  # asyncio stops reading past twice this, unread
+        pipe = os.fdopen(self.fd, "rb", buffering=0, closefd=False)  # closing the transport keeps fd open
+        self._transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        return reader
+
+    async def read(self) -> bytes:
+        if self._reader is None:
+            try:
+                self._reader = await self._open()
+            except (OSError, ValueError):
+                return b""
+        try:
+            return await self._reader.read(_READ_SIZE)
+        except (ConnectionError, OSError):
+            return b""
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        with contextlib.suppress(OSError):
+            os.set_blocking(self.fd, True)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def input_source(fd: int, output_fd: int | None = None) -> FileDescriptorSource | PipeSource:
+    """The source for an input descriptor: the event loop reads a pipe or socket itself; a regular
+    file or a terminal (which the loop cannot wait on), or a descriptor that is also the output
+    (non-blocking reads would make its writes fail with EAGAIN), is read by a thread."""
+    try:
+        status = os.fstat(fd)
+        shared = output_fd is not None and _same_file(status, os.fstat(output_fd))
+    except OSError:
+        return FileDescriptorSource(fd)
+    if shared or not (stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode)):
+        return FileDescriptorSource(fd)
+    return PipeSource(fd)
 
 
 Oversized = Callable[[bytes, int, int], None]  # (the body's first bytes, its declared size, the limit)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
@@ -21,7 +22,7 @@ from attrs import define, field
 
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from . import pygls_compat as compat
-from .framing import OVERSIZED_HEAD, FileDescriptorSource, FrameReader, StreamSource, encode_json, frame
+from .framing import OVERSIZED_HEAD, FrameReader, PipeSource, StreamSource, encode_json, frame, input_source
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -30,18 +31,28 @@ Announce = Callable[[str], None]
 
 
 class PipeWriter:
-    """stdout as pygls' writer: whole frames, flushed."""
+    """stdout as pygls' writer: whole frames, flushed, one at a time from any thread (workers
+    write their own answers, see `protocol.Answer`)."""
+
+    threadsafe = True
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
+        self._lock = threading.Lock()
+        self._closed = False
 
     def write(self, data: bytes) -> None:
-        self.stream.write(data)
-        self.stream.flush()
+        with self._lock:
+            if self._closed:
+                raise BrokenPipeError("the output is closed")
+            self.stream.write(data)
+            self.stream.flush()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.stream.close()
+        with self._lock:
+            self._closed = True
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.close()
 
 
 class QueuedWebSocketWriter:
@@ -93,7 +104,19 @@ def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     server.protocol.set_writer(PipeWriter(stdout), include_headers=True)
-    await _until_stopped(server, _pump(server, _reader(server, FileDescriptorSource(stdin.fileno()))))
+    source = input_source(stdin.fileno(), _fileno(stdout))
+    try:
+        await _until_stopped(server, _pump(server, _reader(server, source)))
+    finally:
+        if isinstance(source, PipeSource):
+            source.close()
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file (io.UnsupportedOperation is both)
+        return None
 
 
 ServerFactory = Callable[[], ContextAssemblyServer]
