@@ -18,7 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_assembly.lsp.framing import FileDescriptorSource, FrameReader, PipeSource, input_source
+from context_assembly.lsp.framing import (
+    PIPE_SIZE,
+    FileDescriptorSource,
+    FrameReader,
+    PipeSource,
+    input_source,
+    widen_pipe,
+)
 from context_assembly.lsp.transports import PipeWriter
 
 from .support import RawServer, clone, frame
@@ -238,3 +245,18 @@ def test_errors_and_results_of_many_requests_in_flight_each_get_one_answer(raw: 
             assert "matched_memories" in answer["result"]
         else:
             assert answer["error"]["code"] == -32602
+
+
+def test_the_output_pipe_is_widened_so_a_large_answer_goes_out_in_one_write(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipe sizes are a Linux feature")
+    r, w = os.pipe()
+    try:
+        widen_pipe(w)
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) >= min(PIPE_SIZE, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    finally:
+        os.close(r)
+        os.close(w)
+    with (tmp_path / "file").open("wb") as regular:
+        widen_pipe(regular.fileno())  # not a pipe: left alone, no error

@@ -49,6 +49,7 @@ Listener = Callable[[str, Any], Any]  # (method, params); may return an awaitabl
 RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it)
 
 CANCEL_REQUEST = "$/cancelRequest"
+READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach megabytes)
 
 
 class RpcError(ContextAssemblyError):
@@ -160,7 +161,8 @@ class Connection(JsonRPCClient):
                     stderr: Any = None) -> None:
         """Start the sidecar process and talk to it over its stdin/stdout."""
         self.process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env)
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env,
+            limit=READ_SIZE)  # asyncio pauses reading past twice this: a large answer arrives in few reads
         assert self.process.stdin is not None and self.process.stdout is not None
         self._attach(self.process.stdout, self.process.stdin)
 
@@ -175,7 +177,8 @@ class Connection(JsonRPCClient):
         self._reader = asyncio.ensure_future(self._read(reader))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
-        reader = FrameReader(StreamSource(stream), on_problem=lambda m: logger.warning("sidecar output: %s", m))
+        reader = FrameReader(StreamSource(stream, READ_SIZE),
+                             on_problem=lambda m: logger.warning("sidecar output: %s", m))
         try:
             while (body := await reader.next_body()) is not None:
                 try:

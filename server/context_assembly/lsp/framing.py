@@ -24,6 +24,11 @@ from typing import Any, Protocol
 
 import orjson
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 MAX_HEADER_LINE = 8 * 1024  # a longer line without a newline is junk: dropped, keeping a tail
 MAX_BODY = 64 * 1024 * 1024  # a larger declared body is refused and skipped (limits.request_bytes)
 OVERSIZED_HEAD = 4096  # bytes of a refused body kept, to find the request's id
@@ -39,14 +44,15 @@ class ByteSource(Protocol):
 
 
 class StreamSource:
-    """An asyncio stream (TCP, a subprocess pipe)."""
+    """An asyncio stream (TCP, a subprocess pipe); `read_size`: at most this much per read."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, read_size: int = _READ_SIZE) -> None:
         self.reader = reader
+        self.read_size = read_size
 
     async def read(self) -> bytes:
         try:
-            return await self.reader.read(_READ_SIZE)
+            return await self.reader.read(self.read_size)
         except (ConnectionError, OSError):
             return b""
 
@@ -123,6 +129,20 @@ class PipeSource:
             os.set_blocking(self.fd, True)
 
 
+PIPE_SIZE = 1 << 20  # Linux's default most for an unprivileged process (fs.pipe-max-size)
+
+
+def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
+    """Let a pipe hold `size` bytes (Linux; elsewhere, or past the system's limit, it stays as it
+    is): a large answer is then written at once instead of 64 KiB per wake-up of the reader."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, set_size, size)
+
+
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
@@ -194,7 +214,8 @@ class FrameReader:
         while len(self._buffer) < size:
             if not await self._fill():
                 return None
-        body = bytes(self._buffer[:size])
+        with memoryview(self._buffer) as view:  # one copy of the body, not two
+            body = bytes(view[:size])
         del self._buffer[:size]
         return body
 

@@ -204,6 +204,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
                 self.send_error(data["id"], -32603, "Internal error")
         return True
 
+    def handle_message(self, message: Any) -> None:
+        # A request of ours was checked by `receive` (envelope, initialize, shutdown): straight to
+        # its handler, past pygls' slow protocol `isinstance` tests.
+        if type(message) is JsonRPCRequestMessage and message.jsonrpc == "2.0" and not compat.shutting_down(self):
+            compat.handle_request(self, message.id, message.method, message.params)
+            return
+        super().handle_message(message)
+
     def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
         """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
         message = f"Invalid request: the message is {size} bytes; at most {limit} (limits.request_bytes)"

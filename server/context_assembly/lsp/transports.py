@@ -22,7 +22,16 @@ from attrs import define, field
 
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from . import pygls_compat as compat
-from .framing import OVERSIZED_HEAD, FrameReader, PipeSource, StreamSource, encode_json, frame, input_source
+from .framing import (
+    OVERSIZED_HEAD,
+    FrameReader,
+    PipeSource,
+    StreamSource,
+    encode_json,
+    frame,
+    input_source,
+    widen_pipe,
+)
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -104,7 +113,10 @@ def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     server.protocol.set_writer(PipeWriter(stdout), include_headers=True)
-    source = input_source(stdin.fileno(), _fileno(stdout))
+    output = _fileno(stdout)
+    if output is not None:
+        widen_pipe(output)
+    source = input_source(stdin.fileno(), output)
     try:
         await _until_stopped(server, _pump(server, _reader(server, source)))
     finally:
