@@ -5,7 +5,8 @@ protocol's floor), alternated in short slices so that both see the same machine 
     git archive <commit> server | tar -x -C /tmp/before
     python bench/rules/sidecar_ab.py --base /tmp/before/server --workload bench/out/data/medium
 
-Each tree runs its own client and server (`PYTHONPATH` = that tree), both kept alive; slice i runs
+Each tree runs its own client and server (`PYTHONPATH` = that tree) on its own copy of the
+workspace (`bench/out/sidecar-ws/ab-base|ab-this/`), both kept alive; slice i runs
 one then the other (the order alternates), `--seconds` each. Per tree: the median over slices of
 the p10 and p50 round trip, and of the user / system CPU per request of the server (`/proc`) and
 of the client; then in how many slices the current tree's p50 was the lower.
@@ -87,7 +88,9 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=HERE.parent / "out" / "sidecar-ws")
     args = ap.parse_args()
     trees = {"base": args.base.resolve(), "this tree": REPO / "server"}
-    processes = {name: start(tree, args.workload, args.method, args.root) for name, tree in trees.items()}
+    # each its own workspace copy: two servers on one workspace would share its stores and watches
+    processes = {name: start(tree, args.workload, args.method, args.root / folder)
+                 for (name, tree), folder in zip(trees.items(), ("ab-base", "ab-this"), strict=True)}
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     loads = [os.getloadavg()[0]]
     for i in range(args.slices):
