@@ -2,8 +2,9 @@
 
 All three feed message bodies to `ContextAssemblyProtocol.receive`; stdio and TCP through the
 tolerant `FrameReader` (stdin read by the event loop itself when it is a pipe or a socket, by a
-thread otherwise; stdout written by whichever thread answers, one whole frame at a time), WebSocket one message per frame (text or binary; answers go out as text
-frames, in order, from one sender task). TCP and WebSocket serve many clients at once (up to
+thread otherwise; stdout written by whichever thread answers, one whole frame at a time),
+WebSocket one message per frame (text or binary; answers go out as text frames, in order, from
+one sender task). TCP and WebSocket serve many clients at once (up to
 `--max-connections`), each its own session over one shared runtime (stores, compiled engines, the
 result cache), optionally over TLS and behind a token; the process serves until SIGTERM or SIGINT.
 """
