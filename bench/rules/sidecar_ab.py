@@ -8,8 +8,9 @@ protocol's floor), alternated in short slices so that both see the same machine 
 Each tree runs its own client and server (`PYTHONPATH` = that tree) on its own copy of the
 workspace (`bench/out/sidecar-ws/ab-base|ab-this/`), both kept alive; slice i runs
 one then the other (the order alternates), `--seconds` each. Per tree: the median over slices of
-the p10 and p50 round trip, and of the user / system CPU per request of the server (`/proc`) and
-of the client; then in how many slices the current tree's p50 was the lower.
+the p10 and p50 round trip, the wall time per request, and the user / system CPU per request of
+the server (`/proc`) and of the client; then in how many slices the current tree's p50 (with
+`--in-flight` N > 1: its wall time per request) was the lower.
 """
 
 from __future__ import annotations
@@ -48,20 +49,26 @@ async def main(workload, method):
                 await client.evaluate_rules(request)
             print("ready", flush=True)
             n = 0
-            while (line := (await loop.run_in_executor(None, sys.stdin.readline)).strip()):
-                seconds, latencies = float(line), []
-                t0, (u0, s0), mine = time.perf_counter(), times(client.pid), os.times()
+
+            async def one(seconds, t0, latencies):
+                nonlocal n
                 while time.perf_counter() - t0 < seconds:
-                    start = time.perf_counter()
+                    start, n = time.perf_counter(), n + 1
                     if method == "none":
                         await client.evaluate_rules(requests[n % len(requests)])
                     else:
                         await client.request("contextAssembly/memoryTypes", {})
                     latencies.append(time.perf_counter() - start)
-                    n += 1
+
+            while (line := (await loop.run_in_executor(None, sys.stdin.readline)).strip()):
+                seconds, latencies = float(line), []
+                t0, (u0, s0), mine = time.perf_counter(), times(client.pid), os.times()
+                await asyncio.gather(*(one(seconds, t0, latencies) for _ in range(int(sys.argv[5]))))
+                elapsed = time.perf_counter() - t0
                 (u1, s1), now, k = times(client.pid), os.times(), len(latencies)
                 latencies.sort()
                 print(json.dumps({"n": k, "p10": latencies[k // 10] * 1000, "p50": latencies[k // 2] * 1000,
+                                  "per_request": elapsed / k * 1000,
                                   "server_user": (u1 - u0) / hz / k * 1000, "server_sys": (s1 - s0) / hz / k * 1000,
                                   "client_user": (now.user - mine.user) / k * 1000,
                                   "client_sys": (now.system - mine.system) / k * 1000}), flush=True)
@@ -70,8 +77,9 @@ asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
 '''
 
 
-def start(tree: Path, workload: Path, method: str, root: Path) -> subprocess.Popen[str]:
-    process = subprocess.Popen([sys.executable, "-c", DRIVER, str(workload), method, str(HERE), str(root)],
+def start(tree: Path, workload: Path, method: str, root: Path, in_flight: int) -> subprocess.Popen[str]:
+    process = subprocess.Popen([sys.executable, "-c", DRIVER, str(workload), method, str(HERE), str(root),
+                                str(in_flight)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
                                env={**os.environ, "PYTHONPATH": str(tree)})
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
@@ -86,10 +94,11 @@ def main() -> None:
     ap.add_argument("--slices", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--root", type=Path, default=HERE.parent / "out" / "sidecar-ws")
+    ap.add_argument("--in-flight", type=int, default=1, help="requests in flight (1: sequential round trips)")
     args = ap.parse_args()
     trees = {"base": args.base.resolve(), "this tree": REPO / "server"}
     # each its own workspace copy: two servers on one workspace would share its stores and watches
-    processes = {name: start(tree, args.workload, args.method, args.root / folder)
+    processes = {name: start(tree, args.workload, args.method, args.root / folder, args.in_flight)
                  for (name, tree), folder in zip(trees.items(), ("ab-base", "ab-this"), strict=True)}
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     loads = [os.getloadavg()[0]]
@@ -107,18 +116,21 @@ def main() -> None:
         process.stdin.flush()
         process.wait()
     what = 'evaluateRules, "explain": "none"' if args.method == "none" else "memoryTypes (the floor)"
-    print(f"{args.workload.name}, {what}: {args.slices} slices of {args.seconds:g} s per tree, "
-          f"load average {min(loads):.1f}–{max(loads):.1f}")
-    print("| tree | p10 ms | p50 ms | server user / sys CPU ms | client user / sys CPU ms | requests |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print(f"{args.workload.name}, {what}, {args.in_flight} in flight: {args.slices} slices of {args.seconds:g} s "
+          f"per tree, load average {min(loads):.1f}–{max(loads):.1f}")
+    print("| tree | p10 ms | p50 ms | wall ms per request | server user / sys CPU ms | client user / sys CPU ms "
+          "| requests |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, found in rows.items():
         def med(key: str, found: list[dict[str, Any]] = found) -> float:
             return statistics.median(r[key] for r in found)
-        print(f"| {name} | {med('p10'):.3f} | {med('p50'):.3f} | {med('server_user'):.3f} / {med('server_sys'):.3f} "
+        print(f"| {name} | {med('p10'):.3f} | {med('p50'):.3f} | {med('per_request'):.3f} "
+              f"| {med('server_user'):.3f} / {med('server_sys'):.3f} "
               f"| {med('client_user'):.3f} / {med('client_sys'):.3f} | {sum(r['n'] for r in found):,} |")
-    wins = sum(b["p50"] < a["p50"] for a, b in zip(rows["base"], rows["this tree"], strict=True))
-    ratio = statistics.median(a["p50"] / b["p50"] for a, b in zip(rows["base"], rows["this tree"], strict=True))
-    print(f"this tree's p50 lower in {wins} of {args.slices} slices; "
+    key = "p50" if args.in_flight == 1 else "per_request"
+    wins = sum(b[key] < a[key] for a, b in zip(rows["base"], rows["this tree"], strict=True))
+    ratio = statistics.median(a[key] / b[key] for a, b in zip(rows["base"], rows["this tree"], strict=True))
+    print(f"this tree's {key} lower in {wins} of {args.slices} slices; "
           f"base ÷ this tree, median of the slices: {ratio:.2f}×")
 
 
