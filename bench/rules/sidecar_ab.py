@@ -2,8 +2,8 @@
 `contextAssembly/evaluateRules` with `"explain": "none"` (or `contextAssembly/memoryTypes`, the
 protocol's floor), alternated in short slices so that both see the same machine load.
 
-    git archive <commit> server | tar -x -C /tmp/before
-    python bench/rules/sidecar_ab.py --base /tmp/before/server --workload bench/out/data/medium
+    mkdir -p bench/out/before && git archive <commit> server | tar -x -C bench/out/before
+    python bench/rules/sidecar_ab.py --base bench/out/before/server --workload bench/out/data/medium
 
 Each tree runs its own client and server (`PYTHONPATH` = that tree) on its own copy of the
 workspace (`bench/out/sidecar-ws/ab-base|ab-this/`), both kept alive; slice i runs
