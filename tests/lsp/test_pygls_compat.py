@@ -197,6 +197,31 @@ def test_cancel_request_cancels_a_running_handler() -> None:
     asyncio.run(scenario())
 
 
+def test_handle_request_runs_the_handler_with_the_requests_id() -> None:
+    async def scenario() -> None:
+        server = LanguageServer("compat", "0", protocol_cls=LanguageServerProtocol)
+        seen: list[Any] = []
+
+        @server.feature("custom/echo")
+        async def echo(params: Any) -> Any:
+            seen.append(server.protocol.msg_id)
+            return {"echo": params}
+
+        protocol = server.protocol
+        writer = Writer()
+        protocol.set_writer(writer, include_headers=True)
+        compat.handle_request(protocol, 11, "custom/echo", {"a": 1})
+        assert protocol.msg_id is None  # the id was set in the request's own context only
+        for _ in range(100):
+            if writer.written:
+                break
+            await asyncio.sleep(0)
+        assert seen == [11]
+        assert writer.messages()[-1] == {"jsonrpc": "2.0", "id": 11, "result": {"echo": {"a": 1}}}
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("member", ["_converter", "_server", "_shutdown", "_request_futures", "_result_types",
                                     "_include_headers"])
 def test_the_private_attributes_still_exist(member: str) -> None:
@@ -205,7 +230,8 @@ def test_the_private_attributes_still_exist(member: str) -> None:
 
 
 @pytest.mark.parametrize("member", ["_send_data", "_send_response", "_send_handler_result", "_get_handler",
-                                    "_handle_notification", "_handle_cancel_notification"])
+                                    "_handle_notification", "_handle_cancel_notification",
+                                    "_handle_request"])
 def test_the_private_methods_still_exist(member: str) -> None:
     assert callable(getattr(JsonRPCProtocol, member))
 

@@ -49,6 +49,7 @@ Listener = Callable[[str, Any], Any]  # (method, params); may return an awaitabl
 RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it)
 
 CANCEL_REQUEST = "$/cancelRequest"
+READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach megabytes)
 
 
 class RpcError(ContextAssemblyError):
@@ -149,6 +150,7 @@ class Connection(JsonRPCClient):
         self.process: asyncio.subprocess.Process | None = None
         self.lost: ContextAssemblyError | None = None
         self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}  # our requests in flight, by id
         self._reader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._transport_writer: asyncio.StreamWriter | None = None
@@ -159,7 +161,8 @@ class Connection(JsonRPCClient):
                     stderr: Any = None) -> None:
         """Start the sidecar process and talk to it over its stdin/stdout."""
         self.process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env)
+            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env,
+            limit=READ_SIZE)  # asyncio pauses reading past twice this: a large answer arrives in few reads
         assert self.process.stdin is not None and self.process.stdout is not None
         self._attach(self.process.stdout, self.process.stdin)
 
@@ -174,7 +177,8 @@ class Connection(JsonRPCClient):
         self._reader = asyncio.ensure_future(self._read(reader))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
-        reader = FrameReader(StreamSource(stream), on_problem=lambda m: logger.warning("sidecar output: %s", m))
+        reader = FrameReader(StreamSource(stream, READ_SIZE),
+                             on_problem=lambda m: logger.warning("sidecar output: %s", m))
         try:
             while (body := await reader.next_body()) is not None:
                 try:
@@ -184,6 +188,8 @@ class Connection(JsonRPCClient):
                     continue
                 if not isinstance(data, dict):
                     continue
+                if "method" not in data and self._answer(data):
+                    continue
                 try:
                     self.protocol.handle_message(self.protocol.structure_message(data))
                 except Exception:
@@ -191,8 +197,29 @@ class Connection(JsonRPCClient):
         finally:
             self._fail_pending(ConnectionLost("the sidecar closed the connection"))
 
+    def _answer(self, data: dict[str, Any]) -> bool:
+        """Hand a response to the request waiting for it (False: no request of ours has that id)."""
+        msg_id = data.get("id")
+        waiter = self._waiting.get(msg_id) if isinstance(msg_id, int) else None
+        if waiter is None:
+            return False
+        if not waiter.done():
+            error = data.get("error")
+            if isinstance(error, dict):  # as pygls reads an error (its defaults for an empty message)
+                code = error.get("code")
+                exc = JsonRpcException.from_error(ResponseError(
+                    code=code if isinstance(code, int) else -32603, message=str(error.get("message", "")),
+                    data=error.get("data")))
+                waiter.set_exception(error_from(exc.code, exc.message, exc.data))
+            else:
+                waiter.set_result(data.get("result"))
+        return True
+
     def _fail_pending(self, error: ContextAssemblyError) -> None:
         self.lost = error
+        for waiter in list(self._waiting.values()):
+            if not waiter.done():
+                waiter.set_exception(error)
         for future in list(compat.pending_requests(self.protocol).values()):
             if isinstance(future, concurrent.futures.Future) and not future.done():
                 future.set_exception(error)
@@ -205,15 +232,19 @@ class Connection(JsonRPCClient):
         if self.lost is not None:
             raise ConnectionLost(self.lost.message)
         msg_id = next(self._ids)
-        future = self.protocol.send_request(method, params, msg_id=msg_id)
+        # An asyncio future answered by the reader itself: no concurrent.futures hop through the
+        # loop's self-pipe per answer, as pygls' `send_request` would take.
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = waiter
         try:
-            return await asyncio.wrap_future(future)
+            self.protocol.send_data(JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params))
+            return await waiter
         except asyncio.CancelledError:
-            if not future.done():
+            if not waiter.done() or waiter.cancelled():  # not answered yet: tell the sidecar
                 self.notify(CANCEL_REQUEST, {"id": msg_id})
             raise
-        except JsonRpcException as exc:
-            raise error_from(exc.code, exc.message, exc.data) from None
+        finally:
+            self._waiting.pop(msg_id, None)
 
     def notify(self, method: str, params: Any = None) -> None:
         self.protocol.notify(method, params)

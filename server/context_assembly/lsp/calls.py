@@ -17,6 +17,7 @@ from lsprotocol import types
 
 from ..methods import METHODS, CallContext, MethodSpec, call
 from .errors import to_rpc_error
+from .protocol import Answer
 from .server import ContextAssemblyServer
 
 TOKENS = ("workDoneToken", "partialResultToken")
@@ -67,15 +68,23 @@ async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
         raise to_rpc_error(exc, name) from None
     stop = threading.Event()
     work = WorkDone(server, token, spec) if token is not None else None
-    ctx = CallContext(emit=server.notify_threadsafe, cancelled=stop.is_set,
-                      progress=work.report if work else _ignore_progress,
+    protocol = server.protocol
+    # Without progress to report, and where the writer is thread-safe (stdio), the worker answers
+    # and sends its notifications itself, in order, without handing them back to the event loop.
+    answer = Answer(protocol) if work is None and protocol.answers_from_workers() else None
+    ctx = CallContext(emit=protocol.notify if answer is not None else server.notify_threadsafe,
+                      cancelled=stop.is_set, progress=work.report if work else _ignore_progress,
                       llm=server.ask_llm if server.llm_offered else None)
     if work is not None:
         work.begin()
         server.progress_cancels[token] = stop.set
     outcome = "failed"
     try:
-        result = await asyncio.get_running_loop().run_in_executor(server.workers, call, session, spec.name, params, ctx)
+        loop = asyncio.get_running_loop()
+        if answer is None:
+            result = await loop.run_in_executor(server.workers, call, session, spec.name, params, ctx)
+        else:
+            result = await loop.run_in_executor(server.workers, answer.run, session, spec.name, params, ctx)
         outcome = "done"
         return result
     except asyncio.CancelledError:

@@ -13,14 +13,21 @@ so the agent client uses it too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import orjson
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 MAX_HEADER_LINE = 8 * 1024  # a longer line without a newline is junk: dropped, keeping a tail
 MAX_BODY = 64 * 1024 * 1024  # a larger declared body is refused and skipped (limits.request_bytes)
@@ -37,14 +44,15 @@ class ByteSource(Protocol):
 
 
 class StreamSource:
-    """An asyncio stream (TCP, a subprocess pipe)."""
+    """An asyncio stream (TCP, a subprocess pipe); `read_size`: at most this much per read."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, read_size: int = _READ_SIZE) -> None:
         self.reader = reader
+        self.read_size = read_size
 
     async def read(self) -> bytes:
         try:
-            return await self.reader.read(_READ_SIZE)
+            return await self.reader.read(self.read_size)
         except (ConnectionError, OSError):
             return b""
 
@@ -83,6 +91,74 @@ class FileDescriptorSource:
         if self._queue is None:
             self._queue = self._start()
         return await self._queue.get()
+
+
+class PipeSource:
+    """A pipe or socket (stdin from a client that spawned the server) read by the event loop
+    itself: a message costs no thread hand-off. The descriptor is made non-blocking while read
+    (asyncio needs that) and blocking again by `close`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._reader: asyncio.StreamReader | None = None
+        self._transport: asyncio.ReadTransport | None = None
+
+    async def _open(self) -> asyncio.StreamReader:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_READ_SIZE)  # asyncio stops reading past twice this, unread
+        pipe = os.fdopen(self.fd, "rb", buffering=0, closefd=False)  # closing the transport keeps fd open
+        self._transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        return reader
+
+    async def read(self) -> bytes:
+        if self._reader is None:
+            try:
+                self._reader = await self._open()
+            except (OSError, ValueError):
+                return b""
+        try:
+            return await self._reader.read(_READ_SIZE)
+        except (ConnectionError, OSError):
+            return b""
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        with contextlib.suppress(OSError):
+            os.set_blocking(self.fd, True)
+
+
+PIPE_SIZE = 1 << 20  # Linux's default most for an unprivileged process (fs.pipe-max-size)
+
+
+def widen_pipe(fd: int, size: int = PIPE_SIZE) -> None:
+    """Let a pipe hold `size` bytes (Linux; elsewhere, or past the system's limit, it stays as it
+    is): a large answer is then written at once instead of 64 KiB per wake-up of the reader."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, set_size, size)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def input_source(fd: int, output_fd: int | None = None) -> FileDescriptorSource | PipeSource:
+    """The source for an input descriptor: the event loop reads a pipe or socket itself; a regular
+    file or a terminal (which the loop cannot wait on), or a descriptor that is also the output
+    (non-blocking reads would make its writes fail with EAGAIN), is read by a thread."""
+    try:
+        status = os.fstat(fd)
+        shared = output_fd is not None and _same_file(status, os.fstat(output_fd))
+    except OSError:
+        return FileDescriptorSource(fd)
+    if shared or not (stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode)):
+        return FileDescriptorSource(fd)
+    return PipeSource(fd)
 
 
 Oversized = Callable[[bytes, int, int], None]  # (the body's first bytes, its declared size, the limit)
@@ -138,7 +214,8 @@ class FrameReader:
         while len(self._buffer) < size:
             if not await self._fill():
                 return None
-        body = bytes(self._buffer[:size])
+        with memoryview(self._buffer) as view:  # one copy of the body, not two
+            body = bytes(view[:size])
         del self._buffer[:size]
         return body
 

@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 import re
+import threading
 from concurrent.futures import Future
 from typing import Any
 
@@ -38,7 +39,7 @@ from pygls.protocol import (
 )
 
 from ..errors import ContextAssemblyError
-from ..methods import METHODS
+from ..methods import METHODS, call
 from . import pygls_compat as compat
 from .errors import to_rpc_error
 from .framing import encode_json, frame
@@ -114,12 +115,42 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
+ANSWERED = object()  # a handler's result when its worker has sent the answer itself
+
+
+class Answer:
+    """One request answered exactly once: by its worker, straight from the worker's thread with the
+    result (`run`), or by the event loop (errors, cancellation), whichever comes first. Made on the
+    event loop inside the request's task; only where the writer is thread-safe."""
+
+    def __init__(self, protocol: ContextAssemblyProtocol) -> None:
+        self.protocol = protocol
+        self.msg_id = protocol.msg_id  # the request's id: pygls keeps it in the task's context
+        self._once = threading.Lock()  # acquired by the first to answer, never released
+        task = asyncio.current_task()
+        assert task is not None
+        protocol.answers[task] = self
+
+    def take(self) -> bool:
+        """True for the first caller only: that one answers."""
+        return self._once.acquire(blocking=False)
+
+    def run(self, session: Any, method: str, params: Any, ctx: Any) -> Any:
+        """On the worker: run the method and send its result, unless the loop answered first."""
+        result = call(session, method, params, ctx)
+        if not self.take():
+            return result  # cancelled meanwhile: answered already, the result is dropped
+        compat.send_response(self.protocol, self.msg_id, result=result)
+        return ANSWERED
+
+
 class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.ReleaseNotificationFutures,
                               LanguageServerProtocol):
     plain_methods: frozenset[str] = frozenset(METHODS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.text_sync = TextSync()
+        self.answers: dict[Any, Answer] = {}  # request task -> its Answer (requests a worker may answer)
         super().__init__(*args, **kwargs)
 
     # -- receiving ---------------------------------------------------------------------------------
@@ -172,6 +203,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             if is_request:
                 self.send_error(data["id"], -32603, "Internal error")
         return True
+
+    def handle_message(self, message: Any) -> None:
+        # A request of ours was checked by `receive` (envelope, initialize, shutdown): straight to
+        # its handler, past pygls' slow protocol `isinstance` tests.
+        if type(message) is JsonRPCRequestMessage and message.jsonrpc == "2.0" and not compat.shutting_down(self):
+            compat.handle_request(self, message.id, message.method, message.params)
+            return
+        super().handle_message(message)
 
     def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
         """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
@@ -245,9 +284,16 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         error = {"code": code, "message": message, **({} if data is None else {"data": data})}
         self.send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
+    def answers_from_workers(self) -> bool:
+        """Whether a worker may write its answer itself: the writer is safe to call from any thread."""
+        return bool(getattr(self.writer, "threadsafe", False))
+
     def answer_request(self, future: Future[Any], msg_id: Any) -> None:
         """Answer a request: expected errors are answered without a traceback in the log."""
         compat.pending_requests(self).pop(msg_id, None)
+        answer = self.answers.pop(future, None)
+        if answer is not None and not answer.take():
+            return  # its worker answered
         if future.cancelled():
             cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
             compat.send_response(self, msg_id, error=cancelled.to_response_error())

@@ -9,7 +9,9 @@ register from cheap data (names, options) and import their implementations on fi
 Handlers of custom methods run on a worker pool (`workers`), so a long assembly never blocks the
 event loop: a second request, a cancellation or a completion is answered meanwhile. Everything
 that writes to the client runs on the event loop thread (`post`), which keeps the transport
-single-threaded and the order of notifications before their response.
+single-threaded and the order of notifications before their response; except over stdio, whose
+writer is thread-safe: there a request without a progress token is answered by its worker, which
+also writes that request's notifications, in order (`protocol.Answer`).
 """
 
 from __future__ import annotations

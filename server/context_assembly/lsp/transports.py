@@ -1,8 +1,10 @@
 """Serving the protocol over stdio (default), TCP or WebSocket (SPEC §8).
 
 All three feed message bodies to `ContextAssemblyProtocol.receive`; stdio and TCP through the
-tolerant `FrameReader`, WebSocket one message per frame (text or binary; answers go out as text
-frames, in order, from one sender task). TCP and WebSocket serve many clients at once (up to
+tolerant `FrameReader` (stdin read by the event loop itself when it is a pipe or a socket, by a
+thread otherwise; stdout written by whichever thread answers, one whole frame at a time),
+WebSocket one message per frame (text or binary; answers go out as text frames, in order, from
+one sender task). TCP and WebSocket serve many clients at once (up to
 `--max-connections`), each its own session over one shared runtime (stores, compiled engines, the
 result cache), optionally over TLS and behind a token; the process serves until SIGTERM or SIGINT.
 """
@@ -14,6 +16,7 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
@@ -21,7 +24,16 @@ from attrs import define, field
 
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from . import pygls_compat as compat
-from .framing import OVERSIZED_HEAD, FileDescriptorSource, FrameReader, StreamSource, encode_json, frame
+from .framing import (
+    OVERSIZED_HEAD,
+    FrameReader,
+    PipeSource,
+    StreamSource,
+    encode_json,
+    frame,
+    input_source,
+    widen_pipe,
+)
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -30,18 +42,28 @@ Announce = Callable[[str], None]
 
 
 class PipeWriter:
-    """stdout as pygls' writer: whole frames, flushed."""
+    """stdout as pygls' writer: whole frames, flushed, one at a time from any thread (workers
+    write their own answers, see `protocol.Answer`)."""
+
+    threadsafe = True
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
+        self._lock = threading.Lock()
+        self._closed = False
 
     def write(self, data: bytes) -> None:
-        self.stream.write(data)
-        self.stream.flush()
+        with self._lock:
+            if self._closed:
+                raise BrokenPipeError("the output is closed")
+            self.stream.write(data)
+            self.stream.flush()
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.stream.close()
+        with self._lock:
+            self._closed = True
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.close()
 
 
 class QueuedWebSocketWriter:
@@ -93,7 +115,22 @@ def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     server.protocol.set_writer(PipeWriter(stdout), include_headers=True)
-    await _until_stopped(server, _pump(server, _reader(server, FileDescriptorSource(stdin.fileno()))))
+    output = _fileno(stdout)
+    if output is not None:
+        widen_pipe(output)
+    source = input_source(stdin.fileno(), output)
+    try:
+        await _until_stopped(server, _pump(server, _reader(server, source)))
+    finally:
+        if isinstance(source, PipeSource):
+            source.close()
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file (io.UnsupportedOperation is both)
+        return None
 
 
 ServerFactory = Callable[[], ContextAssemblyServer]

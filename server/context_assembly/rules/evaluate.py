@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from itertools import chain
 from typing import Any
 
+import attrs
 from attrs import define, field
 
 from ..model.converter import unstructure
@@ -123,7 +124,7 @@ class RuleSet:
                                              derived))
         selection = self._selection(request.rule_engine_ids)
         found = self._match(selection, lookup)
-        wire: dict[str, Any] = unstructure(self._settle(request, lookup, selection, found, None, derived)[0])
+        wire = _wire_result(self._settle(request, lookup, selection, found, None, derived)[0])
         if explain == "none":
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
@@ -166,6 +167,20 @@ class RuleSet:
             derived_variables=dict(derived or {}),
         )
         return result, settlement
+
+
+_RESULT_FIELDS = [(a.name, a.type == list[str]) for a in attrs.fields(attrs.resolve_types(EvaluationResult))]
+
+
+def _wire_result(result: EvaluationResult) -> dict[str, Any]:
+    """`unstructure(result)`, with its lists of strings (most of it: matched memories, variables)
+    copied as they are instead of through the converter element by element."""
+    wire: dict[str, Any] = {}
+    for name, strings in _RESULT_FIELDS:
+        value = getattr(result, name)
+        if value is not None:
+            wire[name] = list(value) if strings else unstructure(value)
+    return wire
 
 
 def _engine_result(engine: CompiledEngine, hits: list[int], lookup: Lookup, explain: bool | str) -> EngineResult:
