@@ -98,7 +98,8 @@ def unpack(outcomes: str, count: int) -> list[bool]:
         raise LayoutError("outcomes: not base64") from None
     if len(raw) != (count + 7) // 8:
         raise LayoutError(f"outcomes: {len(raw)} bytes for {count} conditions (a different layout?)")
-    digits = format(int.from_bytes(raw, "little"), "b").zfill(count)[::-1]
+    number = int.from_bytes(raw, "little")
+    digits = format(number, "b").zfill(count)[::-1] if number else "0" * count
     if len(digits) > count:
         raise LayoutError("outcomes: bits set beyond the last condition")
     return list(map("1".__eq__, digits))
