@@ -150,9 +150,10 @@ class TraceLayouts:
         received: list[JSON] = entry["rules"]
         if len(matched) != len(received) or not all(0 <= i < len(layout.rules) for i in matched):
             raise LayoutError(f"rule engine {entry['engine_id']!r}: matched rules do not fit the layout")
-        rules = [{**rule, "conditions": [made[s] for s in layout.rules[i][1]]} for i, rule in zip(matched, received)]
+        rules = [{**rule, "conditions": [made[s] for s in layout.rules[i][1]]}
+                 for i, rule in zip(matched, received, strict=True)]
         if every:
-            by_index = dict(zip(matched, rules))
+            by_index = dict(zip(matched, rules, strict=True))
             rules = [by_index.get(i) or _unmatched(template, slots, mutable, made)
                      for i, (template, slots, mutable) in enumerate(layout.rules)]
         return {**{k: v for k, v in entry.items() if k != "trace"}, "rules": rules}
@@ -168,7 +169,7 @@ def _conditions(layout: _Prepared, outcomes: list[bool], values: JSON) -> list[J
     """Each distinct condition's dict, in layout order (children before their groups)."""
     made: list[JSON] = []
     append = made.append
-    for spec, result in zip(layout.conditions, outcomes):
+    for spec, result in zip(layout.conditions, outcomes, strict=True):
         kind = spec[0]
         if kind == "leaf":
             _, absent, present, null, variable, mutable = spec

@@ -30,7 +30,6 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from attrs import frozen
 
@@ -56,12 +55,14 @@ def layout(engine: CompiledEngine) -> Layout:
     made = program(engine)
     if made.layout is None:
         made.layout = _layout(engine.id, made)
-    return made.layout  # type: ignore[no-any-return]
+    found: Layout = made.layout
+    return found
 
 
 def _layout(engine_id: str, made: TraceProgram) -> Layout:
     conditions: list[Wire] = []
     for slot in made.slots:
+        entry: Wire
         if slot.kind == "leaf":
             entry = {"variable": slot.key}
             entry.update((k, v) for k, v in slot.absent.items() if k not in ("result", "present"))

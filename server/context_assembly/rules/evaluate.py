@@ -26,12 +26,12 @@ from ..model.converter import unstructure
 from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
+from .compact import compact_answer, from_full
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
 from .settle import Settlement
-from .compact import compact_answer, from_full
 from .trace import TraceProgram, matched_rules, program
 
 __all__ = ["RuleSet", "Settlement", "engine_order", "is_pattern", "reference_matches"]
