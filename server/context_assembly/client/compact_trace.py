@@ -44,7 +44,7 @@ class _Prepared:
 
 
 def _condition(entry: JSON, index: int) -> tuple[Any, ...]:
-    """("leaf", absent, present, present-without-actual, variable, copy?) | ("group", kind, children)
+    """("leaf", absent, present, present-without-actual, variable, copier) | ("group", kind, children)
     | ("broken", template): the dicts in the key order of the full answer, outcome to fill in."""
     if "group" in entry:
         children = tuple(entry["conditions"])
@@ -60,8 +60,20 @@ def _condition(entry: JSON, index: int) -> tuple[Any, ...]:
     absent = {**head, "present": False, **tail}
     present = {**head, "actual": None, "present": True, **tail}
     null = {**head, "present": True, **tail}
-    mutable = not isinstance(entry.get("value"), _SCALARS) or not isinstance(entry.get("ignore_case"), _SCALARS)
-    return ("leaf", absent, present, null, entry["variable"], mutable)
+    return ("leaf", absent, present, null, entry["variable"], _copier(entry))
+
+
+def _copier(entry: JSON) -> Any:
+    """How a leaf's dict is made fresh from its template: None (scalars only: a shallow copy
+    does), `list.copy` (a value that is a list of scalars, the usual `in`), `_copy` (the rest)."""
+    value, flag = entry.get("value"), entry.get("ignore_case")
+    if not isinstance(flag, _SCALARS):
+        return _copy
+    if isinstance(value, _SCALARS):
+        return None
+    if isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value):
+        return list.copy
+    return _copy
 
 
 def _rule(entry: JSON, conditions: int) -> tuple[JSON, tuple[int, ...], bool]:
@@ -172,15 +184,17 @@ def _conditions(layout: _Prepared, outcomes: list[bool], values: JSON) -> list[J
     for spec, result in zip(layout.conditions, outcomes, strict=True):
         kind = spec[0]
         if kind == "leaf":
-            _, absent, present, null, variable, mutable = spec
+            _, absent, present, null, variable, copier = spec
             if variable not in values:
                 condition = {**absent, "result": result}
             else:
                 actual = values[variable]
                 condition = {**present, "result": result, "actual": actual} if actual is not None \
                     else {**null, "result": result}
-            if mutable:
-                condition = _copy(condition)
+            if copier is list.copy:
+                condition["value"] = condition["value"].copy()
+            elif copier is not None:
+                condition = copier(condition)
         elif kind == "group":
             condition = {"result": result, "group": spec[1], "conditions": [made[c] for c in spec[2]]}
         else:
