@@ -3,6 +3,7 @@ answer, on arbitrary engines and requests, as both travel (through JSON)."""
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -169,3 +170,21 @@ def test_malformed_layouts_and_outcomes_are_refused_clearly() -> None:
 @given(st.lists(st.booleans(), max_size=300))
 def test_bits_round_trip(outcomes: list[bool]) -> None:
     assert unpack(pack(outcomes), len(outcomes)) == outcomes
+
+
+def test_expanding_leaves_the_collector_as_it_found_it() -> None:
+    rule_set = rule_set_of([NESTED])
+    layouts = layouts_of(rule_set)
+    compact = wire(rule_set.evaluate_wire(structure({"scope_variables": {}}, AssemblyRequest),
+                                          trace_format="compact"))
+    layouts.expand(compact)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        layouts.expand(compact)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(LayoutError):
+        layouts.expand({**compact, "engine_results": [{**compact["engine_results"][0], "rules": [{}]}]})
+    assert gc.isenabled()

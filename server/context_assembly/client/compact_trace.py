@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+import gc
 from typing import Any
 
 JSON = dict[str, Any]
@@ -146,7 +146,15 @@ class TraceLayouts:
         values = answer.get("actual_values") or {}
         every = answer.get("explain", "all") == "all"
         out = {k: v for k, v in answer.items() if k not in COMPACT_KEYS}
-        out["engine_results"] = [self._engine(entry, values, every) for entry in answer["engine_results"]]
+        # ~10^5 new containers on a large workspace, none in a cycle: the cyclic collector would
+        # re-walk every cached layout several times per answer (half the expansion's time)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            out["engine_results"] = [self._engine(entry, values, every) for entry in answer["engine_results"]]
+        finally:
+            if collecting:
+                gc.enable()
         return out
 
     def _engine(self, entry: JSON, values: JSON, every: bool) -> JSON:
@@ -166,15 +174,14 @@ class TraceLayouts:
                  for i, rule in zip(matched, received, strict=True)]
         if every:
             by_index = dict(zip(matched, rules, strict=True))
-            rules = [by_index.get(i) or _unmatched(template, slots, mutable, made)
-                     for i, (template, slots, mutable) in enumerate(layout.rules)]
+            rules = []
+            for i, (template, slots, mutable) in enumerate(layout.rules):
+                rule = by_index.get(i)
+                if rule is None:  # unmatched: no memories, no exclusions
+                    rule = _copy(template) if mutable else {**template}
+                    rule["conditions"], rule["memories"], rule["excluded"] = [made[s] for s in slots], [], []
+                rules.append(rule)
         return {**{k: v for k, v in entry.items() if k != "trace"}, "rules": rules}
-
-
-def _unmatched(template: JSON, slots: Iterable[int], mutable: bool, made: list[JSON]) -> JSON:
-    rule = _copy(template) if mutable else {**template}
-    rule.update(conditions=[made[s] for s in slots], memories=[], excluded=[])
-    return rule
 
 
 def _conditions(layout: _Prepared, outcomes: list[bool], values: JSON) -> list[JSON]:

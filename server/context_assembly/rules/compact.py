@@ -37,7 +37,6 @@ from .engine import CompiledEngine
 from .lookup import Lookup, complete
 from .trace import TraceProgram, Wire, program
 
-TRACE_FORMATS = ("full", "compact")
 KEY_CHARS = 32  # hex digits of the layout's SHA-256 kept in its key (128 bits)
 
 
