@@ -186,5 +186,5 @@ def test_expanding_leaves_the_collector_as_it_found_it() -> None:
     finally:
         gc.enable()
     with pytest.raises(LayoutError):
-        layouts.expand({**compact, "engine_results": [{**compact["engine_results"][0], "rules": [{}]}]})
+        layouts.expand({**compact, "engine_results": [{**compact["engine_results"][0], "rules": [{}, {}]}]})
     assert gc.isenabled()
