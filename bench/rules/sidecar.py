@@ -6,9 +6,12 @@ The workload's engines become `.codebolt/context-rule-engines/<id>.json` of a wo
 `bench/out/sidecar-ws/<size>/` (rewritten only when they changed); a server is spawned through
 the project's client (`python -m context_assembly serve`). Timed per run: every request of the
 workload as `contextAssembly/evaluateRules`, sequential round trips (JSON encoding, the pipe and
-the client's decoding included), once with the full trace (`explain` absent: "all") and once
-with `"explain": "none"`; then the same requests with `--in-flight` N (default 8) sent before
-their answers arrive (throughput: the server's work overlaps the pipe and the client's decoding).
+the client's decoding included), once with the full trace (`explain` absent: "all"), once
+with `"explain": "none"`, once with `"trace_format": "compact"` (the answer as received) and once
+with that answer expanded by the client into the full one (`evaluate_rules(compact_trace=True)`;
+its bytes are the compact answer's; the expansion alone is also timed); then the same requests
+with `--in-flight` N (default 8) sent before their answers arrive (throughput: the server's work
+overlaps the pipe and the client's decoding).
 Per mode also the CPU time per sequential request of the server process (`/proc`) and of this
 client, the answer's size and orjson's encode / decode cost per MB of it. Also: spawn →
 `initialize` answered → first evaluateRules answered (the workspace loaded and compiled, the
@@ -33,7 +36,11 @@ import orjson
 
 from context_assembly.client import ContextAssemblyClient
 
-ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"'}
+ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"',
+        "compact": "ours via sidecar, full trace compact",  # trace_format "compact", the answer as received
+        "expanded": "ours via sidecar, full trace compact, expanded by the client"}  # into the "all" answer
+PARAMS = {"none": {"explain": "none"}, "compact": {"trace_format": "compact"}}  # added to each request
+EXPANDED = {"expanded"}  # modes whose answers the client expands (`evaluate_rules(compact_trace=True)`)
 FIRST_MODES = ("none", "matched", "all")  # spawn → first answer, each cold and warm
 CACHE_ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"  # the compile cache's folder (rules/cache.py)
 PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
@@ -82,18 +89,19 @@ def codec_ms_per_mb(answer: Any) -> dict[str, float]:
             "decode_ms_per_mb": (t2 - t1) / rounds * 1000 / mb}
 
 
-async def timed(client: ContextAssemblyClient, requests: list[dict[str, Any]], in_flight: int) -> float:
+async def timed(client: ContextAssemblyClient, requests: list[dict[str, Any]], in_flight: int,
+                expand: bool = False) -> float:
     """Seconds for every request, `in_flight` at a time (1: sequential round trips)."""
     t0 = time.perf_counter()
     if in_flight == 1:
         for request in requests:
-            await client.evaluate_rules(request)
+            await client.evaluate_rules(request, compact_trace=expand)
     else:
         gate = asyncio.Semaphore(in_flight)
 
         async def one(request: dict[str, Any]) -> None:
             async with gate:
-                await client.evaluate_rules(request)
+                await client.evaluate_rules(request, compact_trace=expand)
 
         await asyncio.gather(*(one(r) for r in requests))
     return time.perf_counter() - t0
@@ -145,6 +153,17 @@ async def first_answers(workspace: Path, request: dict[str, Any], cache: Path) -
     return out
 
 
+async def expand_ms(client: ContextAssemblyClient, request: dict[str, Any]) -> float:
+    """The client's expansion of one compact answer into the full one (layouts cached), ms."""
+    answer = await client.request("contextAssembly/evaluateRules", {**request, "trace_format": "compact"})
+    await client.expand_trace(answer)
+    rounds = 5
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        client.trace_layouts.expand(answer)
+    return (time.perf_counter() - t0) / rounds * 1000
+
+
 async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in_flight: int) -> dict[str, Any]:
     out: dict[str, Any] = {mode: [] for mode in ROWS}
     with open(os.devnull, "w") as log:
@@ -158,18 +177,21 @@ async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in
             out["rules_per_request"] = sum(len(e["rules"]) for e in first["engine_results"])
             pid = client.pid or 0
             for mode in ROWS:
-                extra = {} if mode == "all" else {"explain": mode}
-                batch = [{**request, **extra} for request in requests]
-                out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(batch[0]))
-                await timed(client, batch, 1)  # warm-up
+                batch = [{**request, **PARAMS.get(mode, {})} for request in requests]
+                expand = mode in EXPANDED
+                out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(
+                    {**batch[0], "trace_format": "compact"} if expand else batch[0]))
+                await timed(client, batch, 1, expand)  # warm-up
+                if expand:
+                    out[f"{mode}:codec"]["expand_ms"] = await expand_ms(client, batch[0])
                 server, mine = cpu_s(pid), time.process_time()
                 for _ in range(runs):
-                    out[mode].append(await timed(client, batch, 1))
+                    out[mode].append(await timed(client, batch, 1, expand))
                 calls = runs * len(batch)
                 out[f"{mode}:cpu_ms"] = {"server": (cpu_s(pid) - server) / calls * 1000,
                                          "client": (time.process_time() - mine) / calls * 1000}
                 if in_flight > 1:
-                    out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight) for _ in range(runs)]
+                    out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight, expand) for _ in range(runs)]
             # an edit of one rule file: the next answer recompiles only that engine
             engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
             original = engine_file.read_text()
@@ -227,7 +249,8 @@ def main() -> None:
         print(f"{v['impl']}: {v['median_s'] / v['requests'] * 1000:.2f} ms per request; CPU ms per request "
               f"server {v['cpu_ms_per_request']['server']:.2f}, client {v['cpu_ms_per_request']['client']:.2f}; "
               f"{v['codec']['bytes']:,} bytes, encode {v['codec']['encode_ms_per_mb']:.2f} / decode "
-              f"{v['codec']['decode_ms_per_mb']:.2f} ms per MB")
+              f"{v['codec']['decode_ms_per_mb']:.2f} ms per MB"
+              + (f"; expansion {v['codec']['expand_ms']:.2f} ms" if "expand_ms" in v["codec"] else ""))
     print(f"spawn → initialize {result['initialize_s']:.2f} s, → first answer {result['first_s']:.2f} s; "
           f"after one rule file edit {result['after_edit_s'] * 1000:.0f} ms")
     report_first(firsts)

@@ -74,12 +74,13 @@ class Runtime:
         return self.assembler.lookup(request)
 
     def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
-                 engine_id: str | None = None, explain: str | None = None) -> Any:
+                 engine_id: str | None = None, explain: str | None = None, trace_format: str = "full") -> Any:
         """Rule evaluation as `evaluate`, `evaluateRules` and `contextRuleEngine/evaluate` answer it:
         over the assembly's lookup (derived values included), with a warning per rule file that
         failed to load. `engine_id`: that engine alone (enabled or not; the caller checked it
         exists). `explain` (all, matched, none): the JSON form with the compiled trace, as the
-        methods answer; None: the full EvaluationResult, as the CLI renders it."""
+        methods answer; None: the full EvaluationResult, as the CLI renders it. `trace_format`
+        "compact": the trace packed (rules/compact.py)."""
         workspace = workspace or self.workspace()
         lookup, derived = self.lookup(request)
         rule_set = workspace.rule_set
@@ -91,7 +92,7 @@ class Runtime:
             result: EvaluationResult = rule_set.evaluate(request, lookup, derived=derived)
             result.warnings += failed
             return result
-        wire = rule_set.evaluate_wire(request, lookup, explain, derived)
+        wire = rule_set.evaluate_wire(request, lookup, explain, derived, trace_format)
         wire["warnings"] = [*wire.get("warnings", []), *failed]
         return wire
 

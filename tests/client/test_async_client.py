@@ -18,6 +18,7 @@ from context_assembly.client import (
     InvalidParamsError,
     NotFoundError,
     RpcError,
+    TraceLayouts,
 )
 from tests.lsp.support import REQUEST
 
@@ -78,6 +79,32 @@ async def test_other_assembly_methods(client: ContextAssemblyClient) -> None:
     assert "architecture-docs" in {m["id"] for m in await client.memory_types()}
     assert "architecture-docs" in (await client.evaluate_rules(REQUEST))["matched_memories"]
     assert (await client.required_variables(["architecture-docs"]))["scopes"] == ["project"]
+
+
+async def test_evaluate_rules_with_the_compact_trace_answers_the_full_answer(client: ContextAssemblyClient) -> None:
+    for request in (REQUEST, {**REQUEST, "explain": "matched"}):
+        assert await client.evaluate_rules(request, compact_trace=True) == await client.evaluate_rules(request)
+    assert await client.rule_engines.evaluate(REQUEST, "planning", compact_trace=True) == \
+        await client.rule_engines.evaluate(REQUEST, "planning")
+    layout = await client.rule_engines.trace_layout("planning")
+    assert layout["engine_id"] == "planning" and layout["conditions"] and layout["rules"]
+    await client.rule_engines.create({"id": "client-compact", "rules": [
+        {"id": "r", "when": [{"field": "addVar.phase", "operator": "exists"}], "then": {"add_memories": ["x"]}}]})
+    try:
+        request = {**REQUEST, "rule_engine_ids": ["client-compact"]}
+        compact = await client.request("contextAssembly/evaluateRules", {**request, "trace_format": "compact"})
+        assert await client.expand_trace(compact) == await client.evaluate_rules(request)
+        await client.rule_engines.update_rule("client-compact", "r", {"name": "renamed"})
+        expanded = await client.evaluate_rules(request, compact_trace=True)  # the new layout is fetched
+        assert expanded == await client.evaluate_rules(request)
+        assert expanded["engine_results"][0]["rules"][0]["name"] == "renamed"
+        client.trace_layouts = TraceLayouts()  # an answer made before the edit cannot be expanded any more
+        with pytest.raises(ConflictError, match="evaluate again"):
+            await client.expand_trace(compact)
+    finally:
+        await client.rule_engines.delete("client-compact")
+    with pytest.raises(NotFoundError):
+        await client.rule_engines.trace_layout("client-compact")
 
 
 async def test_rule_engines(client: ContextAssemblyClient) -> None:

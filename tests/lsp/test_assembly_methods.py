@@ -10,7 +10,11 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from context_assembly.client import TraceLayouts
+
 from .support import REQUEST, call, error_of, events, paths
+
+RULE_ENGINE = "contextRuleEngine/"
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -141,6 +145,52 @@ async def test_evaluate_rules_explain_option_trims_the_trace(client: LanguageCli
     assert [e["engine_id"] for e in one["engine_results"]] == ["planning"]
     error = await error_of(client, "contextAssembly/evaluateRules", {**REQUEST, "explain": "some"})
     assert error.code == -32602 and paths(error) == ["/explain"]
+
+
+async def test_evaluate_rules_compact_trace_expands_to_the_full_answer(client: LanguageClient) -> None:
+    layouts = TraceLayouts()
+    for params in (REQUEST, {**REQUEST, "explain": "matched"}, {**REQUEST, "rule_engine_ids": ["planning"]},
+                   {**REQUEST, "additional_variables": {"phase": None}, "input": {"text": None}}):
+        full = await call(client, "contextAssembly/evaluateRules", params)
+        compact = await call(client, "contextAssembly/evaluateRules", {**params, "trace_format": "compact"})
+        assert compact["trace_format"] == "compact" and "actual_values" in compact
+        assert all(set(e["trace"]) == {"layout", "matched", "outcomes"} for e in compact["engine_results"])
+        for engine_id, key in layouts.missing(compact):
+            layouts.add(await call(client, RULE_ENGINE + "traceLayout", {"id": engine_id, "layout": key}))
+        assert layouts.missing(compact) == []
+        assert layouts.expand(compact) == full
+    one = await call(client, RULE_ENGINE + "evaluate", {**REQUEST, "id": "planning", "trace_format": "compact"})
+    assert layouts.expand(one) == await call(client, RULE_ENGINE + "evaluate", {**REQUEST, "id": "planning"})
+    bare = {**REQUEST, "explain": "none"}
+    assert await call(client, "contextAssembly/evaluateRules", {**bare, "trace_format": "compact"}) == \
+        await call(client, "contextAssembly/evaluateRules", bare)  # nothing to pack
+
+
+async def test_compact_trace_errors(client: LanguageClient) -> None:
+    error = await error_of(client, "contextAssembly/evaluateRules", {**REQUEST, "trace_format": "tiny"})
+    assert error.code == -32602 and paths(error) == ["/trace_format"]
+    error = await error_of(client, RULE_ENGINE + "evaluate", {**REQUEST, "trace_format": 1})
+    assert error.code == -32602 and paths(error) == ["/trace_format"]
+    error = await error_of(client, RULE_ENGINE + "traceLayout", {"id": "no-such-engine"})
+    assert error.code == -32001 and error.data == {"id": "no-such-engine"}
+    error = await error_of(client, RULE_ENGINE + "traceLayout", {"layout": "abc"})
+    assert error.code == -32602 and paths(error) == ["/id"]
+    engine = {"id": "compact-edit", "rules": [{"id": "r", "when": [{"field": "addVar.phase", "operator": "eq",
+                                                                    "value": "planning"}],
+                                               "then": {"add_memories": ["architecture-docs"]}}]}
+    await call(client, RULE_ENGINE + "create", engine)
+    try:
+        request = {**REQUEST, "rule_engine_ids": ["compact-edit"], "trace_format": "compact"}
+        key = (await call(client, "contextAssembly/evaluateRules", request))["engine_results"][0]["trace"]["layout"]
+        assert (await call(client, RULE_ENGINE + "traceLayout", {"id": "compact-edit"}))["layout"] == key
+        await call(client, RULE_ENGINE + "update", {"id": "compact-edit", "updates": {"rules": [
+            {**engine["rules"][0], "name": "renamed"}]}})
+        error = await error_of(client, RULE_ENGINE + "traceLayout", {"id": "compact-edit", "layout": key})
+        assert error.code == -32003 and "evaluate again" in error.message
+        assert error.data["layout"] == key and error.data["current"] != key
+        assert (await call(client, "contextAssembly/evaluateRules", REQUEST))["matched_memories"]  # still serving
+    finally:
+        await call(client, RULE_ENGINE + "delete", {"id": "compact-edit"})
 
 
 async def test_required_variables(client: LanguageClient) -> None:

@@ -1,5 +1,6 @@
 """Golden snapshots of whole JSON-RPC responses on the seeded example workspace (see golden.py):
-evaluateRules, assemble, validate, possibleVariables, completion, hover and diagnostics."""
+evaluateRules (also with the compact trace, and the layout it refers to), assemble, validate,
+possibleVariables, completion, hover and diagnostics."""
 
 from __future__ import annotations
 
@@ -87,6 +88,14 @@ def at(server: RawServer, root: Path, relpath: str, needle: str, delta: int = 0)
 
 def test_evaluate_rules(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
     assert ask(server, root, "contextAssembly/evaluateRules", REQUEST) == golden
+
+
+def test_evaluate_rules_with_the_compact_trace(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
+    assert ask(server, root, "contextAssembly/evaluateRules", {**REQUEST, "trace_format": "compact"}) == golden
+
+
+def test_trace_layout(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
+    assert ask(server, root, "contextRuleEngine/traceLayout", {"id": "review"}) == golden
 
 
 def test_assemble(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:

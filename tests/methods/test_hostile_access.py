@@ -51,7 +51,7 @@ RULE_TEST = {"cases": [{"name": "shows what was included", "request": REQUEST,
 TOUCHES: dict[str, set[str]] = {
     **{f"contextRuleEngine/{m}": {"definitions"} for m in (
         "list", "get", "create", "update", "delete", "addRule", "updateRule", "deleteRule", "evaluate",
-        "possibleVariables", "validate")},
+        "traceLayout", "possibleVariables", "validate")},
     **{f"persistentMemory/{m}": {"definitions"} for m in (
         "list", "get", "create", "update", "delete", "validate", "stepSpecs")},
     **{f"memoryIngestion/{m}": {"definitions"} for m in (

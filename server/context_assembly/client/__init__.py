@@ -2,7 +2,8 @@
 
 `ContextAssemblyClient` (async) and `SyncContextAssemblyClient` (blocking) start
 `python -m context_assembly serve`, initialise it on a workspace and call every custom method;
-errors are raised as the domain exceptions of `context_assembly.errors`.
+errors are raised as the domain exceptions of `context_assembly.errors`. `TraceLayouts` expands
+compact traces (`trace_format: "compact"`) into the full answer.
 """
 
 from ..errors import (
@@ -15,6 +16,7 @@ from ..errors import (
     TimeoutError_,
 )
 from .client import ContextAssemblyClient
+from .compact_trace import LayoutError, TraceLayouts
 from .connection import Connection, ConnectionLost, RpcError, error_from
 from .sync import SyncContextAssemblyClient
 
@@ -26,10 +28,12 @@ __all__ = [
     "ContextAssemblyClient",
     "ContextAssemblyError",
     "InvalidParamsError",
+    "LayoutError",
     "NotFoundError",
     "RpcError",
     "StorageError",
     "SyncContextAssemblyClient",
     "TimeoutError_",
+    "TraceLayouts",
     "error_from",
 ]

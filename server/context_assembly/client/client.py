@@ -15,6 +15,7 @@ the client advertises it with `initializationOptions.llm = true`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import uuid
@@ -23,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..errors import ConflictError
+from .compact_trace import TraceLayouts
 from .connection import Connection, Listener
 
 JSON = dict[str, Any]
@@ -76,8 +79,16 @@ class RuleEngines(_Family):
     async def delete_rule(self, engine_id: str, rule_id: str) -> JSON:
         return await self._call("deleteRule", {"engine_id": engine_id, "rule_id": rule_id})
 
-    async def evaluate(self, request: JSON, engine_id: str | None = None) -> JSON:
-        return await self._call("evaluate", request if engine_id is None else {**request, "id": engine_id})
+    async def evaluate(self, request: JSON, engine_id: str | None = None, *, compact_trace: bool = False) -> JSON:
+        """`compact_trace`: see `ContextAssemblyClient.evaluate_rules`."""
+        params = request if engine_id is None else {**request, "id": engine_id}
+        if compact_trace:
+            return await self._client._expanded(self._prefix + "evaluate", params)
+        return await self._call("evaluate", params)
+
+    async def trace_layout(self, engine_id: str, layout: str | None = None) -> JSON:
+        """The static layout of the engine's compact trace (ConflictError when `layout` is no longer current)."""
+        return await self._call("traceLayout", _present(id=engine_id, layout=layout))
 
     async def possible_variables(self) -> Items:
         return (await self._call("possibleVariables"))["items"]
@@ -235,6 +246,7 @@ class ContextAssemblyClient:
         self.persistent_memory = PersistentMemory(self)
         self.ingestion = Ingestion(self)
         self.memory = Memory(self)
+        self.trace_layouts = TraceLayouts()  # the compact trace's layouts seen (see `expand_trace`)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -320,8 +332,32 @@ class ContextAssemblyClient:
     async def memory_types(self) -> Items:
         return (await self.request("contextAssembly/memoryTypes", {}))["items"]
 
-    async def evaluate_rules(self, request: JSON) -> JSON:
+    async def evaluate_rules(self, request: JSON, *, compact_trace: bool = False) -> JSON:
+        """`contextAssembly/evaluateRules`. `compact_trace`: ask for `"trace_format": "compact"` and
+        expand the answer here (the layouts fetched once per engine version): the same answer as
+        without, much less to encode, send and decode."""
+        if compact_trace:
+            return await self._expanded("contextAssembly/evaluateRules", request)
         return await self.request("contextAssembly/evaluateRules", request)
+
+    async def expand_trace(self, answer: JSON) -> JSON:
+        """A compact answer (`"trace_format": "compact"`) as the full one, fetching the layouts it
+        needs that are not cached yet; any other answer as it is. ConflictError when an engine
+        changed since the answer was made."""
+        missing = self.trace_layouts.missing(answer)
+        documents = await asyncio.gather(*(self.rule_engines.trace_layout(engine_id, key)
+                                           for engine_id, key in missing))
+        for document in documents:
+            self.trace_layouts.add(document)
+        return self.trace_layouts.expand(answer)
+
+    async def _expanded(self, method: str, request: JSON) -> JSON:
+        """`method` with the compact trace, expanded; asked again once when an engine changed in between."""
+        params = {**request, "trace_format": "compact"}
+        try:
+            return await self.expand_trace(await self.request(method, params))
+        except ConflictError:
+            return await self.expand_trace(await self.request(method, params))
 
     async def required_variables(self, memory_ids: Sequence[str]) -> JSON:
         return await self.request("contextAssembly/requiredVariables", {"memory_ids": list(memory_ids)})

@@ -131,7 +131,8 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params)
-    return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"))
+    return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"),
+                                    trace_format=params.get("trace_format", "full"))
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -10,9 +10,10 @@ from ..assembly.request import parse_request
 from ..documents import ParsedDocument, parse_document
 from ..editor.diagnostics import SEVERITY, document_diagnostics
 from ..editor.documents import EditorDocument, build_document, overlay
-from ..errors import NotFoundError
+from ..errors import ConflictError, NotFoundError
 from ..model.converter import unstructure
 from ..model.problems import Severity
+from ..rules.compact import layout
 from ..workspace.variables import possible_variables
 from .call import CallContext, MethodSpec
 from .crud import crud_methods
@@ -47,8 +48,24 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     workspace = session.workspace()
     if engine_id is not None and all(e.id != engine_id for e in workspace.rule_set.engines):
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
-    return session.runtime.evaluate(request, workspace, engine_id,
-                                    explain=params.get("explain", "all"))
+    return session.runtime.evaluate(request, workspace, engine_id, explain=params.get("explain", "all"),
+                                    trace_format=params.get("trace_format", "full"))
+
+
+def trace_layout(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    """The static layout a compact trace (`trace_format: "compact"`) of the engine `id` refers to.
+    With `layout` (the key an answer carried): that layout, or Conflict when the engine has changed
+    since (evaluate again)."""
+    engine_id, wanted = params["id"], params.get("layout")
+    layouts = [layout(e) for e in session.workspace().rule_set.engines if e.id == engine_id]
+    if not layouts:
+        raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
+    found = next((found for found in layouts if found.key == wanted), None if wanted is not None else layouts[0])
+    if found is None:
+        raise ConflictError(f"trace layout {wanted!r} of rule engine {engine_id!r} is not current: the engine "
+                            f"changed since that answer (its layout is now {layouts[0].key!r}); evaluate again",
+                            {"id": engine_id, "layout": wanted, "current": layouts[0].key})
+    return found.document
 
 
 def variables(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -172,6 +189,9 @@ METHODS = (
                summary="Remove one rule."),
     MethodSpec(PREFIX + "evaluate", evaluate, shape(id="string?"), schema="assembly-request",
                summary="Evaluate one engine (by id) or every enabled one against a request."),
+    MethodSpec(PREFIX + "traceLayout", trace_layout, shape(id="string", layout="string?"),
+               summary="The static layout of an engine's compact trace (fields, operators, values, groups, "
+                       "rules), by engine id and the layout key an answer carried."),
     MethodSpec(PREFIX + "possibleVariables", variables, EMPTY,
                summary="Every variable a rule or a memory definition reads, with where it is used."),
     MethodSpec(PREFIX + "validate", validate, shape(uri="string?", text="string?"), schema="rule-engine",

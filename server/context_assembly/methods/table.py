@@ -27,7 +27,8 @@ NAMES: dict[str, str] = {  # method -> the module of this package that declares 
     **{f"contextAssembly/{verb}": "assembly" for verb in (
         "assemble", "validate", "memoryTypes", "evaluateRules", "requiredVariables", "endTurn")},
     **{f"contextRuleEngine/{verb}": "rule_engines" for verb in (
-        *_CRUD, "addRule", "updateRule", "deleteRule", "evaluate", "possibleVariables", "validate")},
+        *_CRUD, "addRule", "updateRule", "deleteRule", "evaluate", "traceLayout", "possibleVariables",
+        "validate")},
     **{f"persistentMemory/{verb}": "persistent_memory" for verb in (*_CRUD, "validate", "execute", "stepSpecs")},
     **{f"memoryIngestion/{verb}": "ingestion" for verb in (
         *_CRUD, "validate", "execute", "activate", "disable", "processorSpecs")},

@@ -27,6 +27,7 @@ from ..model.converter import unstructure
 from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
+from .compact import compact_answer, from_full
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
 from .globs import is_pattern, reference_matches
@@ -116,10 +117,16 @@ class RuleSet:
         return self._settle(request, lookup, selection, self._match(selection, lookup), explain, derived)
 
     def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
-                      explain: str = "all", derived: dict[str, Any] | None = None) -> dict[str, Any]:
-        """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py)."""
+                      explain: str = "all", derived: dict[str, Any] | None = None,
+                      trace_format: str = "full") -> dict[str, Any]:
+        """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py);
+        `trace_format` "compact": the trace packed (compact.py)."""
         lookup = build_lookup(request) if lookup is None else lookup
+        compact = trace_format == "compact" and explain != "none"
         if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
+            if compact:
+                return from_full(unstructure(self.evaluate(request, lookup, True, derived)),
+                                 self._selection(request.rule_engine_ids).engines, lookup, explain)
             return unstructure(self.evaluate(request, lookup, {"all": True, "none": False}.get(explain, explain),
                                              derived))
         selection = self._selection(request.rule_engine_ids)
@@ -129,7 +136,11 @@ class RuleSet:
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
         new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
-        wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain) for engine, hits in found]
+        if compact:
+            wire = compact_answer(wire, found, lookup, explain)
+        else:
+            wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
+                                      for engine, hits in found]
         if new:  # trace programs live as long as their engines: out of the collector's way, as those are
             gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
         return wire

@@ -52,6 +52,12 @@ class TraceProgram:
         self.keys = list(self._emitter.keys)
         self._outcomes: Callable[[Lookup], list[bool]] | None = None
         self._all: Callable[[Lookup, set[int]], list[Wire]] | None = None
+        self.layout: Any = None  # compact.py's static layout (trace_format "compact"), made on first use
+
+    @property
+    def slots(self) -> list[_Slot]:
+        """Every distinct condition, children before their groups: the order of `outcomes`."""
+        return self._slots
 
     def _node(self, node: Node) -> int:
         if isinstance(node, Leaf):
