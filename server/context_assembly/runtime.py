@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .assembly.cache import ResultCache
 from .model.evaluation import EvaluationResult
