@@ -3,30 +3,36 @@
 The CLI and the sidecar both build a `Runtime`; neither wires stores by hand. The settings are read
 first, then the stores' factory builds the backend they name (embedded unless `stores.backend`
 says otherwise); everything opens lazily: opening a workspace starts nothing, connects to nothing
-and downloads nothing.
+and downloads nothing. The stores, the executor and the assembler (and the libraries they import:
+numpy, the store backends) are built on first use: evaluating rules needs none of them unless the
+request's thread asks for its turn count (`tests/lsp/test_first_evaluation.py`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .assembly.cache import ResultCache
-from .assembly.engine import Assembler
-from .assembly.execute import Executor
-from .model.context import AssembledContext
 from .model.evaluation import EvaluationResult
 from .model.request import AssemblyRequest
 from .rules.evaluate import RuleSet
-from .stores.bundle import StoreBundleView
-from .stores.factory import open_stores, refused_message
-from .stores.memory import MemoryRouter
+from .rules.lookup import request_lookup
+from .stores.presence import nothing_stored
 from .workspace.loader import Workspace, WorkspaceLoader, load_warnings
-from .workspace.settings import load_settings, store_problems
+from .workspace.settings import Settings, load_settings, store_problems
+
+if TYPE_CHECKING:
+    from .assembly.engine import Assembler
+    from .assembly.execute import Executor
+    from .model.context import AssembledContext
+    from .stores.bundle import StoreBundleView
+    from .stores.memory import MemoryRouter
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +46,57 @@ class Runtime:
         self._failed: tuple[Workspace, list[str]] | None = None  # load_warnings of every engine, per version
         # The backend is chosen once, from the settings file, before any store is built.
         settings, problems = load_settings(self.layout.settings_path)
-        refused = store_problems(problems)
-        if refused:  # said once at start; every store call says it again
-            logger.error("%s", refused_message(refused))
-        self.memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores, refused))
-        self.stores = StoreBundleView(self.memory)
+        self._store_settings: tuple[Settings, list[str]] = (settings, store_problems(problems))
+        if self._store_settings[1]:  # said once at start; every store call says it again
+            from .stores.factory import refused_message
+
+            logger.error("%s", refused_message(self._store_settings[1]))
         self.cache = ResultCache()
-        self.executor = Executor(self.memory, self.stores, self.cache)
-        self.assembler = Assembler(self.workspace, self.memory, self.stores, self.executor)
+        self._assembly_workspace: Callable[[], Workspace] = self.workspace
+        self._wiring = threading.Lock()
+        self._wired: tuple[MemoryRouter, StoreBundleView, Executor, Assembler] | None = None
+
+    def _wire(self) -> tuple[MemoryRouter, StoreBundleView, Executor, Assembler]:
+        """The stores, the executor and the assembler: built on first use (any thread)."""
+        wired = self._wired
+        if wired is not None:
+            return wired
+        with self._wiring:
+            if self._wired is None:
+                from .assembly.engine import Assembler
+                from .assembly.execute import Executor
+                from .stores.bundle import StoreBundleView
+                from .stores.factory import open_stores
+                from .stores.memory import MemoryRouter
+
+                settings, refused = self._store_settings
+                memory = MemoryRouter(self.layout, stores=open_stores(self.layout, settings.stores, refused))
+                stores = StoreBundleView(memory)
+                executor = Executor(memory, stores, self.cache)
+                self._wired = (memory, stores, executor, Assembler(self._assembly_workspace, memory, stores, executor))
+            return self._wired
+
+    @property
+    def memory(self) -> MemoryRouter:
+        return self._wire()[0]
+
+    @property
+    def stores(self) -> StoreBundleView:
+        return self._wire()[1]
+
+    @property
+    def executor(self) -> Executor:
+        return self._wire()[2]
+
+    @property
+    def assembler(self) -> Assembler:
+        return self._wire()[3]
+
+    def assemble_with(self, workspace: Callable[[], Workspace]) -> None:
+        """The workspace the assembler reads (a session's, its client settings applied)."""
+        self._assembly_workspace = workspace
+        if self._wired is not None:
+            self._wired[3].workspace = workspace
 
     @property
     def root(self) -> Path:
@@ -71,7 +120,13 @@ class Runtime:
     def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup (and the derived values in it) every method and command evaluates
         rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""
-        return self.assembler.lookup(request)
+        return request_lookup(request, self._count_turns)  # as the assembler's
+
+    def _count_turns(self, thread: str) -> int:
+        settings, refused = self._store_settings
+        if self._wired is None and not refused and nothing_stored(self.layout, settings.stores):
+            return 0  # no database yet: no turns, and a rules-only request does not create it
+        return self.memory.episodic.count(thread)
 
     def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
                  engine_id: str | None = None, explain: str | None = None, trace_format: str = "full") -> Any:
@@ -114,7 +169,11 @@ class Runtime:
         return self.assembler.assemble(request, **options)
 
     def close(self) -> None:
-        self.executor.close()
-        self.assembler.summaries.close()
-        self.memory.close()
+        with self._wiring:
+            wired, self._wired = self._wired, None
+        if wired is not None:
+            memory, _stores, executor, assembler = wired
+            executor.close()
+            assembler.summaries.close()
+            memory.close()
         self.loader.close()

@@ -63,7 +63,7 @@ async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
         session = await server.open_session()  # the first request may find it still being built
         if session is None:
             session = server.require_session()  # before `initialize`: says so
-        spec = METHODS[name]  # its family was imported with the session
+        spec = METHODS[name]  # its family is imported on its first call
     except Exception as exc:
         raise to_rpc_error(exc, name) from None
     stop = threading.Event()

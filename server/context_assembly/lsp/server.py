@@ -2,9 +2,10 @@
 registers with once (`calls`, `config`, `watch`; editor features the same way).
 
 `initialize` is answered before the engine is imported: it records the workspace root, and the
-session (the runtime, the stores, the method families) is built on first use, or by the warm-up
-that `initialized` starts on a worker (`require_session`). Editor features and the method table
-register from cheap data (names, options) and import their implementations on first use.
+session is built on first use, or by the warm-up that `initialized` starts on a worker
+(`require_session`). Editor features and the method table register from cheap data (names,
+options) and import their implementations on first use: a method its family, an editor feature
+all of the editor's (`require_editor`); the stores are built when something reads them.
 
 Handlers of custom methods run on a worker pool (`workers`), so a long assembly never blocks the
 event loop: a second request, a cancellation or a completion is answered meanwhile. Everything
@@ -35,7 +36,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..limits import DEFAULT as DEFAULT_LIMITS
-from ..methods import METHODS
+from ..methods import IMPORTS
 from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
@@ -72,7 +73,8 @@ class ContextAssemblyServer(LanguageServer):
         self._opening: tuple[Path, dict[str, Any], bool] | None = None  # what `initialize` asked for
         self._session_lock = threading.Lock()
         self.position_encoding = "utf-16"  # negotiated at `initialize`
-        self.preload: list[Callable[[], None]] = []  # imports to do before the session is built (features)
+        self.preload: list[Callable[[], None]] = []  # imports before the first editor feature runs (features)
+        self._preloaded = False
         self.runtimes = runtimes  # shared with the other connections of this process (TCP, WebSocket)
         self.tokens = tokens or {}  # name -> token; empty: no token asked for (stdio)
         self.token_name: str | None = None  # set by an initialize with a valid token
@@ -112,10 +114,19 @@ class ContextAssemblyServer(LanguageServer):
             return self.session
         return await asyncio.get_running_loop().run_in_executor(self.workers, self.require_session)
 
+    def require_editor(self) -> Session:
+        """The session, with the editor features' implementations imported (once, by one thread at a
+        time with the method families: `IMPORTS`). A custom method imports only its own family."""
+        session = self.require_session()
+        if not self._preloaded:
+            with IMPORTS:
+                if not self._preloaded:
+                    for load in self.preload:
+                        load()
+                    self._preloaded = True
+        return session
+
     def _build_session(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> Session:
-        for load in self.preload:  # one thread imports the engine, before any handler does
-            load()
-        METHODS.load()
         from ..methods import Session
 
         session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text,
@@ -281,8 +292,13 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
 
 
 def _warm_up(server: ContextAssemblyServer) -> None:
-    """Import the engine, build the session, load and compile the definitions: before the first request."""
+    """Build the session, load and compile the definitions: before the first request. An editor (a
+    client with text document capabilities) also gets the editor features imported; a sidecar
+    client's first request imports only its method family (`tests/lsp/test_first_evaluation.py`)."""
     server.require_session().workspace()
+    capabilities = getattr(server.protocol, "client_capabilities", None)
+    if getattr(capabilities, "text_document", None) is not None:
+        server.require_editor()
 
 
 def _register_lifecycle(server: ContextAssemblyServer) -> None:

@@ -12,7 +12,7 @@ layer (`context_assembly.lsp`) registers the table once and only translates.
 from typing import TYPE_CHECKING, Any
 
 from .call import CallContext, MethodSpec
-from .table import METHODS, NAMES, call
+from .table import IMPORTS, METHODS, NAMES, call
 
 if TYPE_CHECKING:
     from .session import Session
@@ -26,4 +26,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["METHODS", "NAMES", "CallContext", "MethodSpec", "Session", "call"]
+__all__ = ["IMPORTS", "METHODS", "NAMES", "CallContext", "MethodSpec", "Session", "call"]

@@ -281,9 +281,13 @@ class GuardedMemory:
     against the session's access, and a list shows only what the token may read. Everything else
     passes through (the stores themselves, for the ingestion engine's own log and settings)."""
 
-    def __init__(self, memory: Any, access: Callable[[], Access]) -> None:
-        self._memory = memory
+    def __init__(self, memory: Callable[[], Any], access: Callable[[], Access]) -> None:
+        self._router = memory  # the runtime's URI layer, built on first use (a rules-only session never does)
         self._access = access
+
+    @property
+    def _memory(self) -> Any:
+        return self._router()
 
     def read(self, uri: str) -> dict[str, Any]:
         self._access().check_uri("read", uri)

@@ -19,7 +19,6 @@ import attrs
 
 from ..limits import Limits
 from ..model.problems import Problem
-from ..pipelines.validate import validate_definition
 from ..runtime import Runtime
 from ..schemas import validation_errors
 from ..workspace.atomic import sweep_temp_files
@@ -44,6 +43,8 @@ def _rule_engine_problems(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _memory_problems(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    from ..pipelines.validate import validate_definition  # late: it parses documents (numpy), rules need none of it
+
     return [{"path": e["path"], "message": e["message"]} for e in validate_definition(doc)["errors"]]
 
 
@@ -79,7 +80,7 @@ class Session:
         # what this session's client may do (the sidecar sets it from the token presented); every
         # method touches memory through `memory` and assembles through `assemble`, both of which apply it
         self.access: Access = UNRESTRICTED
-        self.memory = GuardedMemory(self.runtime.memory, lambda: self.access)
+        self.memory = GuardedMemory(lambda: self.runtime.memory, lambda: self.access)
         # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
         self.editor_view: Callable[[], Workspace] | None = None
         self.position_encoding = "utf-16"  # LSP positions in validate results; the LSP layer negotiates it
@@ -95,7 +96,7 @@ class Session:
         for repository in (self.rule_engines, self.persistent_memory, self.ingestion_pipelines):
             repository.limits = self.limits
         if runtimes is None:  # alone on its runtime: plain runtime.assemble sees the merged settings too
-            self.runtime.assembler.workspace = self.workspace
+            self.runtime.assemble_with(self.workspace)
         if settings:
             self.set_settings(settings)
 

@@ -9,6 +9,7 @@ before this). `METHODS` imports a family on the first look-up of one of its meth
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,11 @@ NAMES: dict[str, str] = {  # method -> the module of this package that declares 
 }
 
 
+# Held while a family (or the editor features, `lsp.server.require_editor`) is imported: one thread
+# imports an engine stack at a time, whichever request comes first.
+IMPORTS = threading.RLock()
+
+
 def family(name: str) -> Any:
     """The module of one family (imported now if it was not yet)."""
     return importlib.import_module(f"{__package__}.{name}")
@@ -62,8 +68,9 @@ class MethodTable(MutableMapping[str, MethodSpec]):
         return self._specs[name]
 
     def _load(self, declared_in: str) -> None:
-        for found in family(declared_in).METHODS:
-            self._specs.setdefault(found.name, found)
+        with IMPORTS:
+            for found in family(declared_in).METHODS:
+                self._specs.setdefault(found.name, found)
 
     def __setitem__(self, name: str, spec: MethodSpec) -> None:
         self._names.setdefault(name, None)

@@ -27,6 +27,7 @@ def compute(ls: ContextAssemblyServer, params: types.CodeLensParams) -> list[typ
 
 def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str, Any]:
     """Run one test file (or one case of it) against the workspace as the editor sees it."""
+    ls.require_editor()  # before the imports below: the editor's implementations, by one thread
     from ...editor.documents import load_document  # late: the engine is imported after `initialize`
     from ...testing import load_test_files, run_tests
     from ...testing.run import as_json

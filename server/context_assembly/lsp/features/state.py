@@ -39,7 +39,7 @@ _LOCK = threading.Lock()
 def editor_state(ls: ContextAssemblyServer) -> EditorState:
     from ..editor_state import EditorState  # late: the engine is imported after `initialize`
 
-    session = ls.require_session()
+    session = ls.require_editor()
     with _LOCK:
         state = ls.editor
         if state is None or state.session is not session:
@@ -86,7 +86,13 @@ async def off_loop(ls: ContextAssemblyServer, compute: Callable[[ContextAssembly
                    params: P) -> T:
     """Run `compute(ls, snapshot, params)` on a worker, the request's document snapshotted here first."""
     snap = snapshot(ls, params.text_document.uri)
-    return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, snap, params)
+    return await asyncio.get_running_loop().run_in_executor(ls.workers, _with_editor, compute, ls, snap, params)
+
+
+def _with_editor(compute: Callable[[ContextAssemblyServer, Snapshot, P], T], ls: ContextAssemblyServer,
+                 snap: Snapshot, params: P) -> T:
+    ls.require_editor()  # the editor's implementations imported by one thread, before `compute` imports any
+    return compute(ls, snap, params)
 
 
 def structure(ls: ContextAssemblyServer, value: Any, cls: type[T]) -> T:
