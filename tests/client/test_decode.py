@@ -27,8 +27,7 @@ def collector() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        if not was_enabled:
-            gc.disable()
+        (gc.enable if was_enabled else gc.disable)()
 
 
 def young_collections() -> int:

@@ -29,7 +29,7 @@ from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
 from .compact import compact_answer, from_full
 from .dialects import CONTEXT_RULES_ID
-from .engine import CompiledEngine, CompiledRule, rule_result
+from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
 from .settle import Settlement
@@ -138,9 +138,10 @@ class RuleSet:
         new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
         if compact:
             wire = compact_answer(wire, found, lookup, explain)
-        else:
-            wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
-                                      for engine, hits in found]
+        else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer
+            with collector_paused():
+                wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
+                                          for engine, hits in found]
         if new:  # trace programs live as long as their engines: out of the collector's way, as those are
             gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
         return wire
