@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any
 
 import attrs
@@ -158,8 +157,7 @@ class RuleSet:
         results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
         settlement = Settlement(explicit=set(request.explicit_memory))
         if selection.plain:  # nothing to settle: the memories in first-added order
-            settlement.include_all(chain.from_iterable(
-                chain.from_iterable(map(engine.memories_at, hits)) for engine, hits in found))
+            settlement.include_all([map(engine.memories_at, hits) for engine, hits in found])
         else:
             for engine, hits in found:
                 for rule in map(engine.rule_at, hits):
