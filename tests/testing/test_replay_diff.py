@@ -51,7 +51,9 @@ def test_replay_without_and_with_drift(snapshotting: Path, capsys: pytest.Captur
     assert len(list((snapshotting / ".codebolt" / "memory" / "context").iterdir())) == 1
 
 
-def test_replay_errors(snapshotting: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_errors(snapshotting: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # so `../../etc/passwd` is no file from here: it names a snapshot
     assert main(["replay", "no-such-id", "--workspace", str(snapshotting)]) == 2
     assert "no such snapshot" in capsys.readouterr().err
     assert main(["replay", "../../etc/passwd", "--workspace", str(snapshotting)]) == 2
