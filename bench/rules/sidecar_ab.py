@@ -1,6 +1,8 @@
 """Two source trees side by side through the sidecar: sequential round trips of
-`contextAssembly/evaluateRules` with `"explain": "none"` (or `contextAssembly/memoryTypes`, the
-protocol's floor), alternated in short slices so that both see the same machine load.
+`contextAssembly/evaluateRules` with `"explain": "none"` (`--method all`: the full trace;
+`compact`: the full trace with `"trace_format": "compact"`, the answer as received; `floor`:
+`contextAssembly/memoryTypes`, the protocol's floor), alternated in short slices so that both see
+the same machine load.
 
     mkdir -p bench/out/before && git archive <commit> server | tar -x -C bench/out/before
     python bench/rules/sidecar_ab.py --base bench/out/before/server --workload bench/out/data/medium
@@ -39,7 +41,8 @@ def times(pid):
     return int(fields[11]), int(fields[12])
 
 async def main(workload, method):
-    requests = [{**as_request(q), "explain": "none"} for q in json.loads((workload / "requests.json").read_text())]
+    options = {"none": {"explain": "none"}, "all": {}, "compact": {"trace_format": "compact"}}.get(method, {})
+    requests = [{**as_request(q), **options} for q in json.loads((workload / "requests.json").read_text())]
     workspace = workspace_for(workload, Path(sys.argv[4]))
     loop = asyncio.get_running_loop()
     hz = os.sysconf("SC_CLK_TCK")
@@ -54,7 +57,7 @@ async def main(workload, method):
                 nonlocal n
                 while time.perf_counter() - t0 < seconds:
                     start, n = time.perf_counter(), n + 1
-                    if method == "none":
+                    if method != "floor":
                         await client.evaluate_rules(requests[n % len(requests)])
                     else:
                         await client.request("contextAssembly/memoryTypes", {})
@@ -90,7 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", type=Path, required=True, help="the `server` folder of the tree to compare with")
     ap.add_argument("--workload", type=Path, required=True)
-    ap.add_argument("--method", choices=("none", "floor"), default="none")
+    ap.add_argument("--method", choices=("none", "all", "compact", "floor"), default="none")
     ap.add_argument("--slices", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--root", type=Path, default=HERE.parent / "out" / "sidecar-ws")
@@ -115,7 +118,9 @@ def main() -> None:
         process.stdin.write("\n")
         process.stdin.flush()
         process.wait()
-    what = 'evaluateRules, "explain": "none"' if args.method == "none" else "memoryTypes (the floor)"
+    what = {"none": 'evaluateRules, "explain": "none"', "all": "evaluateRules, full trace",
+            "compact": 'evaluateRules, full trace, "trace_format": "compact"'}.get(
+        args.method, "memoryTypes (the floor)")
     print(f"{args.workload.name}, {what}, {args.in_flight} in flight: {args.slices} slices of {args.seconds:g} s "
           f"per tree, load average {min(loads):.1f}–{max(loads):.1f}")
     print("| tree | p10 ms | p50 ms | wall ms per request | server user / sys CPU ms | client user / sys CPU ms "

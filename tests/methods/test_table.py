@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from context_assembly.methods import METHODS, MethodSpec, table
+from context_assembly.methods import METHODS, CallContext, MethodSpec, call, table
+from context_assembly.methods.session import Session
 
 
 def test_the_index_names_exactly_the_methods_each_family_declares() -> None:
@@ -55,3 +58,24 @@ print(before, after, "context_assembly.methods.session" in sys.modules)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     # the memory family imports the Session type it is written against, but no other family
     assert out.split() == ["[]", "['context_assembly.methods.memory']", "True"]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    session = Session(tmp_path)
+    yield session
+    session.runtime.close()
+
+
+def test_a_handler_learns_how_deep_call_checked_its_params(session: Session) -> None:
+    seen: list[int | None] = []
+    METHODS["test/depth"] = MethodSpec("test/depth", lambda session, params, ctx: seen.append(ctx.params_depth))
+    try:
+        given = CallContext()
+        call(session, "test/depth", {"a": [[1]]}, given)
+        call(session, "test/depth", {})
+    finally:
+        del METHODS["test/depth"]
+    depth = session.limits().nesting_depth
+    assert seen == [depth, depth]
+    assert given.params_depth is None  # the caller's context is left as it was

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import chain
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from context_assembly.rules.settle import Settlement
 
 from .support import engine, evaluate, request, rule
 
@@ -46,3 +50,34 @@ def test_never_in_both_lists(rules: list[tuple[list[str], list[str]]]) -> None:
     for explain in (True, False):
         result = evaluate(engines, request(), explain=explain)
         assert not set(result.matched_memories) & set(result.excluded_memories)
+
+
+def reference_include_all(groups: list[list[tuple[str, ...]]]) -> list[str]:
+    """How `include_all` settled before it took the groups themselves (kept as the reference)."""
+    settlement = Settlement(set())
+    settlement.included = dict.fromkeys(chain.from_iterable(
+        chain.from_iterable(iter(group)) for group in groups))
+    return settlement.matched
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.lists(references, max_size=4).map(tuple), max_size=6), max_size=5))
+def test_including_all_memories_of_plain_rules_keeps_the_first_added_order(
+        groups: list[list[tuple[str, ...]]]) -> None:
+    settlement = Settlement(set())
+    settlement.include_all(iter([iter(group) for group in groups]))  # iterators, as the evaluator passes maps
+    expected = reference_include_all(groups)
+    assert settlement.matched == expected
+    assert settlement.matched == list(dict.fromkeys(m for group in groups for memories in group for m in memories))
+    assert settlement.in_force() == [] and settlement.decisions == {}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(references, min_size=0, max_size=3), min_size=1, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_the_plain_path_settles_as_rule_by_rule(memories: list[list[str]], fires: list[bool]) -> None:
+    rules = [rule(f"r{i}", [{"field": "addVar.go", "operator": "eq", "value": True}] if fires[i] else ALWAYS, m,
+                  priority=len(memories) - i) for i, m in enumerate(memories)]
+    plain = evaluate([engine(rules)], request({"go": False}), explain=False)
+    expected = list(dict.fromkeys(m for i, ms in enumerate(memories) if not fires[i] for m in ms))
+    assert plain.matched_memories == expected

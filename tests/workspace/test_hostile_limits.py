@@ -121,6 +121,22 @@ def test_params_at_the_nesting_limit_are_served_one_level_more_is_refused(sessio
     assert f"more than {depth} levels, limits.nesting_depth" in message
 
 
+def test_params_within_a_nesting_limit_past_the_schemas_own_are_still_checked_by_the_schema(
+        session: Session) -> None:
+    # the params' depth is walked once, by `call`; the schema check trusts that walk only when its
+    # own limit (256 levels) is at least the session's
+    session.set_settings({"limits": {"nesting_depth": 400}})
+    deep = {**REQUEST, "additional_variables": {"x": nested(300)}}
+    answer = call(session, "contextAssembly/validate", deep)
+    assert answer["valid"] is False
+    assert answer["errors"] == [{"path": "", "message": "the document is nested more than 256 levels deep"}]
+    with pytest.raises(InvalidParamsError) as refusal:
+        call(session, "contextAssembly/evaluateRules", deep)
+    assert refusal.value.errors == answer["errors"]
+    shallow = {**REQUEST, "additional_variables": {"x": nested(200)}}
+    assert call(session, "contextAssembly/validate", shallow)["valid"] is True
+
+
 def test_not_nested_900_deep_is_invalid_params_and_the_file_on_disk_is_reported(session: Session) -> None:
     condition: Any = {"field": "input.text", "operator": "eq", "value": "x"}
     for _ in range(900):

@@ -12,9 +12,10 @@ from ..model.request import AssemblyRequest
 from ..schemas import validation_errors
 
 
-def parse_request(data: Any) -> AssemblyRequest:
-    """A request from its JSON form; InvalidParamsError lists every problem with its JSON path."""
-    errors = validation_errors("assembly-request", data)
+def parse_request(data: Any, nests_within: int | None = None) -> AssemblyRequest:
+    """A request from its JSON form; InvalidParamsError lists every problem with its JSON path.
+    `nests_within`: see `validation_errors` (a method's params: `CallContext.params_depth`)."""
+    errors = validation_errors("assembly-request", data, nests_within=nests_within)
     if errors:
         raise InvalidParamsError("invalid assembly request", errors)
     try:

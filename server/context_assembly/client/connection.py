@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import inspect
 import itertools
 import logging
@@ -50,6 +51,7 @@ RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it
 
 CANCEL_REQUEST = "$/cancelRequest"
 READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach megabytes)
+PAUSE_COLLECTOR_FROM = 64 << 10  # bytes of a message decoded with the cyclic collector paused
 
 
 class RpcError(ContextAssemblyError):
@@ -79,6 +81,22 @@ def error_from(code: int, message: str, data: Any) -> ContextAssemblyError:
         return exc
     cls = _BY_CODE.get(code)
     return cls(message, details) if cls is not None else RpcError(code, message, data)
+
+
+def decode(body: bytes) -> Any:
+    """One message body as plain JSON (orjson.JSONDecodeError when it is not JSON).
+
+    A large answer (an `evaluateRules` trace: up to hundreds of thousands of dicts and lists) is
+    decoded with the cyclic collector paused: its containers can form no cycle, but each few
+    hundred of them would start a collection that re-walks the ones made before (and, as they
+    pile up, the whole heap). The collector is left exactly as found, also when decoding fails."""
+    if len(body) < PAUSE_COLLECTOR_FROM or not gc.isenabled():
+        return orjson.loads(body)
+    gc.disable()
+    try:
+        return orjson.loads(body)
+    finally:
+        gc.enable()
 
 
 class PlainJsonProtocol(compat.SendDataHook, compat.HandlerHook, compat.NotificationHook, JsonRPCProtocol):
@@ -182,7 +200,7 @@ class Connection(JsonRPCClient):
         try:
             while (body := await reader.next_body()) is not None:
                 try:
-                    data = orjson.loads(body)
+                    data = decode(body)
                 except orjson.JSONDecodeError:
                     reader.resync(body)
                     continue

@@ -94,7 +94,7 @@ def _reference_problem(ref: Reference, workspace: Workspace) -> str | None:
 def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """Stage 1 only: is the request well-formed, and does what it names exist? Nothing runs."""
     try:
-        request = parse_request({k: v for k, v in params.items() if k != ASSEMBLY_ID})
+        request = parse_request({k: v for k, v in params.items() if k != ASSEMBLY_ID}, ctx.params_depth)
     except InvalidParamsError as exc:
         return {"valid": False, "errors": exc.errors, "warnings": []}
     return {"valid": True, "errors": [], "warnings": reference_warnings(request, session.workspace())}
@@ -130,7 +130,7 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    request = parse_request(params)
+    request = parse_request(params, ctx.params_depth)
     return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"),
                                     trace_format=params.get("trace_format", "full"))
 

@@ -43,6 +43,7 @@ class CallContext:
     cancelled: Callable[[], bool] = field(default=_never)
     progress: Progress = field(default=_ignore_progress)
     llm: Llm | None = None  # None: the client did not offer llm/complete
+    params_depth: int | None = None  # `call` found the params nested at most this deep (None: not checked)
 
 
 Handler: TypeAlias = Callable[["Session", dict[str, Any], CallContext], Any]

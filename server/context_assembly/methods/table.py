@@ -13,6 +13,8 @@ import threading
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from attrs import evolve
+
 from ..errors import InvalidParamsError
 from ..limits import applied
 from .call import CallContext, MethodSpec
@@ -116,7 +118,9 @@ def call(session: Session, method: str, params: Any, ctx: CallContext | None = N
             message = f"the params are nested too deeply (more than {depth} levels, limits.nesting_depth)"
             raise InvalidParamsError(message, [{"path": "", "message": message}])
         check(body, spec.params)
+        # the handler's schema check reads the depth from here instead of walking the params again
+        ctx = evolve(ctx, params_depth=depth) if ctx is not None else CallContext(params_depth=depth)
         with applied(limits):  # the shared stores check this session's limits (top_k, graph and log limits)
-            return spec.handler(session, body, ctx or CallContext())
+            return spec.handler(session, body, ctx)
     finally:
         current_method.reset(serving)

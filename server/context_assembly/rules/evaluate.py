@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any
 
 import attrs
@@ -29,7 +28,7 @@ from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
 from .compact import compact_answer, from_full
 from .dialects import CONTEXT_RULES_ID
-from .engine import CompiledEngine, CompiledRule, rule_result
+from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
 from .settle import Settlement
@@ -138,9 +137,10 @@ class RuleSet:
         new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
         if compact:
             wire = compact_answer(wire, found, lookup, explain)
-        else:
-            wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
-                                      for engine, hits in found]
+        else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer
+            with collector_paused():
+                wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
+                                          for engine, hits in found]
         if new:  # trace programs live as long as their engines: out of the collector's way, as those are
             gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
         return wire
@@ -157,8 +157,7 @@ class RuleSet:
         results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
         settlement = Settlement(explicit=set(request.explicit_memory))
         if selection.plain:  # nothing to settle: the memories in first-added order
-            settlement.include_all(chain.from_iterable(
-                chain.from_iterable(map(engine.memories_at, hits)) for engine, hits in found))
+            settlement.include_all([map(engine.memories_at, hits) for engine, hits in found])
         else:
             for engine, hits in found:
                 for rule in map(engine.rule_at, hits):

@@ -96,22 +96,26 @@ def clear_caches() -> None:
         cached.cache_clear()
 
 
-def validation_errors(name: str, document: Any, engine: Engine = "auto") -> list[dict[str, str]]:
-    """Every way `document` breaks schema `name`, as `[{path, message}]` sorted by JSON pointer."""
+def validation_errors(name: str, document: Any, engine: Engine = "auto", *,
+                      nests_within: int | None = None) -> list[dict[str, str]]:
+    """Every way `document` breaks schema `name`, as `[{path, message}]` sorted by JSON pointer.
+
+    `nests_within`: the caller has checked that `document` nests at most that many levels (a
+    method's params, checked by `methods.table.call`), so the depth guard need not walk it again."""
     root = _schema(name)
     if engine != "python":
         rs = _rs_validator(name)
         if rs is None and engine == "rust":
             raise RuntimeError(f"jsonschema-rs cannot compile the {name} schema")
         if rs is not None:
-            if too_deep(document, MAX_DEPTH):
+            if not _within(nests_within, MAX_DEPTH) and too_deep(document, MAX_DEPTH):
                 return _depth_error(MAX_DEPTH)
             try:
                 return _report(_from_rs(error, root) for error in rs.iter_errors(document))
             except (ValueError, TypeError, OverflowError):  # e.g. a value that is not JSON
                 if engine == "rust":
                     raise
-    if too_deep(document, PYTHON_MAX_DEPTH):
+    if not _within(nests_within, PYTHON_MAX_DEPTH) and too_deep(document, PYTHON_MAX_DEPTH):
         return _depth_error(PYTHON_MAX_DEPTH)
     return _report(_from_python(error, root) for error in validator(name).iter_errors(document))
 
@@ -191,6 +195,10 @@ def too_deep(document: Any, limit: int = PYTHON_MAX_DEPTH) -> bool:
             return False
         level = deeper
     return True
+
+
+def _within(known: int | None, limit: int) -> bool:
+    return known is not None and known <= limit
 
 
 def _depth_error(limit: int) -> list[dict[str, str]]:
