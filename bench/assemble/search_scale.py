@@ -260,10 +260,8 @@ def vector_rows(folder: Path, count: int, texts: list[str]) -> tuple[list[Row], 
         assert index.build_ann(COLLECTION), "usearch is not installed"
         figures["ann_build_s"] = time.perf_counter() - t
         figures.pop("ann_load_s")
-    exact = open_store(folder, ann_min_chunks=10**12)
-    # The peer never uses the ANN: an index persisted beside the database is otherwise picked up by
-    # any store opened on it, whatever its threshold (which only decides when one is built).
-    exact.index.ann.current = lambda _collection: None
+    exact = open_store(folder)
+    exact.index.ann_min_chunks = None  # the peer: always exact, never the index persisted beside the database
     t = time.perf_counter()
     exact.index._index(COLLECTION)
     figures["matrix_load_s"] = time.perf_counter() - t

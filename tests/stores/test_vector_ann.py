@@ -24,7 +24,7 @@ from context_assembly.workspace.layout import WorkspaceLayout
 
 DIM = 16
 MODEL = "test-16"
-NEVER = 10**12  # ann_min_chunks of an index that always searches exactly
+NEVER = None  # ann_min_chunks of an index that always searches exactly, never through a persisted ANN
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -37,7 +37,7 @@ def docs(vectors: np.ndarray, start: int = 0) -> list[IndexedDoc]:
             for i, v in enumerate(vectors)]
 
 
-def open_index(root: Path, ann_min_chunks: int = 1) -> SqliteVectorIndex:
+def open_index(root: Path, ann_min_chunks: int | None = 1) -> SqliteVectorIndex:
     return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=ann_min_chunks)
 
 
@@ -45,11 +45,22 @@ def ann_files(root: Path) -> list[Path]:
     return sorted((root / "db" / "vector-ann").glob("*"))
 
 
-def agree(index: SqliteVectorIndex, exact: SqliteVectorIndex, queries: np.ndarray, k: int = 10) -> None:
+def agree(index: SqliteVectorIndex, exact: SqliteVectorIndex, queries: np.ndarray, k: int = 10,
+          min_recall: float = 0.9) -> None:
+    """What the ANN promises against true exact search: only live chunks, each with its exact cosine,
+    best first, as many as exact search finds, and nearly all of exact search's top k (HNSW is
+    approximate; with candidates re-scored it misses a neighbour now and then on these small random
+    sets, and the graph a multi-threaded build makes differs from run to run)."""
+    hits = total = 0
     for q in queries:
         got, want = index.nearest("c", q, k, -1.0), exact.nearest("c", q, k, -1.0)
-        assert [i for i, _ in got] == [i for i, _ in want]
-        assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+        every = dict(exact.nearest("c", q, 10**6, -1.0))
+        assert len(got) == len(want)
+        assert all(i in every and abs(s - every[i]) <= 1e-6 for i, s in got)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        hits += len({i for i, _ in got} & {i for i, _ in want})
+        total += len(want)
+    assert hits >= min_recall * total, f"recall {hits}/{total}"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,6 +127,22 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
     fresh.ann.wait()
     assert fresh.ann.current("c") is not None
     agree(open_index(tmp_path), open_index(tmp_path, NEVER), queries)
+
+
+def test_an_index_built_with_earlier_parameters_is_rebuilt(tmp_path: Path) -> None:
+    rng = np.random.default_rng(13)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert index.build_ann("c")
+    [meta] = [p for p in ann_files(tmp_path) if p.suffix == ".json"]
+    meta.write_bytes(meta.read_bytes().replace(b'"format":2', b'"format":1'))
+    fresh = open_index(tmp_path)
+    assert fresh.ann.current("c") is None  # format 1 (ef_construction 48) is not used
+    queries = unit(rng, 5)
+    agree(fresh, open_index(tmp_path, NEVER), queries, min_recall=1.0)  # exact while it is rebuilt
+    fresh.ann.wait()
+    assert fresh.ann.current("c") is not None
+    assert b'"format":2' in meta.read_bytes()
 
 
 def test_an_index_from_a_recreated_database_is_not_trusted(tmp_path: Path) -> None:

@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 
 ANN_MIN_CHUNKS = 200_000  # below this, exact search is ~10 ms or less: no index to build or keep
 CONNECTIVITY = 32  # HNSW M: 16 reached recall@10 ~0.9 on bench data even at high ef
-EXPANSION_ADD = 48
-EXPANSION_SEARCH = 256
+EXPANSION_ADD = 128  # HNSW ef_construction: 48 gave recall@10 0.71 at 1M chunks, 0.87 at 200k (ef 256)
+EXPANSION_SEARCH = 1536  # HNSW ef: recall@10 at 1M chunks 0.87 at 256, 0.92 at 512, 0.947 at 1024, 0.965 here (~9 ms)
 CANDIDATES = 100  # proposed per search before the exact re-scoring (at least 2 x k)
 MAX_LIMIT = 1_000  # a larger k is answered exactly
-FORMAT = 1
+FORMAT = 2  # 2: ef_construction 128 (a format-1 index is rebuilt)
 
 Ids = NDArray[np.int64]
 _usearch: Any = None

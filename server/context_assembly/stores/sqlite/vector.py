@@ -97,13 +97,13 @@ class SqliteVectorIndex:
     """`VectorIndex` over the workspace database: exact cosine over a cached matrix (an ANN index
     proposing candidates for large collections), FTS5 BM25."""
 
-    def __init__(self, db: Database, ann_min_chunks: int = ANN_MIN_CHUNKS,
+    def __init__(self, db: Database, ann_min_chunks: int | None = ANN_MIN_CHUNKS,
                  postings_min_chunks: int = POSTINGS_MIN_CHUNKS) -> None:
         self._db = db
         self._indexes: dict[str, _Index] = {}
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
-        self.ann_min_chunks = ann_min_chunks
+        self.ann_min_chunks = ann_min_chunks  # None: always exact, even where an index was persisted
         self.ann = AnnSearch(db, self._snapshot, self._write, self._forget_matrix)
         db.register(STORE, _migrate)
 
@@ -212,14 +212,14 @@ class SqliteVectorIndex:
     # --- search legs -------------------------------------------------------------------------
 
     def _vector(self, collection: str, q: Matrix, limit: int, min_score: float) -> Ranked:
-        if limit <= MAX_LIMIT:
+        if limit <= MAX_LIMIT and self.ann_min_chunks is not None:
             ann = self.ann.current(collection)
             if ann is not None:
                 return self.ann.nearest(collection, ann, q, limit, min_score)
         index = self._index(collection)
         if index is None or not len(index.ids):
             return []
-        if len(index.ids) >= self.ann_min_chunks:
+        if self.ann_min_chunks is not None and len(index.ids) >= self.ann_min_chunks:
             self.ann.start_build(collection, index)
         scores = cosine_scores(index.matrix, q)
         n = len(scores)
