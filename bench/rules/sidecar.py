@@ -175,23 +175,6 @@ async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in
             out["first_after_initialize_s"] = out["first_s"] - out["initialize_s"]
             out["enabled_engines"] = len(first["engine_results"])
             out["rules_per_request"] = sum(len(e["rules"]) for e in first["engine_results"])
-            pid = client.pid or 0
-            for mode in ROWS:
-                batch = [{**request, **PARAMS.get(mode, {})} for request in requests]
-                expand = mode in EXPANDED
-                out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(
-                    {**batch[0], "trace_format": "compact"} if expand else batch[0]))
-                await timed(client, batch, 1, expand)  # warm-up
-                if expand:
-                    out[f"{mode}:codec"]["expand_ms"] = await expand_ms(client, batch[0])
-                server, mine = cpu_s(pid), time.process_time()
-                for _ in range(runs):
-                    out[mode].append(await timed(client, batch, 1, expand))
-                calls = runs * len(batch)
-                out[f"{mode}:cpu_ms"] = {"server": (cpu_s(pid) - server) / calls * 1000,
-                                         "client": (time.process_time() - mine) / calls * 1000}
-                if in_flight > 1:
-                    out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight, expand) for _ in range(runs)]
             # an edit of one rule file: the next answer recompiles only that engine
             engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
             original = engine_file.read_text()
@@ -205,7 +188,34 @@ async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in
             finally:
                 engine_file.write_text(original)
             await client.evaluate_rules(requests[0])
+    for mode in ROWS:
+        await measure_mode(workspace, requests, runs, in_flight, mode, out)
     return out
+
+
+async def measure_mode(workspace: Path, requests: list[dict[str, Any]], runs: int, in_flight: int, mode: str,
+                       out: dict[str, Any]) -> None:
+    """One mode's rows, each on a server and client of its own: an agent asking for `"none"` never
+    carries the heap of the full-trace answers another mode's client decoded before it."""
+    with open(os.devnull, "w") as log:
+        async with ContextAssemblyClient(workspace, stderr=log) as client:
+            await client.evaluate_rules(requests[0])
+            pid = client.pid or 0
+            batch = [{**request, **PARAMS.get(mode, {})} for request in requests]
+            expand = mode in EXPANDED
+            out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(
+                {**batch[0], "trace_format": "compact"} if expand else batch[0]))
+            await timed(client, batch, 1, expand)  # warm-up
+            if expand:
+                out[f"{mode}:codec"]["expand_ms"] = await expand_ms(client, batch[0])
+            server, mine = cpu_s(pid), time.process_time()
+            for _ in range(runs):
+                out[mode].append(await timed(client, batch, 1, expand))
+            calls = runs * len(batch)
+            out[f"{mode}:cpu_ms"] = {"server": (cpu_s(pid) - server) / calls * 1000,
+                                     "client": (time.process_time() - mine) / calls * 1000}
+            if in_flight > 1:
+                out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight, expand) for _ in range(runs)]
 
 
 def main() -> None:
