@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.collector import collector  # noqa: F401  (a fixture for tests that count collections)
 from tests.postgres import postgres_dsn  # noqa: F401  (a session fixture every test folder can use)
 
 REPO = Path(__file__).resolve().parent.parent

@@ -107,6 +107,22 @@ async def timed(client: ContextAssemblyClient, requests: list[dict[str, Any]], i
     return time.perf_counter() - t0
 
 
+async def after_edit_s(client: ContextAssemblyClient, workspace: Path, request: dict[str, Any]) -> float:
+    """The next answer after one rule file was edited (that engine alone is recompiled); the file is
+    put back afterwards."""
+    engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
+    original = engine_file.read_text()
+    doc = json.loads(original)
+    doc["rules"][0]["name"] = f"{doc['rules'][0].get('name')} (edited)"
+    try:
+        engine_file.write_text(json.dumps(doc, indent=2))
+        t0 = time.perf_counter()
+        await client.evaluate_rules(request)
+        return time.perf_counter() - t0
+    finally:
+        engine_file.write_text(original)
+
+
 async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env: dict[str, str],
                        edit: bool) -> dict[str, float]:
     """Spawn → first answer in `mode` (a new server; `env`: its compile-cache folder, .pyc or not);
@@ -122,17 +138,7 @@ async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env:
             out["first_s"] = time.perf_counter() - started
             out["server_cpu_s"] = cpu_s(client.pid or 0)  # load-independent: the server's own CPU
             if edit:
-                engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
-                original = engine_file.read_text()
-                doc = json.loads(original)
-                doc["rules"][0]["name"] = f"{doc['rules'][0].get('name')} (edited)"
-                try:
-                    engine_file.write_text(json.dumps(doc, indent=2))
-                    t0 = time.perf_counter()
-                    await client.evaluate_rules(request)
-                    out["after_edit_s"] = time.perf_counter() - t0
-                finally:
-                    engine_file.write_text(original)
+                out["after_edit_s"] = await after_edit_s(client, workspace, request)
     return out
 
 
@@ -175,18 +181,7 @@ async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in
             out["first_after_initialize_s"] = out["first_s"] - out["initialize_s"]
             out["enabled_engines"] = len(first["engine_results"])
             out["rules_per_request"] = sum(len(e["rules"]) for e in first["engine_results"])
-            # an edit of one rule file: the next answer recompiles only that engine
-            engine_file = sorted((workspace / ".codebolt" / "context-rule-engines").glob("*.json"))[0]
-            original = engine_file.read_text()
-            doc = json.loads(original)
-            doc["rules"][0]["name"] = f"{doc['rules'][0].get('name')} (edited)"
-            try:
-                engine_file.write_text(json.dumps(doc, indent=2))
-                t0 = time.perf_counter()
-                await client.evaluate_rules(requests[0])
-                out["after_edit_s"] = time.perf_counter() - t0
-            finally:
-                engine_file.write_text(original)
+            out["after_edit_s"] = await after_edit_s(client, workspace, requests[0])
             await client.evaluate_rules(requests[0])
     for mode in ROWS:
         await measure_mode(workspace, requests, runs, in_flight, mode, out)

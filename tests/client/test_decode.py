@@ -4,34 +4,17 @@ while a large body is decoded, left exactly as found (on errors too)."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import orjson
 import pytest
 
 from context_assembly.client.connection import PAUSE_COLLECTOR_FROM, decode
+from tests.collector import young_collections
 
 # an answer shaped like an evaluateRules trace: thousands of small containers
 LARGE = orjson.dumps({"engine_results": [{"engine_id": f"e{i}", "rules": [
     {"rule_id": f"r{j}", "matched": j % 2 == 0, "conditions": [{"fact": "x", "passed": True}]}
     for j in range(40)]} for i in range(200)]})
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """The collector enabled, with its usual first threshold, for the test; restored after."""
-    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    gc.enable()
-    gc.set_threshold(700, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        (gc.enable if was_enabled else gc.disable)()
-
-
-def young_collections() -> int:
-    return int(gc.get_stats()[0]["collections"])
 
 
 def test_a_large_body_decodes_without_collections(collector: None) -> None:

@@ -4,13 +4,13 @@ paused, and the collector is left exactly as it was found, also when evaluation 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
 
 from context_assembly.model import RuleEngine, structure
 from context_assembly.rules.engine import collector_paused, compile_engine
 from context_assembly.rules.evaluate import RuleSet
+from tests.collector import young_collections
 
 from .support import engine, request, rule
 
@@ -18,22 +18,6 @@ from .support import engine, request, rule
 RULES = [rule(f"r{i}", [{"field": "addVar.phase", "operator": "eq", "value": f"p{i % 7}"},
                         {"field": "addVar.n", "operator": "eq", "value": i % 5},
                         {"field": "addVar.tag", "operator": "eq", "value": "a"}]) for i in range(2000)]
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    gc.enable()
-    gc.set_threshold(700, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        (gc.enable if was_enabled else gc.disable)()
-
-
-def young_collections() -> int:
-    return int(gc.get_stats()[0]["collections"])
 
 
 def test_the_full_trace_is_built_without_collections(collector: None) -> None:
