@@ -41,7 +41,9 @@ ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explai
         "expanded": "ours via sidecar, full trace compact, expanded by the client"}  # into the "all" answer
 PARAMS = {"none": {"explain": "none"}, "compact": {"trace_format": "compact"}}  # added to each request
 EXPANDED = {"expanded"}  # modes whose answers the client expands (`evaluate_rules(compact_trace=True)`)
-FIRST_MODES = ("none", "matched", "all")  # spawn → first answer, each cold and warm
+# spawn → first answer, each cold and warm: the request's options per mode
+FIRST_MODES = {"none": {"explain": "none"}, "matched": {"explain": "matched"}, "all": {},
+               "compact": {"trace_format": "compact"}}
 CACHE_ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"  # the compile cache's folder (rules/cache.py)
 PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
 
@@ -128,15 +130,19 @@ async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env:
     """Spawn → first answer in `mode` (a new server; `env`: its compile-cache folder, .pyc or not);
     with `edit`, also the next answer after one rule file was edited (that engine alone recompiled)."""
     out: dict[str, float] = {}
-    request = request if mode == "all" else {**request, "explain": mode}
+    request = {**request, **FIRST_MODES[mode]}
     with open(os.devnull, "w") as log:
         started = time.perf_counter()
         async with ContextAssemblyClient(workspace, stderr=log, env=env) as client:
             out["initialize_s"] = time.perf_counter() - started
             out["initialize_cpu_s"] = cpu_s(client.pid or 0)
-            await client.evaluate_rules(request)
+            answer = await client.evaluate_rules(request)
             out["first_s"] = time.perf_counter() - started
             out["server_cpu_s"] = cpu_s(client.pid or 0)  # load-independent: the server's own CPU
+            codec = codec_ms_per_mb(answer)  # what the answer's size alone costs (orjson, both ends)
+            mb = codec["bytes"] / 1e6
+            out.update(answer_bytes=codec["bytes"], encode_s=codec["encode_ms_per_mb"] * mb / 1000,
+                       decode_s=codec["decode_ms_per_mb"] * mb / 1000)
             if edit:
                 out["after_edit_s"] = await after_edit_s(client, workspace, request)
     return out
@@ -266,7 +272,8 @@ def report_first(firsts: dict[str, dict[str, float]]) -> None:
         edit = f", after one rule file edit {first['after_edit_s']:.2f} s" if "after_edit_s" in first else ""
         print(f"first answer, explain={key}: spawn → initialize {first['initialize_s']:.2f} s, "
               f"→ first answer {first['first_s']:.2f} s (server CPU {first['initialize_cpu_s']:.2f} s to initialize, "
-              f"{first['server_cpu_s']:.2f} s to the answer){edit}")
+              f"{first['server_cpu_s']:.2f} s to the answer){edit}; answer {first['answer_bytes']:,} bytes, "
+              f"orjson encode {first['encode_s'] * 1000:.0f} ms, decode {first['decode_s'] * 1000:.0f} ms")
     goal = firsts["none:warm"]["first_s"]
     print(f"goal: spawn → first evaluateRules (explain=none, compile cache warm) ≤ 1.0 s: "
           f"{goal:.2f} s {'PASS' if goal <= 1.0 else 'MISS'} (cold {firsts['none:cold']['first_s']:.2f} s; "

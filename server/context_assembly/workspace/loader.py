@@ -33,6 +33,7 @@ from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_eng
 from ..rules.engine import CompiledEngine, collector_paused, compile_engine, pin_compiled
 from ..rules.evaluate import RuleSet
 from ..rules.persist import compile_entry, restore_engine
+from ..rules.trace_cache import KeptTrace
 from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
@@ -348,12 +349,14 @@ class WorkspaceLoader:
                 logger.info("compile cache: entry %s for %s unusable (%s)", key, relpath, exc)
                 compiled = None
             if compiled is not None and len(compiled.rules) <= limits.rules_per_engine:
+                compiled.kept_trace = KeptTrace(store, key)
                 source._compiled = compiled
                 return source
         source = _read(path, relpath, "rule-engine", raw)
         prepare_source(source, limits)
         if source.engine is not None and not source.problems:  # only a clean file is kept
             source._compiled, entry = compile_entry(source.engine)
+            source._compiled.kept_trace = KeptTrace(store, key)  # its trace program, once built
             if entry is not None:
                 store.put(key, entry)
         return source
