@@ -16,8 +16,9 @@ Per mode also the CPU time per sequential request of the server process (`/proc`
 client, the answer's size and orjson's encode / decode cost per MB of it. Also: spawn →
 `initialize` answered → first evaluateRules answered (the workspace loaded and compiled, the
 trace program built), and after a rule file is edited, the next answer (one engine recompiled).
-First of all, spawn → first answer per `explain` mode with the compile cache cold and warm, each
-in a new server (`--first-only`: only these).
+First of all, spawn → first answer per `explain` mode (and the compact trace) with the compile
+cache cold and warm, each in a new server, with the answer's size and what orjson's encoding and
+decoding of it alone cost (`--first-only`: only these).
 """
 
 from __future__ import annotations
