@@ -51,15 +51,9 @@ class Group:
 
     def holds(self, values: Lookup) -> bool:
         if self.kind == "all":
-            for child in self.children:
-                if not child.holds(values):
-                    return False
-            return True
+            return all(child.holds(values) for child in self.children)
         if self.kind == "any":
-            for child in self.children:
-                if child.holds(values):
-                    return True
-            return False
+            return any(child.holds(values) for child in self.children)
         return not self.children[0].holds(values)
 
     def explain(self, lookup: Lookup) -> ConditionResult:

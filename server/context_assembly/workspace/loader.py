@@ -28,11 +28,17 @@ from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
+from ..rules.background import BackgroundCompiler
 from ..rules.cache import CompileCache
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
-from ..rules.background import BackgroundCompiler
-from ..rules.engine import CompiledEngine, collector_paused, compile_engine, compile_matcher, pin_compiled, \
-    provisional_engine
+from ..rules.engine import (
+    CompiledEngine,
+    collector_paused,
+    compile_engine,
+    compile_matcher,
+    pin_compiled,
+    provisional_engine,
+)
 from ..rules.evaluate import RuleSet
 from ..rules.persist import entry_of, restore_engine
 from .changes import ChangeWatch
