@@ -118,3 +118,12 @@ def test_close_drops_queued_jobs_waits_for_the_running_one_and_refuses_more() ->
     assert not closing.is_alive() and done == ["running"] and not _threads()
     compiler.submit([lambda: done.append("late")])
     assert compiler.wait(1) and done == ["running"]
+
+
+def test_requests_running_cannot_stop_the_compiling() -> None:
+    compiler, done = BackgroundCompiler(), []
+    with compiler.foreground(), compiler.foreground():  # requests without end: each job waits a while, then runs
+        compiler.submit([lambda i=i: done.append(i) for i in range(3)])
+        assert compiler.wait(30) and done == [0, 1, 2]
+    compiler.submit([lambda: done.append(3)])
+    assert compiler.wait(30) and done[-1] == 3

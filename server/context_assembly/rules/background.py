@@ -9,6 +9,9 @@ place (one attribute store) and writes its cache entry, then ends. Each job belo
 object, i.e. one file version: a file edited meanwhile is a new object with its own job, so an
 answer never comes from an older version. `close` drops what has not started and waits for the
 job running (one engine); the thread is a daemon, so it never holds up an exiting process.
+While a request runs (`foreground`), the thread waits before its next engine, for at most
+`YIELD_S`: requests keep most of the interpreter (compiling holds it), and a stream of requests
+cannot stop the compiling.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import gc
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 logger = logging.getLogger(__name__)
 
 Job = Callable[[], None]
+YIELD_S = 0.05  # how long the next engine waits for the requests running to end
 
 
 class BackgroundCompiler:
@@ -30,6 +35,8 @@ class BackgroundCompiler:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
+        self._quiet = threading.Condition(self._lock)
+        self._foreground = 0  # requests running
         self._jobs: deque[Job] = deque()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -46,6 +53,7 @@ class BackgroundCompiler:
     def _run(self) -> None:
         while True:
             with self._lock:
+                self._quiet.wait_for(lambda: not self._foreground or self._closed, YIELD_S)
                 if self._closed or not self._jobs:
                     self._thread = None
                     self._done.notify_all()
@@ -58,6 +66,19 @@ class BackgroundCompiler:
         # what the jobs made lives as long as its engines: out of the cyclic collector's way,
         # as the loader's `pin_compiled` does for what it compiles itself
         gc.freeze()
+
+    @contextmanager
+    def foreground(self) -> Iterator[None]:
+        """A request runs: the next engine waits (for a while) until none does."""
+        with self._lock:
+            self._foreground += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._foreground -= 1
+                if not self._foreground:
+                    self._quiet.notify_all()
 
     @property
     def busy(self) -> bool:

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -478,6 +479,10 @@ class WorkspaceLoader:
             ingestion=collect_pipelines(files), graph_views=_by_id(files, "graph-view"),
             rule_set=RuleSet(compiled), problems=problems,
         )
+
+    def foreground(self) -> AbstractContextManager[None]:
+        """Around a request: compiling in the background waits for it (rules/background.py)."""
+        return self.compiler.foreground() if self.compiler is not None else nullcontext()
 
     def close(self) -> None:
         """Stop compiling in the background; release the watch (an inotify instance: the kernel
