@@ -114,7 +114,11 @@ class Executor:
                 generations[scheme] = self.memory.generation(scheme)
         except ContextAssemblyError:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
-        return _fingerprint(definition), lookup_key, tuple((s, generations[s]) for s in sorted(schemes))
+        try:
+            fingerprint = _fingerprint(definition)
+        except orjson.JSONEncodeError:  # an integer past 64 bits in a step: run uncached, the step says what is wrong
+            return None
+        return fingerprint, lookup_key, tuple((s, generations[s]) for s in sorted(schemes))
 
     def _cached(self, ref: Reference, definition: MemoryDefinition, key: tuple | None) -> Execution | None:
         """The cached run under `key`, if any and the notes it read are unchanged since."""
