@@ -126,16 +126,22 @@ async def after_edit_s(client: ContextAssemblyClient, workspace: Path, request: 
         engine_file.write_text(original)
 
 
-def entries(cache: Path) -> int:
-    """Compile-cache entries in `cache` (rules/cache.py: `<2 hex>/<64 hex>`)."""
-    return sum(1 for path in cache.glob("??/*") if len(path.name) == 64)
+def engine_entries(cache: Path, workspace: Path) -> list[Path]:
+    """Where the compile cache in `cache` keeps each rule file's engine (rules/cache.py; the trace
+    programs' entries beside them are not counted). The key is the one the server computes: the
+    bench imports the same package."""
+    from context_assembly.rules.cache import CompileCache
+
+    store = CompileCache(cache)
+    folder = workspace / ".codebolt" / "context-rule-engines"
+    return [store.path(store.key(path.read_bytes(), path.stem)) for path in sorted(folder.glob("*.json"))]
 
 
-async def all_entries_s(cache: Path, files: int, started: float, limit_s: float = 120.0) -> float:
-    """Spawn → the compile cache holding an entry per rule file: a cold server answers through
-    interpreted matchers and compiles the generated ones (and writes their entries) in the
+async def all_entries_s(paths: list[Path], started: float, limit_s: float = 120.0) -> float:
+    """Spawn → the compile cache holding an entry per rule file (`paths`): a cold server answers
+    through interpreted matchers and compiles the generated ones (and writes their entries) in the
     background (rules/background.py); polled every 10 ms."""
-    while entries(cache) < files and time.perf_counter() - started < limit_s:
+    while not all(path.exists() for path in paths) and time.perf_counter() - started < limit_s:
         await asyncio.sleep(0.01)
     return time.perf_counter() - started
 
@@ -147,6 +153,7 @@ async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env:
     without (a cold start), also the second answer and spawn → every engine's entry written."""
     out: dict[str, float] = {}
     request = {**request, **FIRST_MODES[mode]}
+    paths = engine_entries(Path(env[CACHE_ENV]), workspace) if cold else []  # (keys computed before the clock)
     with open(os.devnull, "w") as log:
         started = time.perf_counter()
         async with ContextAssemblyClient(workspace, stderr=log, env=env) as client:
@@ -165,8 +172,7 @@ async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env:
                 t0 = time.perf_counter()
                 await client.evaluate_rules(request)
                 out["second_s"] = time.perf_counter() - t0
-                files = len(list((workspace / ".codebolt" / "context-rule-engines").glob("*.json")))
-                out["entries_s"] = await all_entries_s(Path(env[CACHE_ENV]), files, started)
+                out["entries_s"] = await all_entries_s(paths, started)
     return out
 
 
