@@ -86,7 +86,7 @@ def test_a_changed_encoded_list_is_written_as_it_is_now() -> None:
     assert encode_json({"x": changed}) == b'{"x":[{"a":1},{"b":[2]},{"c":3}]}'
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     RED = "red"
 
 
