@@ -39,7 +39,7 @@ class EncodedList(list[Any]):
         """The list's JSON, as orjson embeds it unchanged (the plain list when it was changed since)."""
         if len(self.pieces) != len(self):
             return list(self)
-        return orjson.Fragment(b"[%b]" % b",".join(self.pieces))
+        return orjson.Fragment(b"[" + b",".join(self.pieces) + b"]")
 
 
 def plain_subclass(value: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..encoded import plain_subclass
+from ..encoded import EncodedList, plain_subclass
 
 try:
     import fcntl
@@ -287,6 +287,8 @@ def encode_json(message: Any, default: Callable[[Any], Any] | None = None) -> by
     other = default or _fallback
 
     def hook(value: Any) -> Any:
+        if value.__class__ is EncodedList:  # the common case: one per engine of an evaluateRules answer
+            return value.fragment()
         plain = plain_subclass(value)
         return other(value) if plain is NotImplemented else plain
 
