@@ -234,17 +234,17 @@ class MatchedTemplates:
     def entries(self, hits: list[int]) -> list[Wire]:
         """The matched rules' templates, in `hits` order."""
         try:
-            rules = list(map(self._made.__getitem__, hits))
+            if not self._plain:
+                return EncodedList(map(self._made.__getitem__, hits),
+                                   list(map(self._pieces.__getitem__, hits)))  # type: ignore[arg-type]
+            return list(map(self._made.__getitem__, hits))
         except KeyError:
             for i in hits:
                 if i not in self._made:
                     self._made[i] = made = self._make(i)
                     self._pieces[i] = piece = encoded(made)
                     self._plain = self._plain or piece is None
-            rules = list(map(self._made.__getitem__, hits))
-        if self._plain:
-            return rules
-        return EncodedList(rules, list(map(self._pieces.__getitem__, hits)))  # type: ignore[arg-type]
+            return self.entries(hits)
 
 
 def program(engine: CompiledEngine) -> TraceProgram:
