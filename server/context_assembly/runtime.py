@@ -38,8 +38,10 @@ logger = logging.getLogger(__name__)
 
 
 class Runtime:
-    def __init__(self, root: Path | str) -> None:
-        self.loader = WorkspaceLoader(root)
+    def __init__(self, root: Path | str, background_compile: bool = False) -> None:
+        """`background_compile`: a long-lived runtime (the sidecar's) compiles a cold start's rule
+        matchers off the request path (workspace/loader.py); a one-shot command compiles first."""
+        self.loader = WorkspaceLoader(root, background=background_compile)
         self.layout = self.loader.layout
         self._lock = threading.Lock()
         self._workspace: Workspace | None = None

@@ -168,6 +168,16 @@ def test_results_are_cached_and_a_write_invalidates(runtime: Runtime) -> None:
     assert json.loads(third["context"]["constraints"][0]["content"]) == {"tone": "chatty"}
 
 
+def test_a_variable_the_cache_key_cannot_hold_runs_uncached(runtime: Runtime) -> None:
+    huge = {"additional_variables": {"seed": 2**70}}  # past 64 bits: no JSON key for it
+    for _ in range(2):
+        result = assemble(runtime, **huge)
+        assert calls(result)["prefs"]["status"] == "ok"
+        assert json.loads(result["context"]["constraints"][0]["content"]) == {"tone": "terse"}
+    assert calls(assemble(runtime))["prefs"]["status"] == "ok"  # then cached as usual
+    assert calls(assemble(runtime))["prefs"]["status"] == "cached"
+
+
 def test_a_write_from_another_store_instance_invalidates_too(runtime: Runtime, workspace: Path) -> None:
     assemble(runtime)
     other = Runtime(workspace)  # another process would do the same through the shared database

@@ -63,6 +63,15 @@ def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
     return found
 
 
+def _lookup_key(lookup: dict[str, Any]) -> bytes | None:
+    """The request's variables as sorted JSON, once per assembly: part of every pipeline's cache key.
+    None (run uncached) for an integer past 64 bits: the step that reads it says what is wrong."""
+    try:
+        return orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str)
+    except orjson.JSONEncodeError:
+        return None
+
+
 def _key_stores(definition: MemoryDefinition) -> set[str] | None:
     """The store schemes whose write generations a cache key covers; None: no caching. Notes are
     not among them: a run records the notes it reads, and a hit holds while they do (notes_read.py)."""
@@ -95,34 +104,36 @@ class Executor:
         self.cache = cache
         self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pipeline")
 
-    def _cache_key(self, definition: MemoryDefinition, lookup: dict[str, Any],
+    def _cache_key(self, definition: MemoryDefinition, lookup_key: bytes | None,
                    generations: dict[str, int]) -> tuple | None:
         schemes = _key_stores(definition)
-        if schemes is None:
+        if schemes is None or lookup_key is None:
             return None
         try:
             for scheme in schemes - generations.keys():  # normally filled once per assembly by run()
                 generations[scheme] = self.memory.generation(scheme)
         except ContextAssemblyError:
             return None  # a store that cannot say its generation: run uncached (and fail there, clearly)
-        key_generations = tuple((s, generations[s]) for s in sorted(schemes))
         try:
-            return _fingerprint(definition), orjson.dumps(lookup, option=orjson.OPT_SORT_KEYS, default=str), \
-                key_generations
-        except orjson.JSONEncodeError:  # an integer past 64 bits: run uncached, the step says what is wrong
+            fingerprint = _fingerprint(definition)
+        except orjson.JSONEncodeError:  # an integer past 64 bits in a step: run uncached, the step says what is wrong
             return None
+        return fingerprint, lookup_key, tuple((s, generations[s]) for s in sorted(schemes))
+
+    def _cached(self, ref: Reference, definition: MemoryDefinition, key: tuple | None) -> Execution | None:
+        """The cached run under `key`, if any and the notes it read are unchanged since."""
+        hit = self.cache.get(key) if key is not None else None
+        if hit is None:
+            return None
+        if still_holds(self.stores.notes, hit.notes_read):
+            return Execution(ref, "cached", list(hit.items), 0.0, steps=hit.steps, definition=definition,
+                             variables_used=hit.variables_used, notes_read=hit.notes_read)
+        self.cache.discard(key)  # a note it read changed since
+        return None
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
-                        generations: dict[str, int]) -> Execution:
-        key = self._cache_key(definition, lookup, generations)
-        if key is not None:
-            hit = self.cache.get(key)
-            if hit is not None and still_holds(self.stores.notes, hit.notes_read):
-                return Execution(ref, "cached", list(hit.items), 0.0, steps=hit.steps, definition=definition,
-                                 variables_used=hit.variables_used, notes_read=hit.notes_read)
-            if hit is not None:  # a note it read changed since
-                self.cache.discard(key)
+                        key: tuple | None) -> Execution:
         stores = RecordingStores(self.stores)
         run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
         steps = [{"type": s.type, "alias": s.alias, "duration_ms": s.duration_ms, "count": s.count,
@@ -150,20 +161,30 @@ class Executor:
         query = request.input.text if request.input and request.input.text else ""
         deadline = time.monotonic() + timeout_s
         generations = self._generations(references, memories)
+        lookup_key = _lookup_key(lookup)
         pending: dict[futures.Future[Execution], Reference] = {}
         results: dict[int, Execution] = {}
         for index, ref in enumerate(references):
             # each task in a copy of this context: the caller's `limits.current()` holds on the pool's threads
             if ref.kind == "definition":
+                definition = memories[ref.reference]
+                key = self._cache_key(definition, lookup_key, generations)
+                # a hit is answered here: the hand-off to the pool and back costs more than the lookup
+                hit = self._cached(ref, definition, key)
+                if hit is not None:
+                    results[index] = hit
+                    continue
                 task = self.pool.submit(contextvars.copy_context().run, self._run_definition, ref,
-                                        memories[ref.reference], request, lookup, deadline, cancelled, generations)
+                                        definition, request, lookup, deadline, cancelled, key)
             elif ref.kind == "uri":
                 task = self.pool.submit(contextvars.copy_context().run, self._run_uri, ref, query, vector_min_score)
             else:
                 results[index] = Execution(ref, "missing", error=ref.error)
-                done(results[index])
                 continue
             pending[task] = ref
+        settled = list(results.values())
+        for execution in settled:  # after the misses have started
+            done(execution)
         order = {id(ref): i for i, ref in enumerate(references)}
         # as each finishes (its pipelineComplete goes out at once), with a little grace past the
         # deadline: a pipeline notices the deadline between steps

@@ -81,10 +81,11 @@ async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
     outcome = "failed"
     try:
         loop = asyncio.get_running_loop()
-        if answer is None:
-            result = await loop.run_in_executor(server.workers, call, session, spec.name, params, ctx)
-        else:
-            result = await loop.run_in_executor(server.workers, answer.run, session, spec.name, params, ctx)
+        with session.runtime.loader.foreground():  # rule engines compiling in the background wait a while
+            if answer is None:
+                result = await loop.run_in_executor(server.workers, call, session, spec.name, params, ctx)
+            else:
+                result = await loop.run_in_executor(server.workers, answer.run, session, spec.name, params, ctx)
         outcome = "done"
         return result
     except asyncio.CancelledError:

@@ -70,7 +70,7 @@ class Session:
     def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
                  text_source: TextSource | None = None, runtimes: SharedRuntimes | None = None) -> None:
         self._runtimes = runtimes  # several sessions (connections) share one runtime and its caches
-        self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root)
+        self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root, background_compile=True)
         self.layout = self.runtime.layout
         removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
         if removed:
@@ -211,7 +211,7 @@ class SharedRuntimes:
     def acquire(self, root: Path | str) -> Runtime:
         key = Path(root).resolve()
         with self._lock:
-            runtime, count = self._runtimes.get(key) or (Runtime(key), 0)
+            runtime, count = self._runtimes.get(key) or (Runtime(key, background_compile=True), 0)
             self._runtimes[key] = (runtime, count + 1)
             return runtime
 

@@ -1,7 +1,8 @@
 """Compile conditions once per file version: operators resolved, values checked, regexes built.
 
-A compiled condition is a small tree. `holds` answers it for a lookup (used by the generated fast
-path through `predicate`), and `explain` answers it with the full why. A malformed condition
+A compiled condition is a small tree. `holds` answers it for a complete lookup (what an engine's
+matcher answers before its generated code is compiled, engine.py `interpreted`; the generated
+fast path calls the same `predicate`), and `explain` answers it with the full why. A malformed condition
 compiles to a `Broken` node: its rule never matches and the problem is reported, never raised.
 """
 
@@ -29,6 +30,10 @@ class Leaf:
     predicate: Predicate  # for present values; absence is answered by operator.absent_matches
     inline: Inline = None
 
+    def holds(self, values: Lookup) -> bool:
+        actual = values[self.key]  # complete: every key present, absent ones as MISSING
+        return self.operator.absent_matches if actual is MISSING else self.predicate(actual)
+
     def explain(self, lookup: Lookup) -> ConditionResult:
         actual = lookup.get(self.key, MISSING)
         present = actual is not MISSING
@@ -43,6 +48,13 @@ class Leaf:
 class Group:
     kind: str  # "any" | "all" | "not"
     children: list[Node]
+
+    def holds(self, values: Lookup) -> bool:
+        if self.kind == "all":
+            return all(child.holds(values) for child in self.children)
+        if self.kind == "any":
+            return any(child.holds(values) for child in self.children)
+        return not self.children[0].holds(values)
 
     def explain(self, lookup: Lookup) -> ConditionResult:
         results = [child.explain(lookup) for child in self.children]
@@ -60,6 +72,9 @@ class Group:
 class Broken:
     source: Any
     error: str
+
+    def holds(self, values: Lookup) -> bool:
+        return False
 
     def explain(self, lookup: Lookup) -> ConditionResult:
         src = self.source if isinstance(self.source, FieldCondition) else None

@@ -107,6 +107,7 @@ class CompiledEngine:
     # the TraceProgram (explain "all" / "matched")
     trace: Any = field(default=None, init=False)
     _source: Callable[[], RuleEngine] | None = None  # restored: the structured engine, on demand
+    generated: bool = True  # False while `matcher` is the interpreted one (provisional_engine)
 
     def __attrs_post_init__(self) -> None:
         self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))
@@ -290,18 +291,55 @@ def compile_engine(engine: RuleEngine) -> CompiledEngine:
 
 def compile_with_emitter(engine: RuleEngine) -> tuple[CompiledEngine, _Emitter]:
     """The compiled engine and the emitter that wrote its matcher (what the compile cache keeps)."""
-    compiled = [
+    compiled = provisional_engine(engine)
+    emitter = compile_matcher(compiled)
+    compiled.keys = list(emitter.keys)  # the same keys, in the order the generated code loads them
+    return compiled, emitter
+
+
+def provisional_engine(engine: RuleEngine) -> CompiledEngine:
+    """The engine with its conditions compiled but its matcher interpreted (`interpreted`): what
+    compiling costs beyond this (writing and compiling the generated source, ~85% of it on a
+    large workspace) is left to `compile_matcher`, which a cold start runs off the request path."""
+    rules = [
         CompiledRule(rule, _rule_id(rule, i), i, compile_conditions(rule.when),
                      ref=f"{engine.id or ''}/{_rule_id(rule, i)}")
         for i, rule in enumerate(engine.rules)
     ]
-    compiled.sort(key=lambda r: (-_priority(r.rule), r.position))
+    rules.sort(key=lambda r: (-_priority(r.rule), r.position))
+    matched = [rule for rule in rules if not (rule.broken or rule.per_source)]  # what the matcher tests
+    keys = dict.fromkeys(key for rule in matched for key in rule.conditions.keys)
+    return CompiledEngine(id=engine.id or "", enabled=engine.enabled is not False, rules=rules,
+                          matcher=interpreted(rules), engine=engine, keys=list(keys), generated=False)
+
+
+def interpreted(rules: list[CompiledRule]) -> Matcher:
+    """The generated matcher's answer without generated code: each tested rule's compiled
+    conditions walked (`holds`). Several times slower per request, but there is nothing to
+    compile; tests check that both give the same indexes."""
+    tests = [(index, rule.conditions.nodes) for index, rule in enumerate(rules) if not (rule.broken or rule.per_source)]
+
+    def match(values: Lookup) -> list[int]:
+        hits = []
+        for index, nodes in tests:
+            for node in nodes:
+                if not node.holds(values):
+                    break
+            else:
+                hits.append(index)
+        return hits
+
+    return match
+
+
+def compile_matcher(compiled: CompiledEngine) -> _Emitter:
+    """Generate and compile the engine's matcher and put it in place of the interpreted one (one
+    attribute store: a request running meanwhile reads either, and both answer the same); the
+    emitter that wrote it, for the compile cache (persist.py)."""
     emitter = _Emitter()
-    matcher = emitter.build(compiled)
-    return CompiledEngine(
-        id=engine.id or "", enabled=engine.enabled is not False, rules=compiled, matcher=matcher,
-        engine=engine, keys=list(emitter.keys),
-    ), emitter
+    matcher = emitter.build(compiled.rules)
+    compiled.matcher, compiled.generated = matcher, True
+    return emitter
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from ..model.rules import RuleEngine
 from ..registry.operators import lookup_operator
 from ..registry.values import MISSING
 from .compile import compile_conditions
-from .engine import CompiledEngine, CompiledRule, compile_with_emitter, define_function
+from .engine import CompiledEngine, CompiledRule, _Emitter, compile_with_emitter, define_function
 from .lookup import shared
 
 FORMAT = "engine/1"
@@ -57,6 +57,11 @@ def compile_entry(engine: RuleEngine) -> tuple[CompiledEngine, bytes | None]:
     """Compile as `compile_engine` does, and the cache entry that restores the same engine (None
     when a value cannot be stored)."""
     compiled, emitter = compile_with_emitter(engine)
+    return compiled, entry_of(compiled, emitter)
+
+
+def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
+    """The cache entry of an engine whose matcher `emitter` wrote (None when a value cannot be stored)."""
     code = emitter.code
     assert code is not None
     used = _names(code)
@@ -73,11 +78,10 @@ def compile_entry(engine: RuleEngine) -> tuple[CompiledEngine, bytes | None]:
     rules = [(r.rule_id, r.position, r.ref, r.memories, r.excluded, r.plain, r.broken, r.per_source, r.error,
               r.name, r.priority) for r in compiled.rules]
     try:
-        payload = marshal.dumps((FORMAT, compiled.id, compiled.enabled, code, constants, recipes,
-                                 compiled.keys, rules))
+        return marshal.dumps((FORMAT, compiled.id, compiled.enabled, code, constants, recipes,
+                              list(emitter.keys), rules))
     except ValueError:  # "unmarshallable object": JSON values never are, but a structured one could be
-        return compiled, None
-    return compiled, payload
+        return None
 
 
 def _names(code: CodeType) -> set[str]:

@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,19 @@ from ..model.definitions import IngestionPipeline, MemoryDefinition
 from ..model.problems import Problem
 from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
+from ..rules.background import BackgroundCompiler
 from ..rules.cache import CompileCache
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
-from ..rules.engine import CompiledEngine, collector_paused, compile_engine, pin_compiled
+from ..rules.engine import (
+    CompiledEngine,
+    collector_paused,
+    compile_engine,
+    compile_matcher,
+    pin_compiled,
+    provisional_engine,
+)
 from ..rules.evaluate import RuleSet
-from ..rules.persist import compile_entry, restore_engine
+from ..rules.persist import entry_of, restore_engine
 from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
@@ -48,6 +57,9 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 logger = logging.getLogger(__name__)
 _UNPACKING = threading.RLock()  # a restored file is parsed once, whichever thread reads it first
+# A load with at least this many rules' matchers to compile compiles them in the background (when
+# the loader has a background compiler): below it, compiling first costs less than ~0.1 s.
+BACKGROUND_FROM_RULES = 2_000
 
 
 @define(eq=False)
@@ -264,11 +276,17 @@ def _structure_rules(value: dict[str, Any], memo: SourceMemo) -> RuleEngine:
 class WorkspaceLoader:
     """Loads a workspace, reusing what it parsed and compiled for files that did not change."""
 
-    def __init__(self, root: Path | str, cache: CompileCache | None | bool = True) -> None:
+    def __init__(self, root: Path | str, cache: CompileCache | None | bool = True, background: bool = False,
+                 background_from: int = BACKGROUND_FROM_RULES) -> None:
         """`cache`: True for the compile cache the environment names (rules/cache.py), False for
-        none, or that cache."""
+        none, or that cache. `background` (a long-lived loader: the sidecar's): a load with at
+        least `background_from` rules to compile answers through interpreted matchers while a
+        thread compiles them (rules/background.py); else `load()` compiles before it returns."""
         self.root = Path(root).resolve()
         self._store = CompileCache.from_environment() if cache is True else cache or None
+        self.compiler = BackgroundCompiler() if background else None
+        self._background_from = background_from
+        self._pending: list[tuple[SourceFile, str | None]] = []  # (file, cache key) to compile by the next load
         self.layout = WorkspaceLayout(self.root)
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
@@ -323,7 +341,7 @@ class WorkspaceLoader:
                 return cached
             if stamp[1] > limits.definition_file_bytes:
                 return _oversized(path, relpath, kind, stamp, limits.definition_file_bytes)
-            if kind == "rule-engine" and self._store is not None:
+            if kind == "rule-engine":
                 return self._engine_file(self._store, path, relpath, limits)
             source = _read(path, relpath, kind)
         except OSError as exc:
@@ -334,12 +352,13 @@ class WorkspaceLoader:
         prepare_source(source, limits)
         return source
 
-    def _engine_file(self, store: CompileCache, path: Path, relpath: str, limits: Limits) -> SourceFile:
+    def _engine_file(self, store: CompileCache | None, path: Path, relpath: str, limits: Limits) -> SourceFile:
         """A rule-engine file through the compile cache: restored when an entry for its bytes
-        exists (then parsed only when something reads it), else read, compiled and stored."""
+        exists (then parsed only when something reads it), else read, its conditions compiled and
+        its matcher left to `_compile_pending` (which stores the entry of a clean file)."""
         raw = path.read_bytes()
-        key = store.key(raw, path.stem)
-        payload = store.get(key)
+        key = store.key(raw, path.stem) if store is not None else None
+        payload = store.get(key) if store is not None and key is not None else None
         if payload is not None:
             source = SourceFile(path, relpath, "rule-engine", None, _stamp(path), unread=(raw, limits))
             try:
@@ -352,11 +371,34 @@ class WorkspaceLoader:
                 return source
         source = _read(path, relpath, "rule-engine", raw)
         prepare_source(source, limits)
-        if source.engine is not None and not source.problems:  # only a clean file is kept
-            source._compiled, entry = compile_entry(source.engine)
-            if entry is not None:
-                store.put(key, entry)
+        if source.engine is not None:
+            source._compiled = provisional_engine(source.engine)
+            self._pending.append((source, None if source.problems else key))  # only a clean file is kept
         return source
+
+    def _compile_pending(self) -> None:
+        """Compile the matchers of the files this load read: here, or (many rules, a background
+        compiler) in the background, each job skipped when its file version is no longer loaded."""
+        pending, self._pending = self._pending, []
+        rules = sum(len(source.compiled.rules) for source, _ in pending if source.compiled is not None)
+        jobs = [partial(self._compile, source, key, self.compiler is not None) for source, key in pending]
+        if self.compiler is None or rules < self._background_from:
+            for job in jobs:
+                job()
+        else:
+            self.compiler.submit(jobs)
+
+    def _compile(self, source: SourceFile, key: str | None, only_current: bool) -> None:
+        compiled = source._compiled
+        if compiled is None or compiled.generated:
+            return
+        if only_current and self._cache.get(source.relpath) is not source:
+            return  # edited or removed since: the newer version has its own job
+        emitter = compile_matcher(compiled)
+        if key is not None and self._store is not None:
+            entry = entry_of(compiled, emitter)
+            if entry is not None:
+                self._store.put(key, entry)
 
     def _current_settings(self) -> tuple[tuple[int, int] | None, Settings, list[Problem]]:
         """The settings file, read again only when it changed; a change of limits re-reads every file."""
@@ -397,6 +439,7 @@ class WorkspaceLoader:
             watch.armed = False
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
+        self._compile_pending()
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
         workspace = self._assemble(files, settings, setting_problems)
@@ -437,8 +480,15 @@ class WorkspaceLoader:
             rule_set=RuleSet(compiled), problems=problems,
         )
 
+    def foreground(self) -> AbstractContextManager[None]:
+        """Around a request: compiling in the background waits for it (rules/background.py)."""
+        return self.compiler.foreground() if self.compiler is not None else nullcontext()
+
     def close(self) -> None:
-        """Release the watch (an inotify instance: the kernel allows a user a limited number)."""
+        """Stop compiling in the background; release the watch (an inotify instance: the kernel
+        allows a user a limited number)."""
+        if self.compiler is not None:
+            self.compiler.close()
         if self._watch is not None:
             self._watch.close()
 

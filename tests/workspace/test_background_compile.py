@@ -1,0 +1,136 @@
+"""A long-lived loader with many rules to compile answers through interpreted matchers while a
+background thread compiles the generated ones: the same answers as a plain loader at any moment,
+never from an older version of an edited file, and a prompt close."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_assembly.methods.session import Session
+from context_assembly.model import AssemblyRequest, structure
+from context_assembly.rules.cache import CompileCache
+from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLoader
+
+from ..rules.test_compile_cache import typed_requests
+from .builder import write
+from .test_compile_cache import RULE, answers, entries, files, touch
+
+ENGINE = "context-rule-engines/e.json"
+
+
+def rules(count: int, memory: str = "m") -> dict[str, Any]:
+    return {"id": "e", "rules": [{**RULE, "id": f"r{i}", "then": {"add_memories": [memory]}} for i in range(count)]}
+
+
+def held(loader: WorkspaceLoader) -> threading.Event:
+    """Hold the loader's background compiler until the returned event is set (a job at its head)."""
+    gate, started = threading.Event(), threading.Event()
+
+    def wait() -> None:
+        started.set()
+        gate.wait(30)
+
+    assert loader.compiler is not None
+    loader.compiler.submit([wait])
+    assert started.wait(10)
+    return gate
+
+
+def generated(loader: WorkspaceLoader) -> list[bool]:
+    return [engine.generated for engine in loader.load().rule_set.engines]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(files, min_size=1, max_size=3), st.lists(typed_requests, min_size=1, max_size=2), st.booleans())
+def test_a_background_loader_answers_as_a_plain_one_through_edits(versions: list[dict[str, Any]],
+                                                                  request_docs: list[dict], hold: bool) -> None:
+    requests = [structure(r, AssemblyRequest) for r in request_docs]
+    with tempfile.TemporaryDirectory() as scratch:
+        root, store = Path(scratch) / "ws", CompileCache(Path(scratch) / "cache")
+        loader = WorkspaceLoader(root, cache=store, background=True, background_from=0)
+        gate = held(loader) if hold else None  # held: every answer below comes from interpreted matchers
+        try:
+            for version in versions:
+                folder = root / ".codebolt" / "context-rule-engines"
+                for old in folder.glob("*.json") if folder.exists() else []:
+                    if old.stem not in version:
+                        old.unlink()
+                for name, doc in version.items():
+                    touch(write(root, f"context-rule-engines/{name}.json", doc))
+                plain = answers(WorkspaceLoader(root, cache=False), requests)
+                assert answers(loader, requests) == plain  # whatever the compiler has done so far
+                if gate is not None:
+                    assert not any(generated(loader))
+        finally:
+            if gate is not None:
+                gate.set()
+        assert loader.compiler is not None and loader.compiler.wait(30)
+        assert all(generated(loader)) and answers(loader, requests) == plain
+        assert answers(WorkspaceLoader(root, cache=store), requests) == plain  # the entries it wrote
+        loader.close()
+
+
+def test_a_file_edited_while_its_engine_compiles_is_answered_from_its_new_version(tmp_path: Path) -> None:
+    store = CompileCache(tmp_path / "cache")
+    root = tmp_path / "ws"
+    write(root, ENGINE, rules(3, "old"))
+    loader = WorkspaceLoader(root, cache=store, background=True, background_from=0)
+    gate = held(loader)
+    first = loader.load()
+    request = structure({"input": {"text": "fiix"}}, AssemblyRequest)
+    assert first.rule_set.evaluate_wire(request, explain="none")["matched_memories"] == ["old"]
+    touch(write(root, ENGINE, rules(3, "new")))
+    second = loader.load()
+    assert second.rule_set.evaluate_wire(request, explain="none")["matched_memories"] == ["new"]
+    gate.set()
+    assert loader.compiler is not None and loader.compiler.wait(30)
+    [old], [new] = first.rule_set.engines, second.rule_set.engines
+    assert not old.generated and new.generated  # the old version's job found it replaced: skipped
+    assert loader.load().rule_set.evaluate_wire(request, explain="none")["matched_memories"] == ["new"]
+    assert len(entries(store.directory)) == 1  # the new version's entry only
+    restarted = WorkspaceLoader(root, cache=store).load()
+    assert restarted.rule_set.evaluate_wire(request, explain="all")["matched_memories"] == ["new"]
+    loader.close()
+
+
+def test_few_rules_compile_before_load_returns_and_many_in_the_background(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, ENGINE, rules(3))
+    loader = WorkspaceLoader(root, cache=False, background=True)
+    assert generated(loader) == [True] and loader.compiler is not None and not loader.compiler.busy
+    touch(write(root, ENGINE, rules(BACKGROUND_FROM_RULES)))
+    gate = held(loader)
+    assert generated(loader) == [False]  # answered interpreted meanwhile
+    gate.set()
+    assert loader.compiler.wait(60) and generated(loader) == [True]
+    one_shot = WorkspaceLoader(root, cache=False)  # no background compiler: compiled first
+    assert one_shot.compiler is None and generated(one_shot) == [True]
+    loader.close()
+
+
+def test_closing_a_session_stops_its_background_compile_promptly(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    for name in "abcdefgh":
+        write(root, f"context-rule-engines/{name}.json", {**rules(BACKGROUND_FROM_RULES // 4), "id": name})
+    session = Session(root)
+    loader = session.runtime.loader
+    gate = held(loader)
+    request = structure({"input": {"text": "fiix"}}, AssemblyRequest)
+    answer = session.runtime.evaluate(request, explain="none")
+    assert answer["matched_memories"] == ["m"]
+    closing = threading.Thread(target=session.close)
+    closing.start()
+    assert loader.compiler is not None
+    while loader.compiler._jobs:  # the queued engines are dropped, not compiled
+        closing.join(0.01)
+    gate.set()
+    closing.join(30)
+    assert not closing.is_alive() and not loader.compiler.busy
+    assert not any(t.name == "rule-compiler" for t in threading.enumerate())
+    assert not all(e.generated for e in loader.load().rule_set.engines)  # what was queued never ran
