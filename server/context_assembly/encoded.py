@@ -47,7 +47,12 @@ def plain_subclass(value: Any) -> Any:
     OPT_PASSTHROUGH_SUBCLASS), an `EncodedList` as its bytes; NotImplemented for anything else."""
     if isinstance(value, EncodedList):
         return value.fragment()
-    for kind in (str, int, float, dict, list):
-        if isinstance(value, kind):
-            return kind.__str__(value) if kind is str else kind(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int | float):
+        return (int if isinstance(value, int) else float)(value)
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
     return NotImplemented
