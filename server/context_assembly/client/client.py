@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConflictError
 from .compact_trace import TraceLayouts
-from .connection import Connection, Listener
+from .connection import Connection, Listener, freeze_once
 
 JSON = dict[str, Any]
 Items = list[JSON]  # an alias: the `list` methods shadow the builtin in class bodies
@@ -226,11 +226,13 @@ class _Route:
 class ContextAssemblyClient:
     def __init__(self, workspace: Path | str, *, command: Sequence[str] | None = None,
                  llm: LlmCallback | None = None, settings: JSON | None = None, env: dict[str, str] | None = None,
-                 stderr: Any = None, timeout: float = 10.0) -> None:
+                 stderr: Any = None, timeout: float = 10.0, freeze_imports: bool = True) -> None:
         """`workspace`: the root holding `.codebolt/`. `command`: how to start the sidecar (default
         `python -m context_assembly serve` with this interpreter). `settings`: overrides of
         `.codebolt/context-assembly.json`. `stderr`: where the sidecar's log goes (default: inherited).
-        `timeout`: for start-up and shutdown."""
+        `timeout`: for start-up and shutdown. `freeze_imports`: once the sidecar answered, move the
+        objects alive in this process out of the cyclic collector's way, once per process (see
+        `connection.freeze_once`; False leaves the collector as it is)."""
         self.workspace = Path(workspace).resolve()
         self.command = list(command or default_command())
         self.llm = llm
@@ -238,6 +240,7 @@ class ContextAssemblyClient:
         self.env = env
         self.stderr = stderr
         self.timeout = timeout
+        self.freeze_imports = freeze_imports
         self.connection = Connection()
         self.server_info: JSON = {}
         self._routes: list[_Route] = []
@@ -266,6 +269,8 @@ class ContextAssemblyClient:
         })
         self.server_info = result.get("serverInfo") or {} if isinstance(result, dict) else {}
         self.connection.notify("initialized", {})
+        if self.freeze_imports:
+            freeze_once()
         return result
 
     async def close(self) -> int | None:

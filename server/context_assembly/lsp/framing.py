@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..encoded import EncodedList, plain_subclass
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -279,9 +281,19 @@ def _fallback(value: Any) -> Any:
 
 
 def encode_json(message: Any, default: Callable[[Any], Any] | None = None) -> bytes:
-    """UTF-8 JSON; stdlib json when orjson refuses (integers beyond 64 bits, lone surrogates)."""
+    """UTF-8 JSON; stdlib json when orjson refuses (integers beyond 64 bits, lone surrogates). An
+    `EncodedList` is written as the bytes it carries (subclasses of JSON types pass through
+    `plain_subclass`, which writes the rest as orjson would have)."""
+    other = default or _fallback
+
+    def hook(value: Any) -> Any:
+        if value.__class__ is EncodedList:  # the common case: one per engine of an evaluateRules answer
+            return value.fragment()
+        plain = plain_subclass(value)
+        return other(value) if plain is NotImplemented else plain
+
     try:
-        return orjson.dumps(message, default=default or _fallback)
+        return orjson.dumps(message, default=hook, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:
         return json.dumps(message, default=default or str, ensure_ascii=True).encode("ascii")
 

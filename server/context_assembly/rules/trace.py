@@ -18,6 +18,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
+from ..encoded import EncodedList, encoded
 from ..model.converter import unstructure
 from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
@@ -63,6 +64,7 @@ class TraceProgram:
         self._outcomes: Callable[[Lookup], list[bool]] | None = None
         self._all: Callable[[Lookup, set[int]], list[Wire]] | None = None
         self.layout: Any = None  # compact.py's static layout (trace_format "compact"), made on first use
+        self.matched = MatchedTemplates(lambda i: self.rules[i][2])  # explain "none" (and compact)
 
     @property
     def slots(self) -> list[_Slot]:
@@ -161,7 +163,7 @@ class TraceProgram:
     def engine(self, engine: CompiledEngine, hits: list[int], lookup: Lookup, mode: str) -> Wire:
         """The engine's entry of `engine_results` in its wire form (`lookup` holds no None)."""
         if mode == "none":  # the matched templates, shared (read-only, as in `matched_rules`)
-            rules = [self.rules[i][2] for i in hits]
+            rules = self.matched.entries(hits)
         elif mode == "matched":
             outcomes = self.outcomes(complete(lookup, self.keys))
             made: dict[int, Wire] = {}
@@ -239,19 +241,41 @@ def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
     """The engine's entry with only its matched rules, without conditions (`explain: none`): the
     matched templates are made for the rules that match, when they first do, and shared by every
     answer (read-only: the answer is encoded, never changed)."""
-    made: dict[int, Wire] | None = engine.trace if isinstance(engine.trace, dict) else None
-    if engine.trace is not None and made is None:
+    if engine.trace is not None and not isinstance(engine.trace, MatchedTemplates):
         return engine.trace.engine(engine, hits, {}, "none")
-    if made is None:
-        made = engine.trace = {}
-    try:
-        rules = list(map(made.__getitem__, hits))
-    except KeyError:
-        for i in hits:
-            if i not in made:
-                made[i] = _rule_templates(engine.rules[i])[1]
-        rules = list(map(made.__getitem__, hits))
-    return {"engine_id": engine.id, "rules": rules, "enabled": engine.enabled}
+    if engine.trace is None:
+        rules = engine.rules
+        engine.trace = MatchedTemplates(lambda i: _rule_templates(rules[i])[1])
+    return {"engine_id": engine.id, "rules": engine.trace.entries(hits), "enabled": engine.enabled}
+
+
+class MatchedTemplates:
+    """One engine's matched-rule templates (a rule's entry when it matched, without conditions),
+    each made when its rule first matches, with its JSON: the `rules` of an `explain: none` entry
+    are then an `EncodedList`, written as bytes (encoded.py)."""
+
+    __slots__ = ("_make", "_made", "_pieces", "_plain")
+
+    def __init__(self, make: Callable[[int], Wire]) -> None:
+        self._make = make
+        self._made: dict[int, Wire] = {}
+        self._pieces: dict[int, bytes | None] = {}
+        self._plain = False  # a template orjson cannot encode: plain lists from then on
+
+    def entries(self, hits: list[int]) -> list[Wire]:
+        """The matched rules' templates, in `hits` order."""
+        try:
+            if not self._plain:
+                return EncodedList(map(self._made.__getitem__, hits),
+                                   list(map(self._pieces.__getitem__, hits)))  # type: ignore[arg-type]
+            return list(map(self._made.__getitem__, hits))
+        except KeyError:
+            for i in hits:
+                if i not in self._made:
+                    self._made[i] = made = self._make(i)
+                    self._pieces[i] = piece = encoded(made)
+                    self._plain = self._plain or piece is None
+            return self.entries(hits)
 
 
 def program(engine: CompiledEngine) -> TraceProgram:

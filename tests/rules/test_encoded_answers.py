@@ -1,0 +1,106 @@
+"""Answers written from pre-encoded rule entries (`EncodedList`): byte for byte what the plain
+encoding of the same answer gives, in every explain mode and trace format, on arbitrary engines
+and requests, on first use and when the entries are reused by later answers."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_assembly.encoded import EncodedList, encoded
+from context_assembly.lsp.framing import encode_json
+from context_assembly.model import AssemblyRequest, RuleEngine, structure, unstructure
+from context_assembly.rules.engine import compile_engine
+from context_assembly.rules.evaluate import RuleSet
+
+from .test_properties import json_values, requests, rules, same_json
+
+FORMATS = [(mode, trace_format) for mode in ("none", "matched", "all") for trace_format in ("full", "compact")]
+
+
+def plain(value: Any) -> Any:
+    """The answer with every list a plain list: what was encoded before entries were pre-encoded."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def rule_set_of(engine_docs: list[Any]) -> RuleSet:
+    return RuleSet([compile_engine(structure({"id": f"e{i}", "rules": docs}, RuleEngine))
+                    for i, docs in enumerate(engine_docs)])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(rules | json_values, max_size=5), min_size=1, max_size=2),
+       st.lists(requests, min_size=1, max_size=3), st.lists(st.sampled_from(FORMATS), min_size=1, max_size=4))
+def test_pre_encoded_answers_are_the_plain_encoding(engine_docs: list[Any], request_docs: list[dict],
+                                                    formats: list[tuple[str, str]]) -> None:
+    rule_set = rule_set_of(engine_docs)
+    for request_doc in request_docs:  # later requests reuse the entries earlier ones encoded
+        request = structure(request_doc, AssemblyRequest)
+        for mode, trace_format in formats:
+            answer = rule_set.evaluate_wire(request, explain=mode, trace_format=trace_format)
+            assert encode_json(answer) == orjson.dumps(plain(answer))
+            if trace_format == "full":  # and that answer is the plain path's
+                explain = {"all": True, "none": False}.get(mode, mode)
+                assert same_json(answer, unstructure(rule_set.evaluate(request, explain=explain)))
+
+
+def test_a_none_answer_carries_its_matched_rules_encoded() -> None:
+    rule_set = rule_set_of([[{"id": "a", "when": [], "then": {"add_memories": ["m1"]}},
+                             {"id": "b", "when": [{"field": "addVar.x", "operator": "exists"}]}]])
+    request = structure({"scope_variables": {}, "additional_variables": {}}, AssemblyRequest)
+    for trace_format in ("full", "compact"):
+        rules_entry = rule_set.evaluate_wire(request, explain="none", trace_format=trace_format)["engine_results"][0]
+        assert isinstance(rules_entry["rules"], EncodedList)
+        assert [r["rule_id"] for r in rules_entry["rules"]] == ["a"]  # to Python, the list of dicts
+        assert rules_entry["rules"].pieces == [orjson.dumps(rules_entry["rules"][0])]
+    compact = rule_set.evaluate_wire(request, explain="all", trace_format="compact")
+    assert isinstance(compact["engine_results"][0]["rules"], EncodedList)
+
+
+def test_an_entry_orjson_cannot_encode_leaves_the_list_plain() -> None:
+    # a lone surrogate in a rule's name: orjson refuses it, the stdlib encoder writes it escaped
+    rule_set = rule_set_of([[{"id": "a", "name": "bad \ud800 name", "when": []}, {"id": "b", "when": []}]])
+    request = structure({"scope_variables": {}, "additional_variables": {}}, AssemblyRequest)
+    answer = rule_set.evaluate_wire(request, explain="none")
+    rules_entry = answer["engine_results"][0]["rules"]
+    assert type(rules_entry) is list and [r["rule_id"] for r in rules_entry] == ["a", "b"]
+    assert encode_json(answer) == json.dumps(answer, ensure_ascii=True).encode("ascii")
+    assert encoded({"name": "\ud800"}) is None
+
+
+def test_a_changed_encoded_list_is_written_as_it_is_now() -> None:
+    items = [{"a": 1}, {"b": [2]}]
+    changed = EncodedList(items, [orjson.dumps(i) for i in items])
+    assert encode_json({"x": changed}) == b'{"x":[{"a":1},{"b":[2]}]}'
+    changed.append({"c": 3})
+    assert encode_json({"x": changed}) == b'{"x":[{"a":1},{"b":[2]},{"c":3}]}'
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+class Size(enum.IntEnum):
+    BIG = 3
+
+
+class Names(list[str]):
+    pass
+
+
+def test_subclasses_of_json_types_are_written_as_before() -> None:
+    value = {"colour": Colour.RED, "size": Size.BIG, "ordered": OrderedDict(b=1, a=2), "names": Names(["x"]),
+             "nested": [OrderedDict(k=[Colour.RED])]}
+    assert encode_json(value) == orjson.dumps(value)
+    assert encode_json(value) == b'{"colour":"red","size":3,"ordered":{"b":1,"a":2},"names":["x"],' \
+                                 b'"nested":[{"k":["red"]}]}'
