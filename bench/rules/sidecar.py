@@ -16,8 +16,9 @@ Per mode also the CPU time per sequential request of the server process (`/proc`
 client, the answer's size and orjson's encode / decode cost per MB of it. Also: spawn →
 `initialize` answered → first evaluateRules answered (the workspace loaded and compiled, the
 trace program built), and after a rule file is edited, the next answer (one engine recompiled).
-First of all, spawn → first answer per `explain` mode with the compile cache cold and warm, each
-in a new server (`--first-only`: only these).
+First of all, spawn → first answer per `explain` mode (and the compact trace) with the compile
+cache cold and warm, each in a new server, with the answer's size and what orjson's encoding and
+decoding of it alone cost (`--first-only`: only these).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explai
         "expanded": "ours via sidecar, full trace compact, expanded by the client"}  # into the "all" answer
 PARAMS = {"none": {"explain": "none"}, "compact": {"trace_format": "compact"}}  # added to each request
 EXPANDED = {"expanded"}  # modes whose answers the client expands (`evaluate_rules(compact_trace=True)`)
-FIRST_MODES = ("none", "matched", "all")  # spawn → first answer, each cold and warm
+# spawn → first answer, each cold and warm: the request's options per mode
+FIRST_MODES = {"none": {"explain": "none"}, "matched": {"explain": "matched"}, "all": {},
+               "compact": {"trace_format": "compact"}}
 CACHE_ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"  # the compile cache's folder (rules/cache.py)
 PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
 
@@ -123,16 +126,22 @@ async def after_edit_s(client: ContextAssemblyClient, workspace: Path, request: 
         engine_file.write_text(original)
 
 
-def entries(cache: Path) -> int:
-    """Compile-cache entries in `cache` (rules/cache.py: `<2 hex>/<64 hex>`)."""
-    return sum(1 for path in cache.glob("??/*") if len(path.name) == 64)
+def engine_entries(cache: Path, workspace: Path) -> list[Path]:
+    """Where the compile cache in `cache` keeps each rule file's engine (rules/cache.py; the trace
+    programs' entries beside them are not counted). The key is the one the server computes: the
+    bench imports the same package."""
+    from context_assembly.rules.cache import CompileCache
+
+    store = CompileCache(cache)
+    folder = workspace / ".codebolt" / "context-rule-engines"
+    return [store.path(store.key(path.read_bytes(), path.stem)) for path in sorted(folder.glob("*.json"))]
 
 
-async def all_entries_s(cache: Path, files: int, started: float, limit_s: float = 120.0) -> float:
-    """Spawn → the compile cache holding an entry per rule file: a cold server answers through
-    interpreted matchers and compiles the generated ones (and writes their entries) in the
+async def all_entries_s(paths: list[Path], started: float, limit_s: float = 120.0) -> float:
+    """Spawn → the compile cache holding an entry per rule file (`paths`): a cold server answers
+    through interpreted matchers and compiles the generated ones (and writes their entries) in the
     background (rules/background.py); polled every 10 ms."""
-    while entries(cache) < files and time.perf_counter() - started < limit_s:
+    while not all(path.exists() for path in paths) and time.perf_counter() - started < limit_s:
         await asyncio.sleep(0.01)
     return time.perf_counter() - started
 
@@ -143,23 +152,27 @@ async def first_answer(workspace: Path, request: dict[str, Any], mode: str, env:
     with `edit`, also the next answer after one rule file was edited (that engine alone recompiled);
     without (a cold start), also the second answer and spawn → every engine's entry written."""
     out: dict[str, float] = {}
-    request = request if mode == "all" else {**request, "explain": mode}
+    request = {**request, **FIRST_MODES[mode]}
+    paths = engine_entries(Path(env[CACHE_ENV]), workspace) if cold else []  # (keys computed before the clock)
     with open(os.devnull, "w") as log:
         started = time.perf_counter()
         async with ContextAssemblyClient(workspace, stderr=log, env=env) as client:
             out["initialize_s"] = time.perf_counter() - started
             out["initialize_cpu_s"] = cpu_s(client.pid or 0)
-            await client.evaluate_rules(request)
+            answer = await client.evaluate_rules(request)
             out["first_s"] = time.perf_counter() - started
             out["server_cpu_s"] = cpu_s(client.pid or 0)  # load-independent: the server's own CPU
+            codec = codec_ms_per_mb(answer)  # what the answer's size alone costs (orjson, both ends)
+            mb = codec["bytes"] / 1e6
+            out.update(answer_bytes=codec["bytes"], encode_s=codec["encode_ms_per_mb"] * mb / 1000,
+                       decode_s=codec["decode_ms_per_mb"] * mb / 1000)
             if edit:
                 out["after_edit_s"] = await after_edit_s(client, workspace, request)
             if cold:
                 t0 = time.perf_counter()
                 await client.evaluate_rules(request)
                 out["second_s"] = time.perf_counter() - t0
-                files = len(list((workspace / ".codebolt" / "context-rule-engines").glob("*.json")))
-                out["entries_s"] = await all_entries_s(Path(env[CACHE_ENV]), files, started)
+                out["entries_s"] = await all_entries_s(paths, started)
     return out
 
 
@@ -290,7 +303,8 @@ def report_first(firsts: dict[str, dict[str, float]]) -> None:
                     f"{first['entries_s']:.2f} s after spawn")
         print(f"first answer, explain={key}: spawn → initialize {first['initialize_s']:.2f} s, "
               f"→ first answer {first['first_s']:.2f} s (server CPU {first['initialize_cpu_s']:.2f} s to initialize, "
-              f"{first['server_cpu_s']:.2f} s to the answer){edit}")
+              f"{first['server_cpu_s']:.2f} s to the answer){edit}; answer {first['answer_bytes']:,} bytes, "
+              f"orjson encode {first['encode_s'] * 1000:.0f} ms, decode {first['decode_s'] * 1000:.0f} ms")
     goal = firsts["none:warm"]["first_s"]
     print(f"goal: spawn → first evaluateRules (explain=none, compile cache warm) ≤ 1.0 s: "
           f"{goal:.2f} s {'PASS' if goal <= 1.0 else 'MISS'} (cold {firsts['none:cold']['first_s']:.2f} s; "

@@ -31,12 +31,15 @@ REQUEST = structure({"input": {"text": "please fiix it"}}, AssemblyRequest)
 
 
 def answers(loader: WorkspaceLoader, requests: list[AssemblyRequest]) -> str:
-    """Everything a client reads of the workspace's rules, as JSON: every mode, problems, engines."""
+    """Everything a client reads of the workspace's rules, as JSON: every mode and trace format,
+    problems, engines."""
     workspace = loader.load()
     out: list[Any] = [[unstructure(p) for p in workspace.problems],
                       {k: unstructure(v) for k, v in workspace.engines.items()}]
     for request in requests:
-        out += [workspace.rule_set.evaluate_wire(request, explain=mode) for mode in ("none", "matched", "all")]
+        out += [workspace.rule_set.evaluate_wire(request, explain=mode, trace_format=form)
+                for mode, form in (("none", "full"), ("matched", "full"), ("all", "full"), ("matched", "compact"),
+                                   ("all", "compact"))]
     return json.dumps(out)
 
 
@@ -101,6 +104,26 @@ def test_a_warm_start_restores_and_an_edit_recompiles_only_its_engine(tmp_path: 
     restored = warm.files[".codebolt/context-rule-engines/f.json"]
     assert restored.value == plain.value and restored.document.text == plain.document.text
     assert unstructure(restored.engine) == unstructure(plain.engine)
+
+
+def test_an_edited_file_is_never_traced_from_its_old_entries(tmp_path: Path) -> None:
+    store = CompileCache(tmp_path / "cache")
+    root = tmp_path / "ws"
+    write(root, "context-rule-engines/e.json", {"id": "e", "rules": [RULE]})
+    write(root, "context-rule-engines/f.json", {"id": "f", "rules": [RULE]})
+    answers(WorkspaceLoader(root, cache=store), [REQUEST])  # every trace built and stored
+    loader = WorkspaceLoader(root, cache=store)
+    loader.load().rule_set.evaluate_wire(REQUEST, explain="all")
+    before = {e.id: e.trace for e in loader.load().rule_set.engines}
+    edited = {**RULE, "when": [{**RULE["when"][0], "value": "pl(e)ase"}]}  # the same shape, another value
+    touch(write(root, "context-rule-engines/e.json", {"id": "e", "rules": [edited]}))
+    wire = loader.load().rule_set.evaluate_wire(REQUEST, explain="all")
+    after = {e.id: e.trace for e in loader.load().rule_set.engines}
+    assert after["f"] is before["f"] and after["e"] is not before["e"]  # only the edited engine's is made
+    values = {r["engine_id"]: r["rules"][0]["conditions"][0]["value"] for r in wire["engine_results"]}
+    assert values == {"e": "pl(e)ase", "f": "fi+x"}
+    plain = answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    assert answers(loader, [REQUEST]) == plain == answers(WorkspaceLoader(root, cache=store), [REQUEST])
 
 
 def test_an_engine_without_id_is_named_by_its_file_even_with_equal_bytes(tmp_path: Path) -> None:
@@ -170,7 +193,8 @@ def test_a_change_of_version_or_compiler_misses(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(cache_module, "_fingerprint", None)  # as a new process of that version
     assert store.key(b"same", "e") != key and store.get(store.key(b"x", "e")) is None
     cached, plain = _load_twice(root, store)
-    assert cached == plain and len(entries(store.directory)) == 2  # its own entry, the old one untouched
+    # its own entry and its trace program's (the program, its two functions), the old one untouched
+    assert cached == plain and len(entries(store.directory)) == 5 and store.path(key).exists()
 
 
 def test_the_environment_chooses_or_disables_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +254,8 @@ def test_two_processes_loading_one_workspace_share_the_cache(tmp_path: Path) -> 
     assert outputs[0] == outputs[1] == after
     store = CompileCache(tmp_path / "cache")
     stored = entries(store.directory)
-    assert len(stored) == 6 and all(store.get(p.name) is not None for p in stored)
+    # per engine: its entry, its trace program's and the code of the function `"all"` runs
+    assert len(stored) == 18 and all(store.get(p.name) is not None for p in stored)
 
 
 def test_entries_unused_for_a_month_are_pruned_by_the_first_write(tmp_path: Path) -> None:

@@ -54,6 +54,9 @@ def layout(engine: CompiledEngine) -> Layout:
     made = program(engine)
     if made.layout is None:
         made.layout = _layout(engine.id, made)
+        if made.kept is not None and made.layout_key is None:  # kept with the program (trace_cache.py)
+            made.layout_key = made.layout.key
+            made.kept.store(made, None)
     found: Layout = made.layout
     return found
 
@@ -76,8 +79,8 @@ def _layout(engine_id: str, made: TraceProgram) -> Layout:
         rule.update(memories=matched["memories"], excluded=matched["excluded"], conditions=list(slots))
         rules.append(rule)
     content = {"engine_id": engine_id, "conditions": conditions, "rules": rules}
-    # stdlib json: any integer a rule file holds; once per engine version
-    key = hashlib.sha256(json.dumps(content, separators=(",", ":")).encode()).hexdigest()[:KEY_CHARS]
+    # stdlib json: any integer a rule file holds; once per engine version (then kept in the compile cache)
+    key = made.layout_key or hashlib.sha256(json.dumps(content, separators=(",", ":")).encode()).hexdigest()[:KEY_CHARS]
     return Layout(key, {"engine_id": engine_id, "layout": key, **content}, frozenset(made.keys))
 
 

@@ -106,6 +106,7 @@ class CompiledEngine:
     # trace.py's per-engine state, made on first use: the matched templates (explain "none") or
     # the TraceProgram (explain "all" / "matched")
     trace: Any = field(default=None, init=False)
+    kept_trace: Any = field(default=None, init=False)  # trace_cache.KeptTrace: its program's cache entry
     _source: Callable[[], RuleEngine] | None = None  # restored: the structured engine, on demand
     generated: bool = True  # False while `matcher` is the interpreted one (provisional_engine)
 

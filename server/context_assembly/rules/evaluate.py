@@ -134,7 +134,12 @@ class RuleSet:
         if explain == "none":
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
-        new = any(not isinstance(engine.trace, TraceProgram) for engine, _ in found)
+        new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
+        if new:  # made (or restored) at once, then frozen before the collector runs again: they live
+            with collector_paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
+                for engine in new:
+                    program(engine)
+                gc.freeze()
         if compact:
             wire = compact_answer(wire, found, lookup, explain)
         else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer

@@ -15,13 +15,14 @@ rules that matched, with their conditions), "none" (only the matched rules, no c
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 from ..encoded import EncodedList, encoded
 from ..model.converter import unstructure
 from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
-from .engine import CompiledEngine, CompiledRule, _Emitter, _names
+from .engine import CompiledEngine, CompiledRule, _Emitter, _names, define_function
 from .lookup import Lookup, complete
 
 EXPLAIN_MODES = ("all", "matched", "none")
@@ -43,14 +44,23 @@ class TraceProgram:
     """One engine's trace: slots for every distinct condition, templates for every rule. The
     generated functions are built on first use of each mode."""
 
-    def __init__(self, engine: CompiledEngine) -> None:
+    def __init__(self, engine: CompiledEngine | None) -> None:
+        """The program of `engine`'s compiled conditions; None: an empty one that trace_cache.py
+        fills from a compile-cache entry."""
         self._slots: list[_Slot] = []
         self._leaf_slot: dict[tuple[Any, ...], int] = {}
         self._emitter = _Emitter()
         # per rule: (top-level slots, template when unmatched, template when matched)
-        self.rules = [(tuple(self._node(node) for node in rule.conditions.nodes), *_rule_templates(rule))
-                      for rule in engine.rules]
+        self.rules = [] if engine is None else [
+            (tuple(self._node(node) for node in rule.conditions.nodes), *_rule_templates(rule))
+            for rule in engine.rules]
         self.keys = list(self._emitter.keys)
+        # the generated functions' compiled modules by name, and where they and the program are
+        # kept between processes (trace_cache.KeptTrace: asked for a module before compiling it,
+        # told when one is compiled or the layout key computed)
+        self.codes: dict[str, CodeType] = {}
+        self.kept: Any = None
+        self.layout_key: str | None = None  # compact.py's layout key, when known without computing it
         self._outcomes: Callable[[Lookup], list[bool]] | None = None
         self._all: Callable[[Lookup, set[int]], list[Wire]] | None = None
         self.layout: Any = None  # compact.py's static layout (trace_format "compact"), made on first use
@@ -87,17 +97,27 @@ class TraceProgram:
         self._slots.append(_Slot(len(self._slots), kind, absent, present, key, children, expression))
         return len(self._slots) - 1
 
-    def _function(self, name: str, parameters: str, lines: list[str]) -> Any:
-        """Outcomes first (`o3 = …`, children before groups), then `lines`."""
+    def _function(self, name: str, parameters: str, lines: Callable[[], list[str]]) -> Any:
+        """Outcomes first (`o3 = …`, children before groups), then `lines()`; compiled once per
+        engine version (`codes`, restored from the compile cache)."""
         emitter = self._emitter
+        code = self.codes.get(name) or (None if self.kept is None else self.kept.code(name))
+        if code is not None:
+            self.codes[name] = code
+            return define_function(code, emitter.globals, name)
         body = [f"o{slot.index} = {slot.expression}" for slot in self._slots]
         source = "\n".join([f"def {name}({parameters}):",
-                            *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines])])
-        return emitter._define(source, name)
+                            *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines()])])
+        made = emitter._define(source, name)
+        assert emitter.code is not None
+        self.codes[name] = emitter.code
+        if self.kept is not None:
+            self.kept.store(self, name)
+        return made
 
     def outcomes(self, values: Lookup) -> list[bool]:
         if self._outcomes is None:
-            self._outcomes = self._function("outcomes", "V", [
+            self._outcomes = self._function("outcomes", "V", lambda: [
                 f"return [{', '.join(f'o{slot.index}' for slot in self._slots)}{',' if self._slots else ''}]"])
         return self._outcomes(values)
 
@@ -105,29 +125,40 @@ class TraceProgram:
         """Every rule's dict with its conditions': one generated function, dict displays over
         templates, each distinct condition's dict made once and shared by the rules that hold it."""
         if self._all is None:
-            namespace = self._emitter.globals
-            lines = []
-            for slot in self._slots:
-                i = slot.index
-                if slot.kind == "leaf":
-                    namespace[f"P{i}"], namespace[f"A{i}"] = slot.present, slot.absent
-                    var = self._emitter.var(slot.key)  # type: ignore[arg-type]
-                    lines.append(f'c{i} = {{**A{i}, "result": o{i}}} if {var} is M else '
-                                 f'{{**P{i}, "result": o{i}, "actual": {var}}}')
-                elif slot.kind == "group":
-                    children = ", ".join(f"c{c}" for c in slot.children)
-                    lines.append(f'c{i} = {{"result": o{i}, "group": {slot.absent["group"]!r}, '
-                                 f'"conditions": [{children}]}}')
-                else:
-                    namespace[f"B{i}"] = slot.absent
-                    lines.append(f"c{i} = {{**B{i}}}")
-            rules = []
-            for r, (slots, unmatched, matched) in enumerate(self.rules):
-                namespace[f"U{r}"], namespace[f"T{r}"] = unmatched, matched
-                conditions = ", ".join(f"c{s}" for s in slots)
-                rules.append(f'    {{**(T{r} if {r} in H else U{r}), "conditions": [{conditions}]}},')
-            self._all = self._function("all_rules", "V, H", [*lines, "return [", *rules, "]"])
+            self.templates()
+            self._all = self._function("all_rules", "V, H", self._all_lines)
         return self._all(values, hits)
+
+    def templates(self) -> None:
+        """The templates `all_rules` reads, as its globals."""
+        namespace = self._emitter.globals
+        for slot in self._slots:
+            if slot.kind == "leaf":
+                namespace[f"P{slot.index}"], namespace[f"A{slot.index}"] = slot.present, slot.absent
+            elif slot.kind == "broken":
+                namespace[f"B{slot.index}"] = slot.absent
+        for r, (_, unmatched, matched) in enumerate(self.rules):
+            namespace[f"U{r}"], namespace[f"T{r}"] = unmatched, matched
+
+    def _all_lines(self) -> list[str]:
+        lines = []
+        for slot in self._slots:
+            i = slot.index
+            if slot.kind == "leaf":
+                var = self._emitter.var(slot.key)  # type: ignore[arg-type]
+                lines.append(f'c{i} = {{**A{i}, "result": o{i}}} if {var} is M else '
+                             f'{{**P{i}, "result": o{i}, "actual": {var}}}')
+            elif slot.kind == "group":
+                children = ", ".join(f"c{c}" for c in slot.children)
+                lines.append(f'c{i} = {{"result": o{i}, "group": {slot.absent["group"]!r}, '
+                             f'"conditions": [{children}]}}')
+            else:
+                lines.append(f"c{i} = {{**B{i}}}")
+        rules = []
+        for r, (slots, _, _) in enumerate(self.rules):
+            conditions = ", ".join(f"c{s}" for s in slots)
+            rules.append(f'    {{**(T{r} if {r} in H else U{r}), "conditions": [{conditions}]}},')
+        return [*lines, "return [", *rules, "]"]
 
     def engine(self, engine: CompiledEngine, hits: list[int], lookup: Lookup, mode: str) -> Wire:
         """The engine's entry of `engine_results` in its wire form (`lookup` holds no None)."""
@@ -248,8 +279,14 @@ class MatchedTemplates:
 
 
 def program(engine: CompiledEngine) -> TraceProgram:
-    """The engine's trace program, built on first use and kept with the engine."""
+    """The engine's trace program, made on first use and kept with the engine: restored from the
+    compile cache when the engine has an entry there (trace_cache.py), else built (and stored)."""
     built = engine.trace
     if not isinstance(built, TraceProgram):
-        built = engine.trace = TraceProgram(engine)
+        kept = engine.kept_trace
+        built = kept.restore(engine) if kept is not None else None
+        if built is None:
+            built = TraceProgram(engine)
+            built.kept = kept
+        engine.trace = built
     return built

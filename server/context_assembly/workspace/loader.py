@@ -42,6 +42,7 @@ from ..rules.engine import (
 )
 from ..rules.evaluate import RuleSet
 from ..rules.persist import entry_of, restore_engine
+from ..rules.trace_cache import KeptTrace
 from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
 from .memo import SourceMemo
@@ -359,6 +360,7 @@ class WorkspaceLoader:
         raw = path.read_bytes()
         key = store.key(raw, path.stem) if store is not None else None
         payload = store.get(key) if store is not None and key is not None else None
+        kept = KeptTrace(store, key) if store is not None and key is not None else None  # its trace program's
         if payload is not None:
             source = SourceFile(path, relpath, "rule-engine", None, _stamp(path), unread=(raw, limits))
             try:
@@ -367,6 +369,7 @@ class WorkspaceLoader:
                 logger.info("compile cache: entry %s for %s unusable (%s)", key, relpath, exc)
                 compiled = None
             if compiled is not None and len(compiled.rules) <= limits.rules_per_engine:
+                compiled.kept_trace = kept
                 source._compiled = compiled
                 return source
         source = _read(path, relpath, "rule-engine", raw)
@@ -374,6 +377,8 @@ class WorkspaceLoader:
         if source.engine is not None:
             source._compiled = provisional_engine(source.engine)
             self._pending.append((source, None if source.problems else key))  # only a clean file is kept
+            if not source.problems:
+                source._compiled.kept_trace = kept
         return source
 
     def _compile_pending(self) -> None:
