@@ -360,7 +360,8 @@ class WorkspaceLoader:
         raw = path.read_bytes()
         key = store.key(raw, path.stem) if store is not None else None
         payload = store.get(key) if store is not None and key is not None else None
-        kept = KeptTrace(store, key) if store is not None and key is not None else None  # its trace program's
+        writer = self.compiler.write if self.compiler is not None else None  # trace entries: after the answer
+        kept = KeptTrace(store, key, writer) if store is not None and key is not None else None
         if payload is not None:
             source = SourceFile(path, relpath, "rule-engine", None, _stamp(path), unread=(raw, limits))
             try:
