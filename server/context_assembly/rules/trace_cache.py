@@ -29,8 +29,8 @@ import logging
 import marshal
 import re
 import sys
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from types import CodeType
 from typing import Any
 
