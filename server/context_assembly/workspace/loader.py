@@ -31,6 +31,7 @@ from ..model.rules import Rule, RuleEngine
 from ..pipelines.shorthand import normalise_memory
 from ..rules.background import BackgroundCompiler
 from ..rules.cache import CompileCache
+from ..rules.compile import LeafMemo
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import (
     CompiledEngine,
@@ -288,6 +289,7 @@ class WorkspaceLoader:
         self.compiler = BackgroundCompiler() if background else None
         self._background_from = background_from
         self._pending: list[tuple[SourceFile, str | None]] = []  # (file, cache key) to compile by the next load
+        self._leaves: LeafMemo = {}  # the conditions' leaves this load made (rules/compile.py), shared
         self.layout = WorkspaceLayout(self.root)
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
@@ -376,7 +378,7 @@ class WorkspaceLoader:
         source = _read(path, relpath, "rule-engine", raw)
         prepare_source(source, limits)
         if source.engine is not None:
-            source._compiled = provisional_engine(source.engine)
+            source._compiled = provisional_engine(source.engine, self._leaves)
             self._pending.append((source, None if source.problems else key))  # only a clean file is kept
             if not source.problems:
                 source._compiled.kept_trace = kept
@@ -443,6 +445,7 @@ class WorkspaceLoader:
             files[source.relpath] = source
         if watch is not None and self._links:
             watch.armed = False
+        self._leaves = {}
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
         self._compile_pending()
