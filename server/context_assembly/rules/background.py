@@ -44,24 +44,25 @@ class BackgroundCompiler:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, jobs: Iterable[Job], kept: bool = False) -> None:
+    def submit(self, jobs: Iterable[Job]) -> None:
         with self._lock:
-            if self._closed:
-                return
-            self._jobs.extend((job, kept) for job in jobs)
-            if self._thread is None and self._jobs:
-                self._thread = threading.Thread(target=self._run, name="rule-compiler", daemon=True)
-                self._thread.start()
+            if not self._closed:
+                self._queue((job, False) for job in jobs)
 
     def write(self, job: Job) -> None:
         """Run `job` (a cache write) off the request path, after the jobs queued before it; a
         closed compiler runs it here."""
         with self._lock:
-            closed = self._closed
-        if closed:
-            _run_one(job)
-        else:
-            self.submit([job], kept=True)
+            if not self._closed:
+                self._queue([(job, True)])
+                return
+        _run_one(job)
+
+    def _queue(self, items: Iterable[tuple[Job, bool]]) -> None:  # (under the lock)
+        self._jobs.extend(items)
+        if self._thread is None and self._jobs:
+            self._thread = threading.Thread(target=self._run, name="rule-compiler", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         while True:
