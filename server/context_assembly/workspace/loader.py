@@ -290,6 +290,7 @@ class WorkspaceLoader:
         self._background_from = background_from
         self._pending: list[tuple[SourceFile, str | None]] = []  # (file, cache key) to compile by the next load
         self._leaves: LeafMemo = {}  # the conditions' leaves this load made (rules/compile.py), shared
+        self._kept: list[KeptTrace] = []  # where this load's engines keep their trace programs
         self.layout = WorkspaceLayout(self.root)
         self._cache: dict[str, SourceFile] = {}
         self._context_rules: tuple[tuple, CompiledEngine, RuleEngine] | None = None
@@ -362,8 +363,8 @@ class WorkspaceLoader:
         raw = path.read_bytes()
         key = store.key(raw, path.stem) if store is not None else None
         payload = store.get(key) if store is not None and key is not None else None
-        writer = self.compiler.write if self.compiler is not None else None  # trace entries: after the answer
-        kept = KeptTrace(store, key, writer) if store is not None and key is not None else None
+        kept = KeptTrace(store, key) if store is not None and key is not None else None  # its trace program's
+        self._kept += [kept] if kept is not None else []
         if payload is not None:
             source = SourceFile(path, relpath, "rule-engine", None, _stamp(path), unread=(raw, limits))
             try:
@@ -395,6 +396,17 @@ class WorkspaceLoader:
                 job()
         else:
             self.compiler.submit(jobs)
+
+    def _defer_trace_writes(self, files: dict[str, SourceFile]) -> None:
+        """Many rules (as for compiling): trace entries written after the answer (~27 MB on 17,400
+        rules); few: at once, so a server killed right after an answer still leaves them."""
+        kept, self._kept = self._kept, []
+        if self.compiler is None or not kept:
+            return
+        rules = sum(len(f._compiled.rules) for f in files.values() if f._compiled is not None)
+        if rules >= self._background_from:
+            for where in kept:
+                where.writer = self.compiler.write
 
     def _compile(self, source: SourceFile, key: str | None, only_current: bool) -> None:
         compiled = source._compiled
@@ -449,6 +461,7 @@ class WorkspaceLoader:
         changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
         self._cache = files
         self._compile_pending()
+        self._defer_trace_writes(files)
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
         workspace = self._assemble(files, settings, setting_problems)
