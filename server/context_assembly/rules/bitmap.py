@@ -7,7 +7,8 @@ the request has. One generated function per engine computes each part as an inte
 conditions' tests are the trace program's own expressions, each giving its bit or 0) and keeps it
 per value: a value seen again costs one dict lookup instead of one test per condition (a str, or
 the variable absent, is its own key; a number is keyed with its type, as 1, 1.0 and True are equal
-keys, a float by its exact digits; lists and objects are computed every time). Each variable keeps the parts of its first `KEPT` distinct values (bounded memory).
+keys, a float by its exact digits; lists and objects are computed every time). Each variable
+keeps the parts of its first `KEPT` distinct values (bounded memory).
 
 An engine with groups (their outcome reads several variables) takes the plain path: the outcome
 slots, packed (`compact.pack`). Tests compare both on arbitrary engines and requests.
@@ -84,7 +85,7 @@ def _source(made: TraceProgram) -> str:
         if slot.kind == "leaf" and slot.expression != "False":
             by_variable[slot.key].append(f"({slot.expression} and {1 << slot.index:#x})")  # type: ignore[index]
     lines = ["def bits(V, T, K):", "    m = 0"]
-    for n, (key, tests) in enumerate(by_variable.items()):
+    for n, tests in enumerate(by_variable.values()):
         if not tests:
             continue
         var = f"v{n}"
