@@ -193,8 +193,9 @@ def test_a_change_of_version_or_compiler_misses(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(cache_module, "_fingerprint", None)  # as a new process of that version
     assert store.key(b"same", "e") != key and store.get(store.key(b"x", "e")) is None
     cached, plain = _load_twice(root, store)
-    # its own entry and its trace program's (the program, its two functions), the old one untouched
-    assert cached == plain and len(entries(store.directory)) == 5 and store.path(key).exists()
+    # its own entry and its trace program's (the program, its functions `outcomes`, `all_rules` and
+    # the compact trace's `bits`), the old one untouched
+    assert cached == plain and len(entries(store.directory)) == 6 and store.path(key).exists()
 
 
 def test_the_environment_chooses_or_disables_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

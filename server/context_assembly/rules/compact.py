@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
+from .bitmap import engine_bits
 from .engine import CompiledEngine
 from .lookup import Lookup, complete
 from .trace import TraceProgram, Wire, program
@@ -104,8 +105,10 @@ def compact_answer(wire: Wire, found: list[tuple[CompiledEngine, list[int]]], lo
         made, shape = program(engine), layout(engine)
         variables |= shape.variables
         entry = made.engine(engine, hits, lookup, "none")
-        entry["trace"] = {"layout": shape.key, "matched": hits,
-                          "outcomes": pack(made.outcomes(complete(lookup, made.keys)))}
+        bits = engine_bits(made)
+        outcomes = pack(made.outcomes(complete(lookup, made.keys))) if bits is None else \
+            base64.b64encode(bits.bitmap(lookup)).decode("ascii")
+        entry["trace"] = {"layout": shape.key, "matched": hits, "outcomes": outcomes}
         engines.append(entry)
     return _finish(wire, engines, lookup, variables, explain)
 

@@ -65,6 +65,12 @@ class TraceProgram:
         self._all: Callable[[Lookup, set[int]], list[Wire]] | None = None
         self.layout: Any = None  # compact.py's static layout (trace_format "compact"), made on first use
         self.matched = MatchedTemplates(lambda i: self.rules[i][2])  # explain "none" (and compact)
+        self.bits: Any = None  # bitmap.py's per-variable outcome bits (compact), made on first use
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        """The generated functions' globals: keys, constants and predicates by name."""
+        return self._emitter.globals
 
     @property
     def slots(self) -> list[_Slot]:

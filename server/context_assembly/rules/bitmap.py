@@ -1,0 +1,103 @@
+"""The compact trace's outcome bitmap (compact.py), computed per variable and kept per value.
+
+Every leaf condition reads one variable, and its outcome is a function of that variable's value
+alone (the operators' predicates are pure). So an engine's bitmap is the OR, over the variables
+its conditions read, of each variable's part: the bits of that variable's conditions for the value
+the request has. One generated function per engine computes each part as an integer (the
+conditions' tests are the trace program's own expressions, each giving its bit or 0) and keeps it
+per value: a value seen again costs one dict lookup instead of one test per condition (a str, or
+the variable absent, is its own key; a number is keyed with its type, as 1, 1.0 and True are equal
+keys, a float by its exact digits; lists and objects are computed every time). Each variable
+keeps the parts of its first `KEPT` distinct values (bounded memory).
+
+An engine with groups (their outcome reads several variables) takes the plain path: the outcome
+slots, packed (`compact.pack`). Tests compare both on arbitrary engines and requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .engine import define_function
+from .lookup import Lookup
+from .trace import TraceProgram
+
+KEPT = 64  # distinct values whose parts each variable keeps
+
+Bits = Callable[[Lookup, list[dict[Any, int]], Callable[[Any], Any]], int]
+
+
+class EngineBits:
+    """One engine's bitmap function and the parts it keeps (per variable: value -> int)."""
+
+    __slots__ = ("function", "kept", "size")
+
+    def __init__(self, function: Bits, variables: int, size: int) -> None:
+        self.function, self.size = function, size
+        self.kept: list[dict[Any, int]] = [{} for _ in range(variables)]
+
+    def bitmap(self, lookup: Lookup) -> bytes:
+        """The outcomes' bitmap for `lookup` (which holds no None): bit i = condition i's outcome,
+        least significant bit first, as `compact.pack` writes it."""
+        return self.function(lookup, self.kept, value_key).to_bytes((self.size + 7) // 8, "little")
+
+
+def engine_bits(made: TraceProgram) -> EngineBits | None:
+    """The engine's bitmap function (made on first use and kept with its program; its code kept in
+    the compile cache as the program's other functions), or None: the engine has groups."""
+    found = made.bits
+    if found is None:
+        if any(slot.kind == "group" for slot in made.slots):
+            made.bits = found = False
+        else:
+            made.bits = found = EngineBits(_function(made), len(made.keys), len(made.slots))
+    return found or None
+
+
+def _function(made: TraceProgram) -> Bits:
+    code = made.codes.get("bits") or (None if made.kept is None else made.kept.code("bits"))
+    if code is None:
+        code = compile(_source(made), "<rule-engine>", "exec")
+        made.codes["bits"] = code
+        if made.kept is not None:
+            made.kept.store(made, "bits")
+    function: Bits = define_function(code, made.namespace, "bits")
+    return function
+
+
+def value_key(value: Any) -> Any:
+    """The key a part is kept under for a value that is not a str (nor absent): one that tells 1,
+    1.0 and True apart (and -0.0 from 0.0); None: not kept (a list, an object, …)."""
+    kind = value.__class__
+    if kind is int or kind is bool:
+        return (kind, value)
+    if kind is float:
+        return (kind, value.hex())
+    return None
+
+
+def _source(made: TraceProgram) -> str:
+    """`def bits(V, T, K)`: per variable, its part from `T[n]` (that variable's kept parts, keyed
+    as `K` = `value_key` says) or computed (and kept while there is room); their OR."""
+    by_variable: dict[str, list[str]] = {key: [] for key in made.keys}
+    for slot in made.slots:
+        if slot.kind == "leaf" and slot.expression != "False":
+            by_variable[slot.key].append(f"({slot.expression} and {1 << slot.index:#x})")  # type: ignore[index]
+    lines = ["def bits(V, T, K):", "    m = 0"]
+    for n, tests in enumerate(by_variable.values()):
+        if not tests:
+            continue
+        var = f"v{n}"
+        lines += [f"    {var} = V.get(kv{n}, M)",
+                  f"    t = T[{n}]",
+                  f"    k = {var} if {var}.__class__ is str or {var} is M else K({var})",
+                  "    b = t.get(k)",
+                  "    if b is None:",
+                  f"        s{n} = {var}.__class__ is str",
+                  f"        b = {' | '.join(tests)}",
+                  f"        if k is not None and len(t) < {KEPT}:",
+                  "            t[k] = b",
+                  "    m |= b"]
+    lines.append("    return m")
+    return "\n".join(lines)
