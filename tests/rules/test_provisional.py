@@ -13,13 +13,19 @@ from hypothesis import strategies as st
 
 from context_assembly.model import AssemblyRequest, RuleEngine, structure, unstructure
 from context_assembly.rules.background import BackgroundCompiler
+from context_assembly.rules.compile import LeafMemo
 from context_assembly.rules.engine import compile_engine, compile_matcher, provisional_engine
 from context_assembly.rules.evaluate import RuleSet
 from context_assembly.rules.lookup import build_lookup, complete
-from context_assembly.rules.persist import compile_entry, entry_of
+from context_assembly.rules.persist import compile_entry, entry_of, restore_engine
 
 from .test_compile_cache import MODES, typed_requests, typed_rules
 from .test_properties import json_values, requests, rules, same_json
+
+# conditions whose values Python finds equal (1 == 1.0 == True, 0.0 == -0.0) but a trace tells apart
+SIMILAR_VALUES = [1, 1.0, True, 0.0, -0.0, "1", ["a"], [1], None]  # [1]: not a simple value, never shared
+SIMILAR = [{"id": f"s{i}", "when": [{"field": "n", "operator": "equal", "value": value}],
+            "then": {"add_memories": ["m"]}} for i, value in enumerate(SIMILAR_VALUES)]
 
 
 def everything(rule_set: RuleSet, request_doc: dict[str, Any], modes: list[str]) -> list[str]:
@@ -56,6 +62,31 @@ def test_an_interpreted_engine_answers_as_a_compiled_one(rule_docs: list[Any], o
     assert entry_of(provisional, emitter) == compile_entry(structure(doc, RuleEngine))[1]  # the same cache entry
     for request_doc in request_docs:
         assert same_json(everything(interpreted, request_doc, modes), everything(fresh, request_doc, modes))
+    # leaves shared with another engine of the same load, as the loader shares them: the same
+    # answers interpreted, generated, and restored from the entry written (its code may differ)
+    leaves: LeafMemo = {}
+    provisional_engine(structure({"id": "f", "rules": [*reversed(rule_docs), *SIMILAR]}, RuleEngine), leaves)
+    shared = provisional_engine(structure(doc, RuleEngine), leaves)
+    for request_doc in request_docs:
+        assert same_json(everything(RuleSet([shared]), request_doc, modes), everything(fresh, request_doc, modes))
+    entry = entry_of(shared, compile_matcher(shared))
+    assert entry is not None
+    restored = restore_engine(entry, lambda: structure(doc, RuleEngine))
+    for request_doc in request_docs:
+        assert same_json(everything(RuleSet([shared]), request_doc, modes), everything(fresh, request_doc, modes))
+        assert same_json(everything(RuleSet([restored]), request_doc, modes), everything(fresh, request_doc, modes))
+
+
+def test_leaves_equal_in_python_but_not_in_json_are_never_shared() -> None:
+    leaves: LeafMemo = {}
+    engines = [provisional_engine(structure({"id": f"e{i}", "rules": SIMILAR}, RuleEngine), leaves) for i in range(2)]
+    request = {"additional_variables": {"n": 1, "tags": ["a"]}}
+    for engine in engines:
+        plain = compile_engine(structure({"id": engine.id, "rules": SIMILAR}, RuleEngine))
+        assert same_json(everything(RuleSet([engine]), request, MODES), everything(RuleSet([plain]), request, MODES))
+    [first, second] = [[rule.conditions.nodes[0] for rule in engine.rules] for engine in engines]
+    assert [a is b for a, b in zip(first, second, strict=True)] == [v != [1] for v in SIMILAR_VALUES]  # made once
+    assert len({id(node) for node in first}) == len(SIMILAR)  # 1, 1.0, true, 0.0, -0.0, "1", [..]: all apart
 
 
 def test_each_condition_holds_as_it_explains() -> None:

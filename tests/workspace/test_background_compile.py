@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from context_assembly.methods.session import Session
 from context_assembly.model import AssemblyRequest, structure
 from context_assembly.rules.cache import CompileCache
+from context_assembly.rules.trace_cache import trace_key
 from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLoader
 
 from ..rules.test_compile_cache import typed_requests
@@ -134,3 +135,30 @@ def test_closing_a_session_stops_its_background_compile_promptly(tmp_path: Path)
     assert not closing.is_alive() and not loader.compiler.busy
     assert not any(t.name == "rule-compiler" for t in threading.enumerate())
     assert not all(e.generated for e in loader.load().rule_set.engines)  # what was queued never ran
+
+
+def test_trace_entries_are_written_after_the_answer_and_a_close_finishes_them(tmp_path: Path) -> None:
+    store = CompileCache(tmp_path / "cache")
+    root = tmp_path / "ws"
+    path = write(root, ENGINE, rules(3, "old"))
+    program_key = trace_key(store.key(path.read_bytes(), "e"))
+    loader = WorkspaceLoader(root, cache=store, background=True, background_from=0)
+    gate = held(loader)  # the thread is busy elsewhere: nothing it was handed is written yet
+    request = structure({"input": {"text": "fiix"}}, AssemblyRequest)
+    plain = WorkspaceLoader(root, cache=False)  # the same answers without any cache
+    assert answers(loader, [request]) == answers(plain, [request])  # every trace: its program and functions
+    assert not store.path(program_key).exists()  # the answer came first
+    closing = threading.Thread(target=loader.close)
+    closing.start()
+    gate.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert store.get(program_key) is not None  # written whole by close (the engine's compile was dropped)
+    written = {p: p.stat().st_ino for p in entries(store.directory)}
+    restarted = WorkspaceLoader(root, cache=store)  # a new process: the program from the entries
+    assert answers(restarted, [request]) == answers(plain, [request])
+    assert {p: p.stat().st_ino for p in entries(store.directory) if p in written} == written  # none rewritten
+    touch(write(root, ENGINE, rules(3, "new")))  # an edited file: never traced from the old entries
+    edited = restarted.load().rule_set.evaluate_wire(request, explain="all")
+    assert edited["matched_memories"] == ["new"]
+    assert edited == WorkspaceLoader(root, cache=False).load().rule_set.evaluate_wire(request, explain="all")

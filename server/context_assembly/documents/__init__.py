@@ -6,12 +6,22 @@ Knows nothing of LSP or of rules: it turns text into a value plus syntax errors,
 positions (UTF-8/16/32) or to `line:col` for the command line.
 """
 
+from typing import Any
+
 from .document import ParsedDocument, Span, SyntaxIssue
 from .formats import document_kind, parse_document
 from .json_tree import parse_json
 from .lines import LineIndex
 from .pointers import format_pointer, parse_pointer
-from .yaml_tree import parse_yaml
+
+
+def __getattr__(name: str) -> Any:
+    if name == "parse_yaml":  # PyYAML on first use (formats.py)
+        from .yaml_tree import parse_yaml
+
+        return parse_yaml
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LineIndex",

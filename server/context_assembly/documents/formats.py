@@ -7,7 +7,6 @@ from pathlib import PurePath
 from .document import ParsedDocument
 from .json_reparse import reparse_json
 from .json_tree import parse_json
-from .yaml_tree import parse_yaml
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -20,6 +19,8 @@ def document_kind(path_or_name: str | PurePath) -> str:
 def parse_document(text: str, path_or_name: str | PurePath, previous: ParsedDocument | None = None) -> ParsedDocument:
     """`previous`, an earlier version of the same JSON document, makes the parse incremental."""
     if document_kind(path_or_name) == "yaml":
+        from .yaml_tree import parse_yaml  # here: a workspace of JSON files never imports PyYAML
+
         return parse_yaml(text)
     if previous is not None and previous.kind == "json":
         return reparse_json(previous, text)

@@ -9,6 +9,9 @@ place (one attribute store) and writes its cache entry, then ends. Each job belo
 object, i.e. one file version: a file edited meanwhile is a new object with its own job, so an
 answer never comes from an older version. `close` drops what has not started and waits for the
 job running (one engine); the thread is a daemon, so it never holds up an exiting process.
+Writes handed over with `write` (trace_cache.py: a first trace's program entries, ~27 MB on a
+large workspace, written after the answer rather than before it) are kept by `close`: the thread
+finishes them, without waiting for requests, before `close` returns.
 While a request runs (`foreground`), the thread waits before its next engine, for at most
 `YIELD_S`: requests keep most of the interpreter (compiling holds it), and a stream of requests
 cannot stop the compiling.
@@ -37,32 +40,40 @@ class BackgroundCompiler:
         self._done = threading.Condition(self._lock)
         self._quiet = threading.Condition(self._lock)
         self._foreground = 0  # requests running
-        self._jobs: deque[Job] = deque()
+        self._jobs: deque[tuple[Job, bool]] = deque()  # (job, kept by `close`)
         self._thread: threading.Thread | None = None
         self._closed = False
 
     def submit(self, jobs: Iterable[Job]) -> None:
         with self._lock:
-            if self._closed:
+            if not self._closed:
+                self._queue((job, False) for job in jobs)
+
+    def write(self, job: Job) -> None:
+        """Run `job` (a cache write) off the request path, after the jobs queued before it; a
+        closed compiler runs it here."""
+        with self._lock:
+            if not self._closed:
+                self._queue([(job, True)])
                 return
-            self._jobs.extend(jobs)
-            if self._thread is None and self._jobs:
-                self._thread = threading.Thread(target=self._run, name="rule-compiler", daemon=True)
-                self._thread.start()
+        _run_one(job)
+
+    def _queue(self, items: Iterable[tuple[Job, bool]]) -> None:  # (under the lock)
+        self._jobs.extend(items)
+        if self._thread is None and self._jobs:
+            self._thread = threading.Thread(target=self._run, name="rule-compiler", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         while True:
             with self._lock:
                 self._quiet.wait_for(lambda: not self._foreground or self._closed, YIELD_S)
-                if self._closed or not self._jobs:
+                if not self._jobs:  # (`close` leaves only the kept ones)
                     self._thread = None
                     self._done.notify_all()
                     break
-                job = self._jobs.popleft()
-            try:
-                job()
-            except Exception:  # the engine keeps its interpreted matcher: slower, never wrong
-                logger.exception("compiling a rule engine in the background failed")
+                job, _ = self._jobs.popleft()
+            _run_one(job)
         # what the jobs made lives as long as its engines: out of the cyclic collector's way,
         # as the loader's `pin_compiled` does for what it compiles itself
         gc.freeze()
@@ -92,10 +103,19 @@ class BackgroundCompiler:
             return self._done.wait_for(lambda: self._thread is None, timeout)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Drop the queued jobs and wait (at most `timeout`) for the running one; later submits are ignored."""
+        """Drop the queued compile jobs, and wait (at most `timeout`) for the running one and the
+        queued writes; later submits are ignored, later writes run in the caller."""
         with self._lock:
             self._closed = True
-            self._jobs.clear()
+            self._jobs = deque(item for item in self._jobs if item[1])
+            self._quiet.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+
+
+def _run_one(job: Job) -> None:
+    try:
+        job()
+    except Exception:  # a compile: the engine keeps its interpreted matcher (slower, never wrong);
+        logger.exception("a job in the background failed")  # a write: the cache just misses

@@ -25,7 +25,7 @@ from attrs import define, field
 from ..model.evaluation import RuleResult
 from ..model.rules import Rule, RuleEngine
 from ..registry.values import MISSING
-from .compile import Broken, CompiledConditions, Group, Leaf, Node, compile_conditions
+from .compile import Broken, CompiledConditions, Group, Leaf, LeafMemo, Node, compile_conditions
 from .lookup import Lookup, complete, shared
 
 # Takes a lookup holding every key of the engine's `keys` (absent ones as MISSING, see
@@ -298,12 +298,13 @@ def compile_with_emitter(engine: RuleEngine) -> tuple[CompiledEngine, _Emitter]:
     return compiled, emitter
 
 
-def provisional_engine(engine: RuleEngine) -> CompiledEngine:
+def provisional_engine(engine: RuleEngine, leaves: LeafMemo | None = None) -> CompiledEngine:
     """The engine with its conditions compiled but its matcher interpreted (`interpreted`): what
     compiling costs beyond this (writing and compiling the generated source, ~85% of it on a
-    large workspace) is left to `compile_matcher`, which a cold start runs off the request path."""
+    large workspace) is left to `compile_matcher`, which a cold start runs off the request path.
+    `leaves`: leaves made before (the loader's, for every engine of a load: compile.py `LeafMemo`)."""
     rules = [
-        CompiledRule(rule, _rule_id(rule, i), i, compile_conditions(rule.when),
+        CompiledRule(rule, _rule_id(rule, i), i, compile_conditions(rule.when, leaves),
                      ref=f"{engine.id or ''}/{_rule_id(rule, i)}")
         for i, rule in enumerate(engine.rules)
     ]

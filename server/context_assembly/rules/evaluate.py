@@ -26,7 +26,6 @@ from ..model.converter import unstructure
 from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
-from .compact import compact_answer, from_full
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
 from .globs import is_pattern, reference_matches
@@ -122,6 +121,8 @@ class RuleSet:
         `trace_format` "compact": the trace packed (compact.py)."""
         lookup = build_lookup(request) if lookup is None else lookup
         compact = trace_format == "compact" and explain != "none"
+        if compact:  # (imported here: a first "none" answer needs none of it)
+            from .compact import compact_answer, from_full
         if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
             if compact:
                 return from_full(unstructure(self.evaluate(request, lookup, True, derived)),

@@ -14,7 +14,12 @@ version, Python's magic number and every source of this package's `rules` (this 
 an edited file, or another version of the code, never finds it. It is read, checked and written as
 engine entries are (atomic; a truncated, corrupt or foreign entry is a miss: the program is built
 from the rules and the entry written again). Entries are written on first use of a trace, never
-while compiling: a workspace whose clients only ask for `"none"` pays nothing for them.
+while compiling: a workspace whose clients only ask for `"none"` pays nothing for them. A
+long-lived loader hands the writing (marshalling and the file writes: ~27 MB on `large`, 0.2-0.4 s)
+to its background compiler (background.py `write`): the answer is sent first, the entries follow
+when no request runs, and closing the loader finishes them. What an entry holds is taken when the
+program is told (the code object, the program's parts), so a write never reads a program that a
+later request is extending.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import logging
 import marshal
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from types import CodeType
+from typing import Any
 
 from .cache import CompileCache
 from .engine import CompiledEngine
@@ -48,10 +56,12 @@ class KeptTrace:
     """Where one engine version's trace program is kept (`CompiledEngine.kept_trace`): an entry for
     the program, one per generated function's code (a `"matched"` answer reads only its own)."""
 
-    __slots__ = ("cache", "engine_key", "_stored")
+    __slots__ = ("cache", "engine_key", "_stored", "writer")
 
-    def __init__(self, cache: CompileCache, engine_key: str) -> None:
-        self.cache, self.engine_key = cache, engine_key
+    def __init__(self, cache: CompileCache, engine_key: str,
+                 writer: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """`writer`: runs a write later, off the request path (background.py `write`); None: at once."""
+        self.cache, self.engine_key, self.writer = cache, engine_key, writer
         self._stored: str | None | bool = False  # the layout key the program's entry holds, once read or written
 
     def restore(self, engine: CompiledEngine) -> TraceProgram | None:
@@ -80,18 +90,29 @@ class KeptTrace:
 
     def store(self, made: TraceProgram, name: str | None) -> None:
         """Store the program when its entry lacks what it now knows, and the code of `name`."""
+        writes: list[tuple[str, Any]] = []  # (key, what the entry marshals)
         if self._stored is False or (made.layout_key is not None and self._stored != made.layout_key):
-            payload = program_entry(made)
-            if payload is None:
-                return
-            self.cache.put(trace_key(self.engine_key), payload)
+            writes.append((trace_key(self.engine_key), program_parts(made)))
             self._stored = made.layout_key
         if name is not None:
-            self.cache.put(trace_key(self.engine_key, name), marshal.dumps((FORMAT, made.codes[name])))
+            writes.append((trace_key(self.engine_key, name), (FORMAT, made.codes[name])))
+        if self.writer is None:
+            self._write(writes)
+        else:
+            self.writer(partial(self._write, writes))
+
+    def _write(self, writes: list[tuple[str, Any]]) -> None:
+        for key, parts in writes:
+            try:
+                payload = marshal.dumps(parts)
+            except ValueError:  # "unmarshallable object": the program's, so no entries (built again)
+                return
+            self.cache.put(key, payload)
 
 
-def program_entry(made: TraceProgram) -> bytes | None:
-    """The entry that restores `made` without its functions' code (None when a value cannot be stored)."""
+def program_parts(made: TraceProgram) -> tuple[Any, ...]:
+    """What the entry that restores `made` (without its functions' code) marshals: new containers
+    (the values in them are never changed once made), so it can be marshalled later."""
     emitter = made._emitter
     constants, recipes = {}, {}
     for name, value in emitter.globals.items():
@@ -105,10 +126,7 @@ def program_entry(made: TraceProgram) -> bytes | None:
             constants[name] = value
     slots = [(slot.kind, slot.absent, slot.present, slot.key, slot.children, slot.expression)
              for slot in made.slots]
-    try:
-        return marshal.dumps((FORMAT, slots, made.rules, made.keys, constants, recipes, made.layout_key))
-    except ValueError:  # "unmarshallable object"
-        return None
+    return FORMAT, slots, list(made.rules), list(made.keys), constants, recipes, made.layout_key
 
 
 def restore_program(payload: bytes, engine: CompiledEngine) -> TraceProgram:

@@ -15,8 +15,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from ..errors import StorageError
 from .layout import WorkspaceLayout
 
@@ -172,6 +170,8 @@ def workspace_lock(
     """
     if not _LOCK_NAME.fullmatch(name):
         raise ValueError(f"unsafe lock name {name!r}")
+    from filelock import FileLock, Timeout  # here: a first `evaluateRules` takes no lock
+
     lock_dir = where.locks_dir if isinstance(where, WorkspaceLayout) else Path(where)
     lock_path = lock_dir / f"{name}.lock"
     try:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import orjson
-import yaml
 from attrs import define, field
 
 from ..errors import ConflictError, InvalidParamsError, NotFoundError, StorageError
@@ -101,7 +100,7 @@ class DefinitionRepository:
                 continue  # deleted meanwhile
             try:
                 items.append(_with_id(_parse(path), def_id))
-            except (OSError, ValueError, yaml.YAMLError):
+            except (OSError, ValueError):
                 continue
         return items
 
@@ -176,7 +175,7 @@ class DefinitionRepository:
             return path, _with_id(_parse(path), def_id)
         except FileNotFoundError:
             raise self._not_found(def_id) from None
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+        except (OSError, ValueError) as exc:
             raise StorageError(f"{self.kind} {def_id!r} cannot be read: {exc}", {"path": str(path)}) from exc
 
     def _claim_id(self, doc: Document) -> str:
@@ -302,8 +301,18 @@ def rule_engine_repository(layout: WorkspaceLayout, **options: Any) -> RuleEngin
 
 
 def _parse(path: Path) -> Document:
+    """The file's object; ValueError when it holds none (a YAML error too: PyYAML is imported only
+    for a YAML file, so a workspace of JSON files never loads it)."""
     raw = path.read_bytes()
-    data = yaml.safe_load(raw) if path.suffix in _YAML_SUFFIXES else orjson.loads(raw)
+    if path.suffix in _YAML_SUFFIXES:
+        import yaml
+
+        try:
+            data = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ValueError(str(exc)) from exc
+    else:
+        data = orjson.loads(raw)
     if not isinstance(data, dict):
         raise ValueError(f"{path.name} does not hold an object")
     return data
