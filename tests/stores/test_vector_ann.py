@@ -50,7 +50,8 @@ def agree(index: SqliteVectorIndex, exact: SqliteVectorIndex, queries: np.ndarra
     """What the ANN promises against true exact search: only live chunks, each with its exact cosine,
     best first, as many as exact search finds, and nearly all of exact search's top k (HNSW is
     approximate; with candidates re-scored it misses a neighbour now and then on these small random
-    sets, and the graph a multi-threaded build makes differs from run to run)."""
+    sets, and the graph a multi-threaded build makes differs from run to run), so one miss is allowed
+    however few neighbours were asked for."""
     hits = total = 0
     for q in queries:
         got, want = index.nearest("c", q, k, -1.0), exact.nearest("c", q, k, -1.0)
@@ -60,7 +61,9 @@ def agree(index: SqliteVectorIndex, exact: SqliteVectorIndex, queries: np.ndarra
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         hits += len({i for i, _ in got} & {i for i, _ in want})
         total += len(want)
-    assert hits >= min_recall * total, f"recall {hits}/{total}"
+    # at least min_recall of them, and never fail on a single miss among a handful (k = 1 on five
+    # queries would otherwise demand 100%)
+    assert total - hits <= max(1, (1 - min_recall) * total), f"recall {hits}/{total}"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
