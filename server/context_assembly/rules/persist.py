@@ -60,14 +60,14 @@ def compile_entry(engine: RuleEngine) -> tuple[CompiledEngine, bytes | None]:
     return compiled, entry_of(compiled, emitter)
 
 
-def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
-    """The cache entry of an engine whose matcher `emitter` wrote (None when a value cannot be stored)."""
-    code = emitter.code
-    assert code is not None
-    used = _names(code)
-    constants, recipes = {}, {}
+def stored_globals(emitter: _Emitter, skip: Callable[[str], bool]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The generated code's globals as an entry keeps them (but those `skip` names): constants as
+    they are, and how to make each operator's predicate (or an inline test's callable constant)
+    again, since functions cannot be marshalled."""
+    constants: dict[str, Any] = {}
+    recipes: dict[str, Any] = {}
     for name, value in emitter.globals.items():
-        if name not in used or name == "M":
+        if skip(name):
             continue
         if name in emitter.recipes:  # an operator's predicate
             recipes[name] = (False, emitter.recipes[name])
@@ -75,6 +75,15 @@ def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
             recipes[name] = (True, emitter.recipes[name[1:]])
         else:
             constants[name] = value
+    return constants, recipes
+
+
+def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
+    """The cache entry of an engine whose matcher `emitter` wrote (None when a value cannot be stored)."""
+    code = emitter.code
+    assert code is not None
+    used = _names(code)
+    constants, recipes = stored_globals(emitter, lambda name: name not in used or name == "M")
     rules = [(r.rule_id, r.position, r.ref, r.memories, r.excluded, r.plain, r.broken, r.per_source, r.error,
               r.name, r.priority) for r in compiled.rules]
     try:

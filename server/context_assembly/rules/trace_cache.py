@@ -37,7 +37,7 @@ from typing import Any
 from .cache import CompileCache
 from .engine import CompiledEngine
 from .lookup import shared
-from .persist import _Deferred
+from .persist import _Deferred, stored_globals
 from .trace import TraceProgram, _Slot
 
 logger = logging.getLogger(__name__)
@@ -113,17 +113,8 @@ class KeptTrace:
 def program_parts(made: TraceProgram) -> tuple[Any, ...]:
     """What the entry that restores `made` (without its functions' code) marshals: new containers
     (the values in them are never changed once made), so it can be marshalled later."""
-    emitter = made._emitter
-    constants, recipes = {}, {}
-    for name, value in emitter.globals.items():
-        if name in ("M", "__builtins__") or _TEMPLATE.fullmatch(name):  # (exec adds the builtins)
-            continue
-        if name in emitter.recipes:  # an operator's predicate
-            recipes[name] = (False, emitter.recipes[name])
-        elif callable(value) and name[1:] in emitter.recipes:  # an inline test's callable constant
-            recipes[name] = (True, emitter.recipes[name[1:]])
-        else:
-            constants[name] = value
+    constants, recipes = stored_globals(  # (exec adds the builtins)
+        made._emitter, lambda name: name in ("M", "__builtins__") or _TEMPLATE.fullmatch(name) is not None)
     slots = [(slot.kind, slot.absent, slot.present, slot.key, slot.children, slot.expression)
              for slot in made.slots]
     return FORMAT, slots, list(made.rules), list(made.keys), constants, recipes, made.layout_key
