@@ -20,7 +20,7 @@ from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLo
 
 from ..rules.test_compile_cache import typed_requests
 from .builder import write
-from .test_compile_cache import RULE, answers, entries, files, touch
+from .test_compile_cache import RULE, answers, entries, files, touch, write_version
 
 ENGINE = "context-rule-engines/e.json"
 
@@ -58,12 +58,7 @@ def test_a_background_loader_answers_as_a_plain_one_through_edits(versions: list
         gate = held(loader) if hold else None  # held: every answer below comes from interpreted matchers
         try:
             for version in versions:
-                folder = root / ".codebolt" / "context-rule-engines"
-                for old in folder.glob("*.json") if folder.exists() else []:
-                    if old.stem not in version:
-                        old.unlink()
-                for name, doc in version.items():
-                    touch(write(root, f"context-rule-engines/{name}.json", doc))
+                write_version(root, version)
                 plain = answers(WorkspaceLoader(root, cache=False), requests)
                 assert answers(loader, requests) == plain  # whatever the compiler has done so far
                 if gate is not None:

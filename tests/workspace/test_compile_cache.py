@@ -49,6 +49,16 @@ def touch(path: Path) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
 
 
+def write_version(root: Path, version: dict[str, Any]) -> None:
+    """The rule files as `version` has them: the others removed, each written with a new mtime."""
+    folder = root / ".codebolt" / "context-rule-engines"
+    for old in folder.glob("*.json") if folder.exists() else []:
+        if old.stem not in version:
+            old.unlink()
+    for name, doc in version.items():
+        touch(write(root, f"context-rule-engines/{name}.json", doc))
+
+
 def entries(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
 
@@ -69,12 +79,7 @@ def test_cached_loaders_answer_as_a_plain_one_through_edits(versions: list[dict[
         root, store = Path(scratch) / "ws", CompileCache(Path(scratch) / "cache")
         long_lived = WorkspaceLoader(root, cache=store)
         for version in versions:
-            folder = root / ".codebolt" / "context-rule-engines"
-            for old in folder.glob("*.json") if folder.exists() else []:
-                if old.stem not in version:
-                    old.unlink()
-            for name, doc in version.items():
-                touch(write(root, f"context-rule-engines/{name}.json", doc))
+            write_version(root, version)
             plain = answers(WorkspaceLoader(root, cache=False), requests)
             assert answers(long_lived, requests) == plain  # after an edit: stored or restored
             assert answers(WorkspaceLoader(root, cache=store), requests) == plain  # a new process, warm

@@ -182,8 +182,7 @@ class Executor:
                 results[index] = Execution(ref, "missing", error=ref.error)
                 continue
             pending[task] = ref
-        settled = list(results.values())
-        for execution in settled:  # after the misses have started
+        for execution in list(results.values()):  # the hits, after the misses have started
             done(execution)
         order = {id(ref): i for i, ref in enumerate(references)}
         # as each finishes (its pipelineComplete goes out at once), with a little grace past the

@@ -147,8 +147,8 @@ class RuleSet:
             with collector_paused():
                 wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
                                           for engine, hits in found]
-        if new:  # trace programs live as long as their engines: out of the collector's way, as those are
-            gc.freeze()  # (no full collection here: the loader's `pin_compiled` did one for this version)
+        if new:  # what the answer made on first use lives with the engines too (generated functions, a
+            gc.freeze()  # compact layout and bits); no full collection: `pin_compiled` did one for this version
         return wire
 
     @staticmethod
