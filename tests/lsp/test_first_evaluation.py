@@ -11,16 +11,14 @@ the stores build them then."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .recording import read_message, recorded_modules, recording_server
 from .support import frame
-from .test_startup import read_message
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / ".codebolt" / "context-rule-engines"
 FIRST = "first-evaluation"
@@ -36,41 +34,12 @@ REQUEST = {"scope_variables": {"thread": {"thread_id": "t-1"}, "task": {"task_ty
            "additional_variables": {"phase": "planning"}, "input": {"text": "plan the refactor"},
            "explain": "none"}
 
-# `python -m context_assembly serve`, its stdout recording the modules loaded when the answer to
-# the request FIRST is written.
-RECORDING_SERVE = """
-import runpy, sys
-
-class Recorder:
-    def __init__(self, stream, record, marker):
-        self.stream, self.record, self.marker, self.written = stream, record, marker, False
-    def write(self, data):
-        if not self.written and self.marker in bytes(data):
-            self.written = True
-            with open(self.record, "w") as out:
-                out.write("\\n".join(sorted(sys.modules)))
-        return self.stream.write(data)
-    def flush(self):
-        self.stream.flush()
-
-class Stdout:
-    def __init__(self, buffer):
-        self.buffer = buffer
-
-sys.stdout = Stdout(Recorder(sys.stdout.buffer, sys.argv[1], sys.argv[2].encode()))
-sys.argv = ["context-assembly", "serve"]
-runpy.run_module("context_assembly", run_name="__main__", alter_sys=True)
-"""
-
-
 class Recorded:
     """A recording server on `workspace`, initialized as the sidecar client does (no editor capabilities)."""
 
     def __init__(self, workspace: Path, record: Path) -> None:
         self.workspace = workspace
-        self.process = subprocess.Popen([sys.executable, "-c", RECORDING_SERVE, str(record), f'"{FIRST}"'],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        cwd=workspace)
+        self.process = recording_server(workspace, record, f'"{FIRST}"')
         self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize",
                    "params": {"processId": None, "rootUri": workspace.as_uri(),
                               "capabilities": {"experimental": {"contextAssembly": {"llm": False}}}}})
@@ -114,7 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Recorded,
 def first(server: tuple[Recorded, Path]) -> tuple[dict[str, Any], set[str]]:
     recorded, record = server
     answer = recorded.call(FIRST, "contextAssembly/evaluateRules", REQUEST)
-    return answer, set(record.read_text().splitlines())
+    return answer, recorded_modules(record)
 
 
 def test_the_first_evaluation_is_answered(first: tuple[dict[str, Any], set[str]]) -> None:

@@ -7,15 +7,13 @@ so that the first write, the `initialize` answer, records `sys.modules` at that 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .recording import read_message, recorded_modules, recording_server
 from .support import RawServer, clone, frame
 
 # The engine, and the libraries only the engine needs: none of it is needed to answer `initialize`.
@@ -26,46 +24,9 @@ ENGINE = ("model", "runtime", "documents", "registry", "rules", "schemas", "stor
 FAMILIES = ("assembly", "rule_engines", "persistent_memory", "ingestion", "memory", "testing", "replay")
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}}
 
-# `python -m context_assembly serve`, its stdout recording the modules loaded when it is first written.
-RECORDING_SERVE = """
-import runpy, sys
-
-class Recorder:
-    def __init__(self, stream, record):
-        self.stream, self.record, self.written = stream, record, False
-    def write(self, data):
-        if not self.written:
-            self.written = True
-            with open(self.record, "w") as out:
-                out.write("\\n".join(sorted(sys.modules)))
-        return self.stream.write(data)
-    def flush(self):
-        self.stream.flush()
-
-class Stdout:
-    def __init__(self, buffer):
-        self.buffer = buffer
-
-sys.stdout = Stdout(Recorder(sys.stdout.buffer, sys.argv[1]))
-sys.argv = ["context-assembly", "serve"]
-runpy.run_module("context_assembly", run_name="__main__", alter_sys=True)
-"""
-
-
-def read_message(stream: Any) -> dict[str, Any]:
-    length = 0
-    while (line := stream.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    assert length, "the server closed its output"
-    result: dict[str, Any] = json.loads(stream.read(length))
-    return result
-
-
 def imported_before_initialize(workspace: Path, record: Path) -> tuple[dict[str, Any], set[str]]:
     """The `initialize` answer of a fresh `serve`, and every module loaded when it was written."""
-    process = subprocess.Popen([sys.executable, "-c", RECORDING_SERVE, str(record)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workspace)
+    process = recording_server(workspace, record)
     try:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(frame({**INITIALIZE, "params": {**INITIALIZE["params"], "rootUri": workspace.as_uri()}}))
@@ -74,7 +35,7 @@ def imported_before_initialize(workspace: Path, record: Path) -> tuple[dict[str,
     finally:
         process.kill()
         process.wait()
-    return answer, set(record.read_text().splitlines())
+    return answer, recorded_modules(record)
 
 
 @pytest.fixture(scope="module")
