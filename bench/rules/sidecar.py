@@ -224,14 +224,16 @@ async def measure(workspace: Path, requests: list[dict[str, Any]], runs: int, in
 
 async def measure_mode(workspace: Path, requests: list[dict[str, Any]], runs: int, in_flight: int, mode: str,
                        out: dict[str, Any]) -> None:
-    """One mode's rows, each on a server and client of its own: an agent asking for `"none"` never
-    carries the heap of the full-trace answers another mode's client decoded before it."""
+    """One mode's rows, each on a server and client of its own, asked in that mode only: an agent
+    asking for `"none"` never carries the heap of the full-trace answers another mode's client
+    decoded before it, nor a server that built the trace programs for them."""
     with open(os.devnull, "w") as log:
         async with ContextAssemblyClient(workspace, stderr=log) as client:
-            await client.evaluate_rules(requests[0])
             pid = client.pid or 0
             batch = [{**request, **PARAMS.get(mode, {})} for request in requests]
             expand = mode in EXPANDED
+            # the first answer in the mode's own options: a `"none"` agent never builds the trace programs
+            await client.evaluate_rules(batch[0], compact_trace=expand)
             out[f"{mode}:codec"] = codec_ms_per_mb(await client.evaluate_rules(
                 {**batch[0], "trace_format": "compact"} if expand else batch[0]))
             await timed(client, batch, 1, expand)  # warm-up

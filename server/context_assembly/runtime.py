@@ -119,6 +119,22 @@ class Runtime:
             self.cache.ttl_s = self._workspace.settings.cache_ttl_s
             return self._workspace
 
+    def settled(self) -> bool:
+        """Whether a rule evaluation now only computes: the workspace is as last loaded (no file to
+        read, no engine to compile, no other thread loading it) and a turn count opens nothing and
+        is no network round trip (the embedded stores, already open or with no database yet). The
+        event loop answers `"explain": "none"` evaluations itself then (lsp/protocol.py)."""
+        settings, refused = self._store_settings
+        if refused or settings.stores.backend != "embedded" \
+                or (self._wired is None and not nothing_stored(self.layout, settings.stores)):
+            return False
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            return self.loader.settled()
+        finally:
+            self._lock.release()
+
     def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup (and the derived values in it) every method and command evaluates
         rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""

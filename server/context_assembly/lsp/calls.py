@@ -17,10 +17,8 @@ from lsprotocol import types
 
 from ..methods import METHODS, CallContext, MethodSpec, call
 from .errors import to_rpc_error
-from .protocol import Answer
+from .protocol import TOKENS, Answer
 from .server import ContextAssemblyServer
-
-TOKENS = ("workDoneToken", "partialResultToken")
 
 
 def split_tokens(params: Any) -> tuple[Any, Any]:

@@ -502,6 +502,15 @@ class WorkspaceLoader:
             rule_set=RuleSet(compiled), problems=problems,
         )
 
+    def settled(self) -> bool:
+        """True when a load now would return the last workspace without reading or compiling
+        anything: the watch vouches that nothing changed and no engine is compiling in the
+        background. (A change it finds is not lost: the next load scans.)"""
+        watch = self._watch
+        if self._last is None or watch is None or (self.compiler is not None and self.compiler.busy):
+            return False
+        return watch.unchanged()
+
     def foreground(self) -> AbstractContextManager[None]:
         """Around a request: compiling in the background waits for it (rules/background.py)."""
         return self.compiler.foreground() if self.compiler is not None else nullcontext()
