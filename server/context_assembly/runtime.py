@@ -135,6 +135,12 @@ class Runtime:
         finally:
             self._lock.release()
 
+    def compact_traced(self) -> bool:
+        """Whether the workspace as last loaded made a compact answer over every enabled engine (its
+        trace programs, layouts and bits exist: the next compact answer only computes)."""
+        workspace = self._workspace
+        return workspace is not None and workspace.rule_set.compact_traced
+
     def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup (and the derived values in it) every method and command evaluates
         rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""

@@ -80,6 +80,33 @@ async def test_a_settled_none_evaluation_is_answered_before_receive_returns(
     assert engine is not None and [e["engine_id"] for e in engine["result"]["engine_results"]] == ["planning"]
 
 
+async def test_a_compact_trace_is_answered_on_the_loop_once_a_worker_made_one(
+        served: tuple[ContextAssemblyServer, Capture, Path]) -> None:
+    server, out, root = served
+    for explain in ("all", "matched"):
+        params = {**REQUEST, "explain": explain, "trace_format": "compact"}
+        first = at_once(server, out, request(f"{explain}-1", "contextAssembly/evaluateRules", params))
+        if explain == "all":
+            assert first is None  # the trace programs, layouts and bits are made on a worker
+            first = await reply_to(out, f"{explain}-1")
+        assert first is not None and first["result"]["trace_format"] == "compact"
+        again = at_once(server, out, request(f"{explain}-2", "contextAssembly/evaluateRules", params))
+        assert again is not None and again["result"] == first["result"]
+    # a subset of the engines, or one engine by id, may name one never traced: a worker's
+    subset = {**REQUEST, "trace_format": "compact", "rule_engine_ids": ["planning"]}
+    assert at_once(server, out, request("subset", "contextAssembly/evaluateRules", subset)) is None
+    assert "result" in await reply_to(out, "subset")
+    one = {**REQUEST, "trace_format": "compact", "id": "planning"}
+    assert at_once(server, out, request("one", "contextRuleEngine/evaluate", one)) is None
+    assert "result" in await reply_to(out, "one")
+    path = root / ENGINE_FILE  # a new workspace version: its first compact answer is a worker's again
+    path.write_text(path.read_text() + "\n")
+    params = {**REQUEST, "trace_format": "compact"}
+    assert at_once(server, out, request("edited", "contextAssembly/evaluateRules", params)) is None
+    assert "result" in await reply_to(out, "edited")
+    assert at_once(server, out, request("edited-2", "contextAssembly/evaluateRules", params)) is not None
+
+
 async def test_other_modes_and_progress_go_to_a_worker_and_answer_the_same(
         served: tuple[ContextAssemblyServer, Capture, Path]) -> None:
     server, out, _ = served

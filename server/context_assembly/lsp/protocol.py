@@ -55,8 +55,10 @@ _CONTAINER = re.compile(rb"[\[{]")
 _ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
 PLAIN_OUTGOING = frozenset({"llm/complete"})  # server-to-client requests whose results stay plain JSON
 TOKENS = ("workDoneToken", "partialResultToken")  # LSP's, taken out of a custom method's params
-# Rule evaluations the event loop answers itself with `"explain": "none"` when the runtime is settled
-INLINE_METHODS = frozenset({"contextAssembly/evaluateRules", "contextRuleEngine/evaluate"})
+# Rule evaluations the event loop answers itself when the runtime is settled: `"explain": "none"`
+# (both), a compact trace of every enabled engine once one was made (`evaluateRules`)
+EVALUATE_RULES = "contextAssembly/evaluateRules"
+INLINE_METHODS = frozenset({EVALUATE_RULES, "contextRuleEngine/evaluate"})
 
 
 class PlainResult:
@@ -217,18 +219,25 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         super().handle_message(message)
 
     def _answer_inline(self, message: JsonRPCRequestMessage) -> bool:
-        """Answer a rule evaluation with `"explain": "none"` here, on the event loop, when the
-        runtime is settled (nothing to read, compile, open or ask over a network: `Runtime.settled`):
-        it only computes then, for ~0.1-3 ms, which a worker would do holding the GIL anyway, while
-        handing it to one and back costs ~0.13 ms a request (`bench/README.md`). Anything else, or
-        the same request while anything is pending, goes to a worker. False: not answered here."""
+        """Answer a rule evaluation here, on the event loop, when it only computes: `"explain":
+        "none"`, or (`evaluateRules` over every enabled engine) `"trace_format": "compact"` once a
+        compact answer made every trace program, layout and bits function of this workspace
+        version; and the runtime is settled (nothing to read, compile, open or ask over a network:
+        `Runtime.settled`). It takes ~0.1-10 ms then, which a worker would spend holding the GIL
+        anyway, while handing it to one and back costs ~0.1 ms a request (`bench/README.md`).
+        Anything else, or the same request while anything is pending, goes to a worker. False:
+        not answered here."""
         params = message.params
         if message.method not in INLINE_METHODS or not isinstance(params, dict) \
-                or params.get("explain") != "none" or any(key in params for key in TOKENS):
+                or any(key in params for key in TOKENS):
+            return False
+        traced = params.get("explain") != "none"
+        if traced and (message.method != EVALUATE_RULES or params.get("trace_format") != "compact"
+                       or "rule_engine_ids" in params):
             return False
         server = compat.server_of(self)
         session = server.session
-        if session is None or not session.runtime.settled():
+        if session is None or not session.runtime.settled() or (traced and not session.runtime.compact_traced()):
             return False
         answered: Future[Any] = Future()
         ctx = CallContext(emit=self.notify, llm=server.ask_llm if server.llm_offered else None)

@@ -71,6 +71,9 @@ class RuleSet:
 
     engines: list[CompiledEngine]
     _default: _Selection | None = field(default=None, init=False)  # of the enabled engines, built once
+    # a compact answer over every enabled engine was made: each has its trace program, layout and
+    # bits, so the next one only computes (the event loop may answer it, lsp/protocol.py)
+    compact_traced: bool = field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.engines = engine_order(self.engines)
@@ -143,6 +146,7 @@ class RuleSet:
                 gc.freeze()
         if compact:
             wire = compact_answer(wire, found, lookup, explain)
+            self.compact_traced = self.compact_traced or request.rule_engine_ids is None
         else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer
             with collector_paused():
                 wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
