@@ -9,7 +9,9 @@ workload as `contextAssembly/evaluateRules`, sequential round trips (JSON encodi
 the client's decoding included), once with the full trace (`explain` absent: "all"), once
 with `"explain": "none"`, once with `"trace_format": "compact"` (the answer as received) and once
 with that answer expanded by the client into the full one (`evaluate_rules(compact_trace=True)`;
-its bytes are the compact answer's; the expansion alone is also timed); then the same requests
+its bytes are the compact answer's; the expansion alone is also timed), and the same two for
+`"explain": "none"` with `"trace_format": "compact"` (the matched rules as layout indexes); then
+the same requests
 with `--in-flight` N (default 8) sent before their answers arrive (throughput: the server's work
 overlaps the pipe and the client's decoding).
 Per mode also the CPU time per sequential request of the server process (`/proc`) and of this
@@ -39,9 +41,12 @@ from context_assembly.client import ContextAssemblyClient
 
 ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"',
         "compact": "ours via sidecar, full trace compact",  # trace_format "compact", the answer as received
-        "expanded": "ours via sidecar, full trace compact, expanded by the client"}  # into the "all" answer
-PARAMS = {"none": {"explain": "none"}, "compact": {"trace_format": "compact"}}  # added to each request
-EXPANDED = {"expanded"}  # modes whose answers the client expands (`evaluate_rules(compact_trace=True)`)
+        "expanded": "ours via sidecar, full trace compact, expanded by the client",  # into the "all" answer
+        "none-compact": 'ours via sidecar, explain="none" compact',  # as received: rules as layout indexes
+        "none-expanded": 'ours via sidecar, explain="none" compact, expanded by the client'}  # the "none" answer
+PARAMS = {"none": {"explain": "none"}, "compact": {"trace_format": "compact"},  # added to each request
+          "none-compact": {"explain": "none", "trace_format": "compact"}, "none-expanded": {"explain": "none"}}
+EXPANDED = {"expanded", "none-expanded"}  # answers the client expands (`evaluate_rules(compact_trace=True)`)
 # spawn → first answer, each cold and warm: the request's options per mode
 FIRST_MODES = {"none": {"explain": "none"}, "matched": {"explain": "matched"}, "all": {},
                "compact": {"trace_format": "compact"}}

@@ -135,11 +135,11 @@ class Runtime:
         finally:
             self._lock.release()
 
-    def compact_traced(self) -> bool:
-        """Whether the workspace as last loaded made a compact answer over every enabled engine (its
-        trace programs, layouts and bits exist: the next compact answer only computes)."""
+    def compacted(self, kind: str) -> bool:
+        """Whether the workspace as last loaded made a compact answer of this kind ("none"; "trace":
+        all / matched) over every enabled engine: the next one only computes (RuleSet.compacted)."""
         workspace = self._workspace
-        return workspace is not None and workspace.rule_set.compact_traced
+        return workspace is not None and kind in workspace.rule_set.compacted
 
     def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup (and the derived values in it) every method and command evaluates

@@ -162,8 +162,10 @@ async def test_evaluate_rules_compact_trace_expands_to_the_full_answer(client: L
     one = await call(client, RULE_ENGINE + "evaluate", {**REQUEST, "id": "planning", "trace_format": "compact"})
     assert layouts.expand(one) == await call(client, RULE_ENGINE + "evaluate", {**REQUEST, "id": "planning"})
     bare = {**REQUEST, "explain": "none"}
-    assert await call(client, "contextAssembly/evaluateRules", {**bare, "trace_format": "compact"}) == \
-        await call(client, "contextAssembly/evaluateRules", bare)  # nothing to pack
+    packed = await call(client, "contextAssembly/evaluateRules", {**bare, "trace_format": "compact"})
+    assert packed["explain"] == "none" and "actual_values" not in packed  # the matched rules' indexes only
+    assert all(set(e["trace"]) == {"layout", "matched"} for e in packed["engine_results"])
+    assert layouts.expand(packed) == await call(client, "contextAssembly/evaluateRules", bare)
 
 
 async def test_compact_trace_errors(client: LanguageClient) -> None:

@@ -94,6 +94,11 @@ def test_evaluate_rules_with_the_compact_trace(server: RawServer, root: Path, go
     assert ask(server, root, "contextAssembly/evaluateRules", {**REQUEST, "trace_format": "compact"}) == golden
 
 
+def test_evaluate_rules_none_compact(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
+    params = {**REQUEST, "explain": "none", "trace_format": "compact"}
+    assert ask(server, root, "contextAssembly/evaluateRules", params) == golden
+
+
 def test_trace_layout(server: RawServer, root: Path, golden: SnapshotAssertion) -> None:
     assert ask(server, root, "contextRuleEngine/traceLayout", {"id": "review"}) == golden
 

@@ -50,13 +50,20 @@ def check(rule_set: RuleSet, request: AssemblyRequest, lookup: dict[str, Any] | 
         full = wire(rule_set.evaluate_wire(request, lookup, explain=mode))
         compact = wire(rule_set.evaluate_wire(request, lookup, explain=mode, trace_format="compact"))
         assert same_json(layouts.expand(compact), full)
-        if mode == "none":  # nothing to pack: the "none" answer itself
-            assert same_json(compact, full)
-        else:
-            assert compact["trace_format"] == "compact" and compact["explain"] == mode
-            for entry, expanded in zip(compact["engine_results"], full["engine_results"], strict=True):
-                assert same_json(entry["rules"], [{**r, "conditions": []} for r in expanded["rules"] if r["matched"]])
-            assert len(orjson.dumps(compact)) <= len(orjson.dumps(full)) + 200 * len(compact["engine_results"]) + 500
+        assert compact["trace_format"] == "compact" and compact["explain"] == mode
+        assert ("actual_values" in compact) is (mode != "none")
+        for entry in compact["engine_results"]:
+            assert list(entry) == ["engine_id", "enabled", "trace"]  # the rules are the layout's
+            assert entry["trace"]["matched"] == [i for i, rule in enumerate(
+                full_rules(rule_set, entry["engine_id"], request, lookup)) if rule["matched"]]
+            assert ("outcomes" in entry["trace"]) is (mode != "none")
+        assert len(orjson.dumps(compact)) <= len(orjson.dumps(full)) + 200 * len(compact["engine_results"]) + 500
+
+
+def full_rules(rule_set: RuleSet, engine_id: str, request: AssemblyRequest, lookup: dict[str, Any] | None) -> Any:
+    """Every rule of the engine as `explain: "all"` lists them, in the layout's (evaluation) order."""
+    answer = wire(rule_set.evaluate_wire(request, lookup, explain="all"))
+    return next(entry["rules"] for entry in answer["engine_results"] if entry["engine_id"] == engine_id)
 
 
 null_variables = st.dictionaries(st.sampled_from(["a", "b", "turn_count"]), st.none() | json_values, max_size=3)
@@ -123,6 +130,14 @@ def test_the_expanded_answer_shares_nothing_with_the_cache_or_another_answer() -
     rule["conditions"][0]["value"].append("changed")
     rule["memories"].append("changed")
     assert same_json(layouts.expand(compact), wire(rule_set.evaluate_wire(request)))
+    request = structure({"scope_variables": {}, "additional_variables": {"a": 1}}, AssemblyRequest)
+    packed = wire(rule_set.evaluate_wire(request, explain="none", trace_format="compact"))
+    expanded = layouts.expand(packed)
+    assert [r["rule_id"] for r in expanded["engine_results"][0]["rules"]] == ["nested", "shared", "float", "absent"]
+    for rule in expanded["engine_results"][0]["rules"]:  # a "none" answer's rules, fresh each time
+        for key in ("conditions", "memories", "excluded"):
+            rule[key].append("changed")
+    assert same_json(layouts.expand(packed), wire(rule_set.evaluate_wire(request, explain="none")))
 
 
 def test_the_layout_key_follows_the_content() -> None:
@@ -159,6 +174,8 @@ def test_malformed_layouts_and_outcomes_are_refused_clearly() -> None:
         TraceLayouts().add(forward)
     with pytest.raises(LayoutError, match="malformed"):
         TraceLayouts().add({k: v for k, v in document.items() if k != "rules"})
+    with pytest.raises(LayoutError, match="must be lists"):
+        TraceLayouts().add({**document, "rules": [{**document["rules"][0], "memories": "m1"}]})
     with pytest.raises(LayoutError, match="bytes for"):
         unpack(pack([True] * 9), 8)
     with pytest.raises(LayoutError, match="beyond"):
@@ -186,5 +203,6 @@ def test_expanding_leaves_the_collector_as_it_found_it() -> None:
     finally:
         gc.enable()
     with pytest.raises(LayoutError):
-        layouts.expand({**compact, "engine_results": [{**compact["engine_results"][0], "rules": [{}, {}]}]})
+        entry = compact["engine_results"][0]
+        layouts.expand({**compact, "engine_results": [{**entry, "trace": {**entry["trace"], "matched": [99]}}]})
     assert gc.isenabled()

@@ -1,11 +1,11 @@
-"""Expanding a compact trace (`trace_format: "compact"`) into exactly the default answer.
+"""Expanding a compact answer (`trace_format: "compact"`) into exactly the default answer.
 
 The server's compact answer (README, "The sidecar"; the format is described in the server's
 `rules/compact.py`) carries per engine the key of a static layout, the indexes of the matched
-rules and every distinct condition's outcome as bits; top-level `actual_values` holds each
-variable's value once. `TraceLayouts` keeps the layouts (one per engine, the latest seen; fetched
-through `contextRuleEngine/traceLayout`) and `expand` rebuilds the answer `"trace_format":
-"full"` gives for the same request and `explain` mode, key for key.
+rules and (explain all / matched) every distinct condition's outcome as bits; top-level
+`actual_values` holds each variable's value once. `TraceLayouts` keeps the layouts (one per
+engine, the latest seen; fetched through `contextRuleEngine/traceLayout`) and `expand` rebuilds
+the answer `"trace_format": "full"` gives for the same request and `explain` mode, key for key.
 
 In an expanded answer, one engine's identical conditions are one dict shared by the rules that
 hold them (as the server builds them), and the conditions reading one variable share its value:
@@ -76,9 +76,10 @@ def _copier(entry: JSON) -> Any:
     return _copy
 
 
-def _rule(entry: JSON, conditions: int) -> tuple[JSON, tuple[int, ...], bool]:
+def _rule(entry: JSON, conditions: int) -> tuple[JSON, tuple[int, ...], bool, JSON]:
     """(the unmatched rule's dict with a place for its conditions, its top-level condition indexes,
-    whether it holds a value that must be copied)."""
+    whether it holds a value that must be copied, the matched rule's dict: memories and excluded
+    to copy, a place for its conditions)."""
     slots = tuple(entry["conditions"])
     if not all(isinstance(c, int) and 0 <= c < conditions for c in slots):
         raise LayoutError(f"rule {entry.get('rule_id')!r}: condition index out of range")
@@ -90,7 +91,27 @@ def _rule(entry: JSON, conditions: int) -> tuple[JSON, tuple[int, ...], bool]:
     if "error" in entry:
         unmatched["error"] = entry["error"]
     mutable = any(not isinstance(v, _SCALARS) for k, v in unmatched.items())
-    return unmatched, slots, mutable
+    memories, excluded = entry["memories"], entry["excluded"]
+    if not (isinstance(memories, list) and isinstance(excluded, list)):
+        raise LayoutError(f"rule {entry.get('rule_id')!r}: memories and excluded must be lists")
+    matched = {**unmatched, "matched": True, "memories": memories, "excluded": excluded}
+    return unmatched, slots, mutable, matched
+
+
+def _matched(template: JSON, mutable: bool, conditions: list[JSON]) -> JSON:
+    """A matched rule's dict, fresh: its lists copied (strings shared: they are immutable)."""
+    if mutable:
+        rule: JSON = _copy(template)
+        rule["conditions"] = conditions
+        return rule
+    return {**template, "conditions": conditions, "memories": _fresh(template["memories"]),
+            "excluded": _fresh(template["excluded"])}
+
+
+def _fresh(values: list[Any]) -> list[Any]:
+    """A list of JSON values, copied (all the way down only when it holds more than scalars)."""
+    copied = values.copy()
+    return copied if all(isinstance(v, _SCALARS) for v in copied) else _copy(copied)
 
 
 def _copy(value: Any) -> Any:
@@ -144,20 +165,20 @@ class TraceLayouts:
         if answer.get("trace_format") != "compact":
             return answer
         values = answer.get("actual_values") or {}
-        every = answer.get("explain", "all") == "all"
+        explain = answer.get("explain", "all")
         out = {k: v for k, v in answer.items() if k not in COMPACT_KEYS}
         # ~10^5 new containers on a large workspace, none in a cycle: the cyclic collector would
         # re-walk every cached layout several times per answer (half the expansion's time)
         collecting = gc.isenabled()
         gc.disable()
         try:
-            out["engine_results"] = [self._engine(entry, values, every) for entry in answer["engine_results"]]
+            out["engine_results"] = [self._engine(entry, values, explain) for entry in answer["engine_results"]]
         finally:
             if collecting:
                 gc.enable()
         return out
 
-    def _engine(self, entry: JSON, values: JSON, every: bool) -> JSON:
+    def _engine(self, entry: JSON, values: JSON, explain: str) -> JSON:
         trace = entry.get("trace")
         if trace is None:
             return entry
@@ -165,23 +186,29 @@ class TraceLayouts:
         if layout is None or layout.key != trace["layout"]:
             raise LayoutError(f"no trace layout {trace['layout']!r} for rule engine {entry['engine_id']!r}: "
                               "fetch it with contextRuleEngine/traceLayout")
-        made = _conditions(layout, unpack(trace["outcomes"], len(layout.conditions)), values)
         matched: list[int] = trace["matched"]
-        received: list[JSON] = entry["rules"]
-        if len(matched) != len(received) or not all(0 <= i < len(layout.rules) for i in matched):
+        if not isinstance(matched, list) or not all(isinstance(i, int) and 0 <= i < len(layout.rules)
+                                                    for i in matched):
             raise LayoutError(f"rule engine {entry['engine_id']!r}: matched rules do not fit the layout")
-        rules = [{**rule, "conditions": [made[s] for s in layout.rules[i][1]]}
-                 for i, rule in zip(matched, received, strict=True)]
-        if every:
-            by_index = dict(zip(matched, rules, strict=True))
-            rules = []
-            for i, (template, slots, mutable) in enumerate(layout.rules):
-                rule = by_index.get(i)
-                if rule is None:  # unmatched: no memories, no exclusions
-                    rule = _copy(template) if mutable else {**template}
-                    rule["conditions"], rule["memories"], rule["excluded"] = [made[s] for s in slots], [], []
-                rules.append(rule)
-        return {**{k: v for k, v in entry.items() if k != "trace"}, "rules": rules}
+        rules: list[JSON]
+        if explain == "none":
+            rules = [_matched(layout.rules[i][3], layout.rules[i][2], []) for i in matched]
+        else:
+            made = _conditions(layout, unpack(trace["outcomes"], len(layout.conditions)), values)
+            rules = [_matched(layout.rules[i][3], layout.rules[i][2], [made[s] for s in layout.rules[i][1]])
+                     for i in matched]
+            if explain == "all":
+                by_index = dict(zip(matched, rules, strict=True))
+                rules = []
+                for i, (template, slots, mutable, _) in enumerate(layout.rules):
+                    rule = by_index.get(i)
+                    if rule is None:  # unmatched: no memories, no exclusions
+                        rule = _copy(template) if mutable else {**template}
+                        rule["conditions"], rule["memories"], rule["excluded"] = [made[s] for s in slots], [], []
+                    rules.append(rule)
+        out = {"engine_id": entry["engine_id"], "rules": rules}  # the full answer's key order
+        out.update((k, v) for k, v in entry.items() if k not in ("engine_id", "trace"))
+        return out
 
 
 def _conditions(layout: _Prepared, outcomes: list[bool], values: JSON) -> list[JSON]:

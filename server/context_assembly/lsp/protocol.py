@@ -120,6 +120,22 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
+def inline_kind(method: str, params: Any) -> str | None:
+    """Which rule evaluation the event loop may answer itself: "plain" (`"explain": "none"`), or
+    an `evaluateRules` compact answer over every enabled engine, "none" or "trace" (all / matched:
+    answered so once a compact answer of that kind made the trace programs and layouts, and the
+    bits, of the workspace version, `RuleSet.compacted`); None: a worker's (any other method or
+    mode, progress asked for)."""
+    if method not in INLINE_METHODS or not isinstance(params, dict) or any(key in params for key in TOKENS):
+        return None
+    explain, packing = params.get("explain"), params.get("trace_format", "full")
+    if explain == "none" and packing == "full":
+        return "plain"
+    if method != EVALUATE_RULES or packing != "compact" or "rule_engine_ids" in params:
+        return None
+    return "none" if explain == "none" else "trace"
+
+
 ANSWERED = object()  # a handler's result when its worker has sent the answer itself
 
 
@@ -219,26 +235,21 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         super().handle_message(message)
 
     def _answer_inline(self, message: JsonRPCRequestMessage) -> bool:
-        """Answer a rule evaluation here, on the event loop, when it only computes: `"explain":
-        "none"`, or (`evaluateRules` over every enabled engine) `"trace_format": "compact"` once a
-        compact answer made every trace program, layout and bits function of this workspace
-        version; and the runtime is settled (nothing to read, compile, open or ask over a network:
+        """Answer a rule evaluation here, on the event loop, when it only computes (`inline_kind`)
+        and the runtime is settled (nothing to read, compile, open or ask over a network:
         `Runtime.settled`). It takes ~0.1-10 ms then, which a worker would spend holding the GIL
         anyway, while handing it to one and back costs ~0.1 ms a request (`bench/README.md`).
         Anything else, or the same request while anything is pending, goes to a worker. False:
         not answered here."""
-        params = message.params
-        if message.method not in INLINE_METHODS or not isinstance(params, dict) \
-                or any(key in params for key in TOKENS):
-            return False
-        traced = params.get("explain") != "none"
-        if traced and (message.method != EVALUATE_RULES or params.get("trace_format") != "compact"
-                       or "rule_engine_ids" in params):
+        kind = inline_kind(message.method, message.params)
+        if kind is None:
             return False
         server = compat.server_of(self)
         session = server.session
-        if session is None or not session.runtime.settled() or (traced and not session.runtime.compact_traced()):
+        if session is None or not session.runtime.settled() \
+                or (kind != "plain" and not session.runtime.compacted(kind)):
             return False
+        params = message.params
         answered: Future[Any] = Future()
         ctx = CallContext(emit=self.notify, llm=server.ask_llm if server.llm_offered else None)
         try:

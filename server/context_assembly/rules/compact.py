@@ -1,10 +1,12 @@
-"""The compact trace (request option `trace_format: "compact"`): the full trace, lossless, in bits.
+"""The compact trace (request option `trace_format: "compact"`): the answer, lossless, against layouts.
 
 The SPEC's trace is one JSON object per condition per rule (0.96 MB per request on the bench's
-`medium` workload, 7.9 MB on `large`), yet almost all of it is the same on every request: the
-fields, operators and values come from the rule files. Only each condition's outcome and each
-variable's value change. So the compact answer is the `explain: "none"` answer (every top-level
-key, the matched rules without conditions) plus, per engine, `trace`:
+`medium` workload, 7.9 MB on `large`), and even the `explain: "none"` answer lists every matched
+rule whole (57 KB / 428 KB), yet almost all of it is the same on every request: rules, fields,
+operators and values come from the rule files. Only which rules matched, each condition's outcome
+and each variable's value change. So the compact answer is the settled answer (every top-level key
+of the full one) whose `engine_results` entries are `{engine_id, enabled, trace}` (no `rules`:
+they are the layout's), with `trace`:
 
 - `layout`: the key (a hash of its content) of the engine's static layout, which
   `contextRuleEngine/traceLayout` answers: every distinct condition in the trace program's slot
@@ -13,15 +15,15 @@ key, the matched rules without conditions) plus, per engine, `trace`:
   in evaluation order (`{rule_id, name?, priority?, memories, excluded, per_source, error?,
   conditions: [indexes]}`, memories and excluded as when it matches);
 - `matched`: the indexes of the rules that matched, in that order;
-- `outcomes`: every condition's outcome, base64 of the bitmap in which bit i (least significant
-  bit first within each byte, bytes in order) is condition i's result;
+- `outcomes` (explain "all" / "matched"): every condition's outcome, base64 of the bitmap in which
+  bit i (least significant bit first within each byte, bytes in order) is condition i's result;
 
-and top-level `trace_format: "compact"`, `explain` (the mode the expansion gives: "all" or
-"matched") and `actual_values`: each variable a layout reads that the request has, with its value
-once (a condition's `actual`; a variable left out was absent: `present: false`). The client's
-expander (`context_assembly.client.compact_trace`) rebuilds exactly the default answer. The bits
-come straight from the compiled trace's outcome slots (trace.py): no per-condition dict is made.
-With `explain: "none"` there is no trace to pack: the answer is the "none" answer.
+and top-level `trace_format: "compact"`, `explain` (the mode the expansion gives: "all",
+"matched" or "none") and, but for "none", `actual_values`: each variable a layout reads that the
+request has, with its value once (a condition's `actual`; a variable left out was absent:
+`present: false`). The client's expander (`context_assembly.client.compact_trace`) rebuilds
+exactly the default answer of that mode. The bits come straight from the compiled trace's outcome
+slots (trace.py): no per-condition dict is made.
 """
 
 from __future__ import annotations
@@ -98,37 +100,44 @@ _DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 def compact_answer(wire: Wire, found: list[tuple[CompiledEngine, list[int]]], lookup: Lookup,
                    explain: str) -> Wire:
     """The compact answer: `wire` (the settled answer without engine results) with each engine's
-    matched rules and packed trace. `lookup` holds no None (see `from_full`)."""
+    matched rules as layout indexes and (explain all / matched) its packed trace. `lookup` holds no
+    None (see `from_full`)."""
     engines = []
     variables: set[str] = set()
     for engine, hits in found:
         made, shape = program(engine), layout(engine)
-        variables |= shape.variables
-        entry = made.engine(engine, hits, lookup, "none")
-        bits = engine_bits(made)
-        outcomes = pack(made.outcomes(complete(lookup, made.keys))) if bits is None else \
-            base64.b64encode(bits.bitmap(lookup)).decode("ascii")
-        entry["trace"] = {"layout": shape.key, "matched": hits, "outcomes": outcomes}
-        engines.append(entry)
+        trace: Wire = {"layout": shape.key, "matched": hits}
+        if explain != "none":
+            variables |= shape.variables
+            bits = engine_bits(made)
+            trace["outcomes"] = pack(made.outcomes(complete(lookup, made.keys))) if bits is None else \
+                base64.b64encode(bits.bitmap(lookup)).decode("ascii")
+        engines.append(_entry(engine, trace))
     return _finish(wire, engines, lookup, variables, explain)
 
 
 def from_full(full: Wire, engines: list[CompiledEngine], lookup: Lookup, explain: str) -> Wire:
-    """The compact answer from the full one (the plain path's, taken when a value is None): the
-    outcomes read off its conditions, slot by slot."""
+    """The compact answer from the full one (`explain: "all"`, the plain path's, taken when a value
+    is None): the matched rules and the outcomes read off its rules and conditions, slot by slot."""
     entries = []
     variables: set[str] = set()
     for engine, result in zip(engines, full["engine_results"], strict=True):
         made, shape = program(engine), layout(engine)
-        variables |= shape.variables
-        outcomes = [False] * len(made.slots)
-        for (slots, _, _), rule in zip(made.rules, result["rules"], strict=True):
-            _read(made, slots, rule["conditions"], outcomes)
         hits = [i for i, rule in enumerate(result["rules"]) if rule["matched"]]
-        rules = [{**rule, "conditions": []} for rule in result["rules"] if rule["matched"]]
-        entries.append({**result, "rules": rules,
-                        "trace": {"layout": shape.key, "matched": hits, "outcomes": pack(outcomes)}})
+        trace: Wire = {"layout": shape.key, "matched": hits}
+        if explain != "none":
+            variables |= shape.variables
+            outcomes = [False] * len(made.slots)
+            for (slots, _, _), rule in zip(made.rules, result["rules"], strict=True):
+                _read(made, slots, rule["conditions"], outcomes)
+            trace["outcomes"] = pack(outcomes)
+        entries.append(_entry(engine, trace))
     return _finish(dict(full), entries, lookup, variables, explain)
+
+
+def _entry(engine: CompiledEngine, trace: Wire) -> Wire:
+    """An engine's entry of a compact answer: its rules are the layout's (`trace`), not listed."""
+    return {"engine_id": engine.id, "enabled": engine.enabled, "trace": trace}
 
 
 def _read(made: TraceProgram, slots: Iterable[int], conditions: list[Wire], outcomes: list[bool]) -> None:
@@ -143,5 +152,6 @@ def _finish(wire: Wire, engines: list[Wire], lookup: Lookup, variables: set[str]
     wire["engine_results"] = engines
     wire["trace_format"] = "compact"
     wire["explain"] = explain
-    wire["actual_values"] = {key: value for key, value in lookup.items() if key in variables}
+    if explain != "none":  # a "none" answer has no conditions to give values to
+        wire["actual_values"] = {key: value for key, value in lookup.items() if key in variables}
     return wire

@@ -71,9 +71,9 @@ class RuleSet:
 
     engines: list[CompiledEngine]
     _default: _Selection | None = field(default=None, init=False)  # of the enabled engines, built once
-    # a compact answer over every enabled engine was made: each has its trace program, layout and
-    # bits, so the next one only computes (the event loop may answer it, lsp/protocol.py)
-    compact_traced: bool = field(default=False, init=False)
+    # kinds of compact answer ("none", "trace": all / matched) made over every enabled engine: each
+    # has its trace program and layout (and bits), so the next one only computes (lsp/protocol.py)
+    compacted: set[str] = field(factory=set, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.engines = engine_order(self.engines)
@@ -123,7 +123,7 @@ class RuleSet:
         """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py);
         `trace_format` "compact": the trace packed (compact.py)."""
         lookup = build_lookup(request) if lookup is None else lookup
-        compact = trace_format == "compact" and explain != "none"
+        compact = trace_format == "compact"
         if compact:  # (imported here: a first "none" answer needs none of it)
             from .compact import compact_answer, from_full
         if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
@@ -135,7 +135,7 @@ class RuleSet:
         selection = self._selection(request.rule_engine_ids)
         found = self._match(selection, lookup)
         wire = _wire_result(self._settle(request, lookup, selection, found, None, derived)[0])
-        if explain == "none":
+        if explain == "none" and not compact:
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
@@ -146,7 +146,8 @@ class RuleSet:
                 gc.freeze()
         if compact:
             wire = compact_answer(wire, found, lookup, explain)
-            self.compact_traced = self.compact_traced or request.rule_engine_ids is None
+            if request.rule_engine_ids is None:  # every enabled engine: "none" made the layouts, a trace the bits too
+                self.compacted.add("none" if explain == "none" else "trace")
         else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer
             with collector_paused():
                 wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)

@@ -64,12 +64,13 @@ def assembly_request(src: Sources) -> Schema:
                             ("none", "only the rules that matched, without conditions (the fastest)"),
                         )), "all"),
         "trace_format": enum(("full", "compact"), "How evaluateRules and contextRuleEngine/evaluate write the "
-                             "per-condition trace of `explain` all or matched (assemble ignores it).\n" + listing((
-                                 ("full", "one object per condition (the SPEC's shape)"),
-                                 ("compact", "the \"none\" answer plus, per engine, the key of its static layout "
-                                  "(contextRuleEngine/traceLayout), the matched rules' indexes and every "
-                                  "condition's outcome as bits; each variable's value once in actual_values. "
-                                  "The client expands it into exactly the full answer"),
+                             "rules and the per-condition trace (assemble ignores it).\n" + listing((
+                                 ("full", "every rule entry whole, one object per condition (the SPEC's shape)"),
+                                 ("compact", "the answer's other keys as they are and, per engine, the key of its "
+                                  "static layout (contextRuleEngine/traceLayout) and the matched rules' indexes "
+                                  "instead of their entries; with explain all or matched also every condition's "
+                                  "outcome as bits and each variable's value once in actual_values. The client "
+                                  "expands it into exactly the full answer"),
                              )), "full"),
         "system_prompt": described({"type": ["string", "null"]}, "The agent's system prompt: packed first in "
                                    "constraints (critical)."),
