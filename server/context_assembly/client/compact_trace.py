@@ -32,7 +32,7 @@ class LayoutError(ValueError):
 class _Prepared:
     """One layout, ready to expand answers: templates per condition and per rule."""
 
-    __slots__ = ("key", "engine_id", "conditions", "rules")
+    __slots__ = ("key", "engine_id", "conditions", "rules", "matched", "mutable")
 
     def __init__(self, document: JSON) -> None:
         try:
@@ -41,6 +41,31 @@ class _Prepared:
             self.rules = [_rule(entry, len(self.conditions)) for entry in document["rules"]]
         except (KeyError, TypeError, AttributeError) as exc:
             raise LayoutError(f"malformed trace layout: {exc!r}") from None
+        # per rule (matched template, its memories, its excluded, its top-level condition indexes)
+        self.matched = [(rule[3], rule[3]["memories"], rule[3]["excluded"], rule[1]) for rule in self.rules]
+        self.mutable = any(rule[2] for rule in self.rules)  # a value to copy all the way down
+
+    def matched_rules(self, hits: list[int], made: list[JSON] | None) -> list[JSON]:
+        """The matched rules' dicts, fresh: their lists copied, strings shared (immutable); `made`:
+        each condition's dict (None: a `"none"` answer, no conditions). IndexError or TypeError
+        for an index that is not one of a rule."""
+        if hits and min(hits) < 0:
+            raise IndexError(min(hits))
+        rules: list[JSON] = []
+        append = rules.append
+        if self.mutable:
+            for i in hits:
+                rule = _copy(self.rules[i][3])
+                rule["conditions"] = [] if made is None else [made[s] for s in self.rules[i][1]]
+                append(rule)
+            return rules
+        for i in hits:  # one dict copy and three lists a rule (~0.15 µs; 1,900 rules on `large`)
+            template, memories, excluded, slots = self.matched[i]
+            rule = template.copy()
+            rule["conditions"] = [] if made is None else [made[s] for s in slots]
+            rule["memories"], rule["excluded"] = memories.copy(), excluded.copy()
+            append(rule)
+        return rules
 
 
 def _condition(entry: JSON, index: int) -> tuple[Any, ...]:
@@ -90,28 +115,12 @@ def _rule(entry: JSON, conditions: int) -> tuple[JSON, tuple[int, ...], bool, JS
     unmatched.update(conditions=None, memories=None, excluded=None, per_source=entry["per_source"])
     if "error" in entry:
         unmatched["error"] = entry["error"]
-    mutable = any(not isinstance(v, _SCALARS) for k, v in unmatched.items())
     memories, excluded = entry["memories"], entry["excluded"]
     if not (isinstance(memories, list) and isinstance(excluded, list)):
         raise LayoutError(f"rule {entry.get('rule_id')!r}: memories and excluded must be lists")
+    mutable = any(not isinstance(v, _SCALARS) for v in (*unmatched.values(), *memories, *excluded))
     matched = {**unmatched, "matched": True, "memories": memories, "excluded": excluded}
     return unmatched, slots, mutable, matched
-
-
-def _matched(template: JSON, mutable: bool, conditions: list[JSON]) -> JSON:
-    """A matched rule's dict, fresh: its lists copied (strings shared: they are immutable)."""
-    if mutable:
-        rule: JSON = _copy(template)
-        rule["conditions"] = conditions
-        return rule
-    return {**template, "conditions": conditions, "memories": _fresh(template["memories"]),
-            "excluded": _fresh(template["excluded"])}
-
-
-def _fresh(values: list[Any]) -> list[Any]:
-    """A list of JSON values, copied (all the way down only when it holds more than scalars)."""
-    copied = values.copy()
-    return copied if all(isinstance(v, _SCALARS) for v in copied) else _copy(copied)
 
 
 def _copy(value: Any) -> Any:
@@ -186,29 +195,33 @@ class TraceLayouts:
         if layout is None or layout.key != trace["layout"]:
             raise LayoutError(f"no trace layout {trace['layout']!r} for rule engine {entry['engine_id']!r}: "
                               "fetch it with contextRuleEngine/traceLayout")
-        matched: list[int] = trace["matched"]
-        if not isinstance(matched, list) or not all(isinstance(i, int) and 0 <= i < len(layout.rules)
-                                                    for i in matched):
-            raise LayoutError(f"rule engine {entry['engine_id']!r}: matched rules do not fit the layout")
-        rules: list[JSON]
-        if explain == "none":
-            rules = [_matched(layout.rules[i][3], layout.rules[i][2], []) for i in matched]
-        else:
-            made = _conditions(layout, unpack(trace["outcomes"], len(layout.conditions)), values)
-            rules = [_matched(layout.rules[i][3], layout.rules[i][2], [made[s] for s in layout.rules[i][1]])
-                     for i in matched]
-            if explain == "all":
-                by_index = dict(zip(matched, rules, strict=True))
-                rules = []
-                for i, (template, slots, mutable, _) in enumerate(layout.rules):
-                    rule = by_index.get(i)
-                    if rule is None:  # unmatched: no memories, no exclusions
-                        rule = _copy(template) if mutable else {**template}
-                        rule["conditions"], rule["memories"], rule["excluded"] = [made[s] for s in slots], [], []
-                    rules.append(rule)
+        matched = trace["matched"]
+        made = None if explain == "none" else \
+            _conditions(layout, unpack(trace["outcomes"], len(layout.conditions)), values)
+        try:
+            if not isinstance(matched, list):
+                raise TypeError(matched)
+            rules = layout.matched_rules(matched, made)
+        except (IndexError, TypeError):
+            raise LayoutError(f"rule engine {entry['engine_id']!r}: matched rules do not fit the layout") from None
+        if made is not None and explain == "all":
+            rules = _every_rule(layout, dict(zip(matched, rules, strict=True)), made)
         out = {"engine_id": entry["engine_id"], "rules": rules}  # the full answer's key order
         out.update((k, v) for k, v in entry.items() if k not in ("engine_id", "trace"))
         return out
+
+
+def _every_rule(layout: _Prepared, matched: dict[int, JSON], made: list[JSON]) -> list[JSON]:
+    """Every rule of the layout in order (`explain: "all"`): the matched ones as given, the others
+    fresh from their templates with their conditions, no memories and no exclusions."""
+    rules = []
+    for i, (template, slots, mutable, _) in enumerate(layout.rules):
+        rule = matched.get(i)
+        if rule is None:
+            rule = _copy(template) if mutable else {**template}
+            rule["conditions"], rule["memories"], rule["excluded"] = [made[s] for s in slots], [], []
+        rules.append(rule)
+    return rules
 
 
 def _conditions(layout: _Prepared, outcomes: list[bool], values: JSON) -> list[JSON]:
