@@ -1,6 +1,7 @@
 """Two source trees side by side through the sidecar: sequential round trips of
 `contextAssembly/evaluateRules` with `"explain": "none"` (`--method all`: the full trace;
-`compact`: the full trace with `"trace_format": "compact"`, the answer as received; `floor`:
+`compact`: the full trace with `"trace_format": "compact"`, the answer as received;
+`none-compact`: `"explain": "none"` with `"trace_format": "compact"`, as received; `floor`:
 `contextAssembly/memoryTypes`, the protocol's floor), alternated in short slices so that both see
 the same machine load.
 
@@ -41,7 +42,8 @@ def times(pid):
     return int(fields[11]), int(fields[12])
 
 async def main(workload, method):
-    options = {"none": {"explain": "none"}, "all": {}, "compact": {"trace_format": "compact"}}.get(method, {})
+    options = {"none": {"explain": "none"}, "all": {}, "compact": {"trace_format": "compact"},
+               "none-compact": {"explain": "none", "trace_format": "compact"}}.get(method, {})
     requests = [{**as_request(q), **options} for q in json.loads((workload / "requests.json").read_text())]
     workspace = workspace_for(workload, Path(sys.argv[4]))
     loop = asyncio.get_running_loop()
@@ -93,7 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", type=Path, required=True, help="the `server` folder of the tree to compare with")
     ap.add_argument("--workload", type=Path, required=True)
-    ap.add_argument("--method", choices=("none", "all", "compact", "floor"), default="none")
+    ap.add_argument("--method", choices=("none", "all", "compact", "none-compact", "floor"), default="none")
     ap.add_argument("--slices", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--root", type=Path, default=HERE.parent / "out" / "sidecar-ws")
@@ -119,7 +121,8 @@ def main() -> None:
         process.stdin.flush()
         process.wait()
     what = {"none": 'evaluateRules, "explain": "none"', "all": "evaluateRules, full trace",
-            "compact": 'evaluateRules, full trace, "trace_format": "compact"'}.get(
+            "compact": 'evaluateRules, full trace, "trace_format": "compact"',
+            "none-compact": 'evaluateRules, "explain": "none", "trace_format": "compact"'}.get(
         args.method, "memoryTypes (the floor)")
     print(f"{args.workload.name}, {what}, {args.in_flight} in flight: {args.slices} slices of {args.seconds:g} s "
           f"per tree, load average {min(loads):.1f}–{max(loads):.1f}")
