@@ -1,6 +1,6 @@
 """Lists whose items' JSON was encoded once, ahead of the answers that carry them.
 
-An `evaluateRules` answer with `"explain": "none"` (or the compact trace) lists each matched rule
+An `evaluateRules` answer with `"explain": "none"` lists each matched rule
 as a dict that is the same on every request it matches: its id, name, priority, memories. Those
 dicts are shared templates already (trace.py); `EncodedList` carries, beside them, each one's
 JSON bytes, encoded when the template was made, so that writing an answer copies bytes instead of

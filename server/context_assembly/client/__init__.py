@@ -3,7 +3,7 @@
 `ContextAssemblyClient` (async) and `SyncContextAssemblyClient` (blocking) start
 `python -m context_assembly serve`, initialise it on a workspace and call every custom method;
 errors are raised as the domain exceptions of `context_assembly.errors`. `TraceLayouts` expands
-compact traces (`trace_format: "compact"`) into the full answer.
+compact answers (`trace_format: "compact"`) into the full answer.
 """
 
 from ..errors import (
