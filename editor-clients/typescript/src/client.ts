@@ -24,11 +24,13 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 
+import { TraceLayouts } from "./compact";
 import { ContextAssemblyError, ErrorCodes } from "./errors";
 import type {
   AssembledContext,
   AssemblyEvent,
   AssemblyRequest,
+  CompactEvaluation,
   ContextAssemblyEvents,
   Deleted,
   EvaluationResult,
@@ -55,6 +57,7 @@ import type {
   TurnEnded,
   RuleEngine,
   StepSpec,
+  TraceLayout,
   ValidationResult,
 } from "./types";
 
@@ -107,6 +110,14 @@ export interface StartOptions {
 /** Options of every call that may take long: an `AbortSignal` cancels it (`$/cancelRequest`). */
 export interface CallOptions {
   signal?: AbortSignal;
+}
+
+export interface EvaluateOptions extends CallOptions {
+  /**
+   * Ask for `trace_format: "compact"` and expand the answer here (each engine's layout fetched once per
+   * engine version): the same answer as without, much less to encode, send and decode.
+   */
+  compactTrace?: boolean;
 }
 
 export interface AssembleOptions extends CallOptions {
@@ -187,7 +198,7 @@ const TIMED_OUT = Symbol("timed out");
 class Family {
   constructor(
     protected readonly client: ContextAssemblyClient,
-    private readonly prefix: string,
+    protected readonly prefix: string,
   ) {}
 
   protected call<T>(name: string, params: Params = {}, options?: CallOptions): Promise<T> {
@@ -232,8 +243,13 @@ export class RuleEngines extends Family {
     return this.call("deleteRule", { engine_id: engineId, rule_id: ruleId });
   }
   /** Evaluate one engine (enabled or not) or, without `engineId`, every enabled one. */
-  evaluate(request: AssemblyRequest, engineId?: string, options?: CallOptions): Promise<EvaluationResult> {
-    return this.call("evaluate", engineId === undefined ? request : { ...request, id: engineId }, options);
+  evaluate(request: AssemblyRequest, engineId?: string, options: EvaluateOptions = {}): Promise<EvaluationResult> {
+    const params = engineId === undefined ? request : { ...request, id: engineId };
+    return this.client.evaluated(this.prefix + "evaluate", params, options);
+  }
+  /** The static layout a compact answer of engine `id` refers to (Conflict when `layout` is no longer current). */
+  traceLayout(id: string, layout?: string): Promise<TraceLayout> {
+    return this.call("traceLayout", layout === undefined ? { id } : { id, layout });
   }
   /** Every variable a rule or a memory definition reads, with where it is used. */
   possibleVariables(): Promise<PossibleVariable[]> {
@@ -358,6 +374,8 @@ export class Memory extends Family {
 export class ContextAssemblyClient {
   readonly workspace: string;
   readonly ruleEngines: RuleEngines;
+  /** The compact answers' layouts seen, the latest per engine (see `expandTrace`). */
+  readonly traceLayouts = new TraceLayouts();
   readonly persistentMemory: PersistentMemory;
   readonly ingestion: Ingestion;
   readonly memory: Memory;
@@ -682,9 +700,44 @@ export class ContextAssemblyClient {
     return (await this.request<{ items: MemoryType[] }>("contextAssembly/memoryTypes", {})).items;
   }
 
-  /** `contextAssembly/evaluateRules`: the enabled (or named) rule engines, explained per condition. */
-  evaluateRules(request: AssemblyRequest, options?: CallOptions): Promise<EvaluationResult> {
-    return this.request("contextAssembly/evaluateRules", request, options);
+  /**
+   * `contextAssembly/evaluateRules`: the enabled (or named) rule engines, explained per condition
+   * (`request.explain`). `options.compactTrace`: asked for compactly and expanded here.
+   */
+  evaluateRules(request: AssemblyRequest, options: EvaluateOptions = {}): Promise<EvaluationResult> {
+    return this.evaluated("contextAssembly/evaluateRules", request, options);
+  }
+
+  /**
+   * A compact answer (`trace_format: "compact"`) as the full one, fetching the layouts it needs that
+   * are not cached yet (`traceLayouts`); any other answer as it is. Conflict when an engine changed
+   * since the answer was made.
+   */
+  async expandTrace(answer: CompactEvaluation | EvaluationResult): Promise<EvaluationResult> {
+    const documents = await Promise.all(this.traceLayouts.missing(answer)
+      .map(([engineId, key]) => this.ruleEngines.traceLayout(engineId, key)));
+    for (const document of documents) {
+      this.traceLayouts.add(document);
+    }
+    return this.traceLayouts.expand(answer);
+  }
+
+  /** @internal An evaluation method's answer, compact and expanded when asked (asked again once when an engine changed in between). */
+  async evaluated(method: string, params: object, options: EvaluateOptions): Promise<EvaluationResult> {
+    const { compactTrace, ...callOptions } = options;
+    if (!compactTrace) {
+      return this.request(method, params, callOptions);
+    }
+    const ask = async (): Promise<EvaluationResult> =>
+      this.expandTrace(await this.request<CompactEvaluation>(method, { ...params, trace_format: "compact" }, callOptions));
+    try {
+      return await ask();
+    } catch (error) {
+      if (error instanceof ContextAssemblyError && error.code === ErrorCodes.Conflict) {
+        return ask();
+      }
+      throw error;
+    }
   }
 
   /** `contextAssembly/requiredVariables`: the scopes and variables the named memories need. */

@@ -12,6 +12,7 @@ export {
 export type {
   AssembleOptions,
   CallOptions,
+  EvaluateOptions,
   EventHandler,
   EventOptions,
   ExitStatus,
@@ -19,6 +20,7 @@ export type {
   LlmCallback,
   StartOptions,
 } from "./client";
+export { LayoutError, TraceLayouts } from "./compact";
 export { ContextAssemblyError, ErrorCodes } from "./errors";
 export type { ErrorCode, ErrorEntry } from "./errors";
 export type * from "./types";

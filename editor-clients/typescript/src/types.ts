@@ -32,6 +32,16 @@ export interface AssemblyRequest {
   thread_id?: string | null;
   /** A caller-chosen id for this assembly (1-128 letters, digits, `_`, `.`, `-`); generated when absent. */
   assembly_id?: string;
+  /**
+   * evaluateRules / contextRuleEngine/evaluate: every rule with its per-condition trace (`"all"`, the
+   * default), the matched ones with theirs (`"matched"`), or the matched ones without (`"none"`).
+   */
+  explain?: "all" | "matched" | "none";
+  /**
+   * evaluateRules / contextRuleEngine/evaluate: `"compact"` answers against static per-engine layouts
+   * (`CompactEvaluation`); `evaluateRules(request, { compactTrace: true })` asks for it and expands it.
+   */
+  trace_format?: "full" | "compact";
 }
 
 // -- the assembled context (SPEC §6 stage 7) --------------------------------------------------------
@@ -188,6 +198,33 @@ export interface EvaluationResult {
   boost: Boost[];
   decisions: EvaluationDecision[];
   warnings: string[];
+  /** Values the server derived for variables the request left out (`addVar.turn_count`). */
+  derived_variables?: { [variable: string]: unknown };
+}
+
+/**
+ * A compact answer (`trace_format: "compact"`): every key of the full answer but `engine_results`,
+ * whose entries hold the key of the engine's layout, the indexes of its matched rules in that layout
+ * and (explain all / matched) each distinct condition's outcome as base64 bits.
+ */
+export interface CompactEvaluation extends Omit<EvaluationResult, "engine_results"> {
+  trace_format: "compact";
+  explain: "all" | "matched" | "none";
+  /** Each variable a condition reads that the request has, with its value (absent for `"none"`). */
+  actual_values?: { [variable: string]: unknown };
+  engine_results: {
+    engine_id: string;
+    enabled: boolean;
+    trace: { layout: string; matched: number[]; outcomes?: string };
+  }[];
+}
+
+/** `contextRuleEngine/traceLayout`: an engine's static layout (conditions, then rules in evaluation order). */
+export interface TraceLayout {
+  engine_id: string;
+  layout: string;
+  conditions: JsonObject[];
+  rules: JsonObject[];
 }
 
 // -- definitions (SPEC §4.1, §5.2, §7) --------------------------------------------------------------

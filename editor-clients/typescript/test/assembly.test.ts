@@ -3,7 +3,15 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import { ContextAssemblyError, ErrorCodes, type AssemblyEvent, type AssemblyCompleteEvent } from "@context-assembly/client";
+import {
+  ContextAssemblyError,
+  ErrorCodes,
+  LayoutError,
+  TraceLayouts,
+  type AssemblyEvent,
+  type AssemblyCompleteEvent,
+  type CompactEvaluation,
+} from "@context-assembly/client";
 
 import { exampleRequest, TEST_TIMEOUT_MS, withClient } from "./helpers";
 
@@ -113,6 +121,52 @@ test("validate, memoryTypes, evaluateRules and requiredVariables", { timeout: TE
     assert.deepEqual(required.scopes, ["project"]);
     assert.deepEqual(required.unknown_memory_ids, ["no-such-memory"]);
     assert.ok(required.variables.some((v) => v.key.startsWith("scope.project.")));
+  }));
+
+test("compact answers expand into exactly the full answer, in every explain mode", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    for (const explain of ["all", "matched", "none"] as const) {
+      for (const request of [REQUEST, { ...REQUEST, rule_engine_ids: ["planning"] }]) {
+        const full = await client.evaluateRules({ ...request, explain });
+        const compact = await client.request<CompactEvaluation>("contextAssembly/evaluateRules",
+          { ...request, explain, trace_format: "compact" });
+        assert.equal(compact.trace_format, "compact");
+        assert.equal(compact.explain, explain);
+        assert.ok(compact.engine_results.every((e) => !("rules" in e) && Array.isArray(e.trace.matched)));
+        assert.deepEqual(compact.matched_memories, full.matched_memories); // usable as it comes
+        const expanded = await client.evaluateRules({ ...request, explain }, { compactTrace: true });
+        assert.equal(JSON.stringify(expanded), JSON.stringify(full), `explain ${explain}`); // key order included
+      }
+    }
+    const one = await client.ruleEngines.evaluate(REQUEST, "planning", { compactTrace: true });
+    assert.equal(JSON.stringify(one), JSON.stringify(await client.ruleEngines.evaluate(REQUEST, "planning")));
+
+    // nothing shared between answers: changing one leaves the next as the server says
+    const first = await client.evaluateRules({ ...REQUEST, explain: "none" }, { compactTrace: true });
+    const planning = first.engine_results.find((e) => e.engine_id === "planning")!;
+    planning.rules[0].memories.push("changed");
+    planning.rules[0].conditions.push({ result: true });
+    const again = await client.evaluateRules({ ...REQUEST, explain: "none" }, { compactTrace: true });
+    assert.equal(JSON.stringify(again), JSON.stringify(await client.evaluateRules({ ...REQUEST, explain: "none" })));
+
+    // an answer needs its own layouts; a malformed one is refused clearly
+    const compact = await client.request<CompactEvaluation>("contextAssembly/evaluateRules",
+      { ...REQUEST, trace_format: "compact" });
+    const fresh = new TraceLayouts();
+    assert.deepEqual(fresh.missing(compact).map(([engineId]) => engineId).sort(),
+      compact.engine_results.map((e) => e.engine_id).sort());
+    assert.throws(() => fresh.expand(compact), LayoutError);
+    for (const [engineId, key] of fresh.missing(compact)) {
+      fresh.add(await client.ruleEngines.traceLayout(engineId, key));
+    }
+    assert.equal(JSON.stringify(fresh.expand(compact)), JSON.stringify(await client.evaluateRules(REQUEST)));
+    const entry = compact.engine_results[0];
+    const outOfRange = { ...compact, engine_results: [{ ...entry, trace: { ...entry.trace, matched: [9999] } }] };
+    assert.throws(() => fresh.expand(outOfRange), /matched rules do not fit the layout/);
+    const badBits = { ...compact, engine_results: [{ ...entry, trace: { ...entry.trace, outcomes: "not base64!" } }] };
+    assert.throws(() => fresh.expand(badBits), /not base64/);
+    await assert.rejects(client.ruleEngines.traceLayout(entry.engine_id, "0".repeat(32)),
+      (error: unknown) => error instanceof ContextAssemblyError && error.code === ErrorCodes.Conflict);
   }));
 
 test("endTurn clears the thread's working memory and only that thread's", { timeout: TEST_TIMEOUT_MS }, () =>
