@@ -171,7 +171,9 @@ class Runtime:
             result: EvaluationResult = rule_set.evaluate(request, lookup, derived=derived)
             result.warnings += failed
             return result
-        wire = rule_set.evaluate_wire(request, lookup, explain, derived, trace_format)
+        traces = self.loader.traces
+        wire = rule_set.evaluate_wire(request, lookup, explain, derived, trace_format,
+                                      later=traces.later if traces is not None else None)
         wire["warnings"] = [*wire.get("warnings", []), *failed]
         return wire
 

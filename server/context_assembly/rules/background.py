@@ -44,10 +44,12 @@ class BackgroundCompiler:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, jobs: Iterable[Job]) -> None:
+    def submit(self, jobs: Iterable[Job], keep: bool = False) -> None:
+        """Run `jobs` in order on the thread. `keep`: `close` still runs them (work a later start
+        would otherwise redo on its request path: deferred_trace.py), else it drops them."""
         with self._lock:
             if not self._closed:
-                self._queue((job, False) for job in jobs)
+                self._queue((job, keep) for job in jobs)
 
     def write(self, job: Job) -> None:
         """Run `job` (a cache write) off the request path, after the jobs queued before it; a
@@ -104,7 +106,7 @@ class BackgroundCompiler:
 
     def close(self, timeout: float = 10.0) -> None:
         """Drop the queued compile jobs, and wait (at most `timeout`) for the running one and the
-        queued writes; later submits are ignored, later writes run in the caller."""
+        queued writes and kept jobs; later submits are ignored, later writes run in the caller."""
         with self._lock:
             self._closed = True
             self._jobs = deque(item for item in self._jobs if item[1])

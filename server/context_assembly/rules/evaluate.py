@@ -16,7 +16,7 @@ form with the trace compiled (trace.py): what the methods return.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -119,9 +119,12 @@ class RuleSet:
 
     def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
                       explain: str = "all", derived: dict[str, Any] | None = None,
-                      trace_format: str = "full") -> dict[str, Any]:
+                      trace_format: str = "full",
+                      later: Callable[[list[CompiledEngine], str], bool] | None = None) -> dict[str, Any]:
         """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py);
-        `trace_format` "compact": the trace packed (compact.py)."""
+        `trace_format` "compact": the trace packed (compact.py). `later` (deferred_trace.py): takes
+        engines whose trace programs are missing to build them in the background (True: this answer
+        then comes from the plain path, the same JSON)."""
         lookup = build_lookup(request) if lookup is None else lookup
         compact = trace_format == "compact"
         if compact:  # (imported here: a first "none" answer needs none of it)
@@ -139,6 +142,8 @@ class RuleSet:
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
+        if new and not compact and later is not None and later(new, explain):
+            return unstructure(self.evaluate(request, lookup, True if explain == "all" else explain, derived))
         if new:  # made (or restored) at once, then frozen before the collector runs again: they live
             with collector_paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
                 for engine in new:

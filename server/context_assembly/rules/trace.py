@@ -121,18 +121,29 @@ class TraceProgram:
             self.kept.store(self, name)
         return made
 
-    def outcomes(self, values: Lookup) -> list[bool]:
-        if self._outcomes is None:
+    def prepare(self, mode: str) -> None:
+        """Compile (or read from the compile cache) the generated function `explain` `mode` ("all"
+        or "matched") answers with, ahead of its first use (deferred_trace.py)."""
+        if mode == "all":
+            if self._all is None:
+                self.templates()
+                self._all = self._function("all_rules", "V, H", self._all_lines)
+        elif self._outcomes is None:
             self._outcomes = self._function("outcomes", "V", lambda: [
                 f"return [{', '.join(f'o{slot.index}' for slot in self._slots)}{',' if self._slots else ''}]"])
+
+    def outcomes(self, values: Lookup) -> list[bool]:
+        if self._outcomes is None:
+            self.prepare("matched")
+        assert self._outcomes is not None
         return self._outcomes(values)
 
     def all_rules(self, values: Lookup, hits: set[int]) -> list[Wire]:
         """Every rule's dict with its conditions': one generated function, dict displays over
         templates, each distinct condition's dict made once and shared by the rules that hold it."""
         if self._all is None:
-            self.templates()
-            self._all = self._function("all_rules", "V, H", self._all_lines)
+            self.prepare("all")
+        assert self._all is not None
         return self._all(values, hits)
 
     def templates(self) -> None:

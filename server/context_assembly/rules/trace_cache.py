@@ -64,6 +64,10 @@ class KeptTrace:
         self.cache, self.engine_key, self.writer = cache, engine_key, writer
         self._stored: str | None | bool = False  # the layout key the program's entry holds, once read or written
 
+    def stored(self) -> bool:
+        """Whether the program has an entry (one `stat`; it may still turn out unusable)."""
+        return self.cache.path(trace_key(self.engine_key)).is_file()
+
     def restore(self, engine: CompiledEngine) -> TraceProgram | None:
         """The stored program (its functions' code read when first called); None when there is
         none or none usable: the caller builds it."""

@@ -32,6 +32,7 @@ from ..pipelines.shorthand import normalise_memory
 from ..rules.background import BackgroundCompiler
 from ..rules.cache import CompileCache
 from ..rules.compile import LeafMemo
+from ..rules.deferred_trace import TraceBuilder
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import (
     CompiledEngine,
@@ -287,6 +288,8 @@ class WorkspaceLoader:
         self.root = Path(root).resolve()
         self._store = CompileCache.from_environment() if cache is True else cache or None
         self.compiler = BackgroundCompiler() if background else None
+        # first traces with many programs to build: answered from the plain path meanwhile
+        self.traces = TraceBuilder(self.compiler, background_from) if self.compiler is not None else None
         self._background_from = background_from
         self._pending: list[tuple[SourceFile, str | None]] = []  # (file, cache key) to compile by the next load
         self._leaves: LeafMemo = {}  # the conditions' leaves this load made (rules/compile.py), shared
