@@ -75,6 +75,8 @@ def test_many_rules_are_built_in_the_background_and_answered_alike_meanwhile(tmp
     gate.set()
     assert loader.compiler.wait(30)
     assert programs(loader) == [True, True, True]  # built by the background thread
+    assert all({"all_rules", "outcomes"} <= set(engine.trace.codes)  # each asked mode's function too
+               for engine in loader.load().rule_set.engines)
     for mode in MODES:  # from the programs now
         answer = workspace.rule_set.evaluate_wire(request, explain=mode, later=loader.traces.later)
         assert wire(answer) == expected[mode]

@@ -28,7 +28,8 @@ class TraceBuilder:
     def __init__(self, compiler: BackgroundCompiler, from_rules: int) -> None:
         self.compiler = compiler
         self.from_rules = from_rules
-        self._queued: weakref.WeakSet[CompiledEngine] = weakref.WeakSet()
+        # engine -> the modes whose function a queued job prepares
+        self._queued: weakref.WeakKeyDictionary[CompiledEngine, set[str]] = weakref.WeakKeyDictionary()
 
     def later(self, engines: list[CompiledEngine], mode: str) -> bool:
         """True: these engines' programs are (being) built in the background, with the function
@@ -38,8 +39,9 @@ class TraceBuilder:
                     and (e.kept_trace is None or not e.kept_trace.stored())]
         if sum(len(e.rules) for e in to_build) < self.from_rules:
             return False
-        fresh = [e for e in to_build if e not in self._queued]
-        self._queued.update(fresh)
+        fresh = [e for e in to_build if mode not in self._queued.get(e, ())]
+        for engine in fresh:
+            self._queued.setdefault(engine, set()).add(mode)
         # kept by `close`: each program's entry is written on its first use and a later start
         # reads it, instead of building every program on its request path
         self.compiler.submit((partial(_build, e, mode) for e in fresh), keep=True)
