@@ -34,7 +34,7 @@ DRIVER = r'''
 import asyncio, json, os, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from sidecar import as_request, workspace_for
+from sidecar import PARAMS, as_request, workspace_for
 from context_assembly.client import ContextAssemblyClient
 
 def times(pid):
@@ -42,8 +42,7 @@ def times(pid):
     return int(fields[11]), int(fields[12])
 
 async def main(workload, method):
-    options = {"none": {"explain": "none"}, "all": {}, "compact": {"trace_format": "compact"},
-               "none-compact": {"explain": "none", "trace_format": "compact"}}.get(method, {})
+    options = PARAMS.get(method, {})  # "all" and "floor": none
     requests = [{**as_request(q), **options} for q in json.loads((workload / "requests.json").read_text())]
     workspace = workspace_for(workload, Path(sys.argv[4]))
     loop = asyncio.get_running_loop()

@@ -123,7 +123,7 @@ class Runtime:
         """Whether a rule evaluation now only computes: the workspace is as last loaded (no file to
         read, no engine to compile, no other thread loading it) and a turn count opens nothing and
         is no network round trip (the embedded stores, already open or with no database yet). The
-        event loop answers `"explain": "none"` evaluations itself then (lsp/protocol.py)."""
+        event loop answers `"explain": "none"` and compact evaluations itself then (lsp/protocol.py)."""
         settings, refused = self._store_settings
         if refused or settings.stores.backend != "embedded" \
                 or (self._wired is None and not nothing_stored(self.layout, settings.stores)):

@@ -19,7 +19,7 @@ from context_assembly.lsp.server import ContextAssemblyServer, build_server
 from context_assembly.runtime import Runtime
 
 from .support import EXAMPLE, REQUEST, clone
-from .test_protocol import Capture, answer, request
+from .test_protocol import Capture, answer, answered, reply, request
 
 NONE = {**REQUEST, "explain": "none"}
 ENGINE_FILE = Path(".codebolt") / "context-rule-engines" / "planning.json"
@@ -53,19 +53,15 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[ContextAssemblyServer, C
 
 async def reply_to(out: Capture, msg_id: str) -> dict[str, Any]:
     """The answer to `msg_id`, waited for (a worker's)."""
-    for _ in range(1000):
-        found = [m for m in out.messages if m.get("id") == msg_id and "method" not in m]
-        if found:
-            return found[-1]
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"no answer to {msg_id!r}")
+    found: dict[str, Any] = await reply(out, msg_id, tries=1000)
+    return found
 
 
 def at_once(server: ContextAssemblyServer, out: Capture, message: dict[str, Any]) -> dict[str, Any] | None:
     """The answer written while `receive` ran (None: it went to a worker)."""
     server.protocol.receive(orjson.dumps(message))
-    found = [m for m in out.messages if m.get("id") == message["id"] and "method" not in m]
-    return found[-1] if found else None
+    found: dict[str, Any] | None = answered(out, message["id"])
+    return found
 
 
 async def test_a_settled_none_evaluation_is_answered_before_receive_returns(
@@ -133,8 +129,8 @@ async def test_an_edited_rule_file_is_read_by_a_worker_before_the_loop_answers_a
     after = await reply_to(out, "after")
     again = at_once(server, out, request("again", "contextAssembly/evaluateRules", NONE))
     assert again is not None  # settled again once a worker read the file
-    for reply in (after, again):
-        assert "planning-edited" in reply["result"]["matched_memories"], reply
+    for message in (after, again):
+        assert "planning-edited" in message["result"]["matched_memories"], message
 
 
 async def test_errors_on_the_loop_are_the_workers_errors(served: tuple[ContextAssemblyServer, Capture, Path]) -> None:

@@ -42,14 +42,25 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[ContextAssemblyServer, C
     server.close()
 
 
-async def answer(server: ContextAssemblyServer, out: Capture, body: bytes | dict[str, Any], msg_id: Any) -> Any:
-    server.protocol.receive(body if isinstance(body, bytes) else orjson.dumps(body))
-    for _ in range(500):
-        found = [m for m in out.messages if m.get("id") == msg_id and "method" not in m]
-        if found:
-            return found[-1]
+def answered(out: Capture, msg_id: Any) -> Any:
+    """The last answer to `msg_id` written so far (None: none yet)."""
+    found = [m for m in out.messages if m.get("id") == msg_id and "method" not in m]
+    return found[-1] if found else None
+
+
+async def reply(out: Capture, msg_id: Any, tries: int = 500) -> Any:
+    """The answer to `msg_id`, waited for (10 ms a try)."""
+    for _ in range(tries):
+        found = answered(out, msg_id)
+        if found is not None:
+            return found
         await asyncio.sleep(0.01)
     raise AssertionError(f"no answer to {msg_id!r}")
+
+
+async def answer(server: ContextAssemblyServer, out: Capture, body: bytes | dict[str, Any], msg_id: Any) -> Any:
+    server.protocol.receive(body if isinstance(body, bytes) else orjson.dumps(body))
+    return await reply(out, msg_id)
 
 
 def request(msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
