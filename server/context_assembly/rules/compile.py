@@ -29,6 +29,8 @@ class Leaf:
     operator: Operator
     predicate: Predicate  # for present values; absence is answered by operator.absent_matches
     inline: Inline = None
+    # plain_trace.py's dicts for this leaf (absent, present), made on first use
+    templates: Any = field(default=None, init=False, repr=False)
 
     def holds(self, values: Lookup) -> bool:
         actual = values[self.key]  # complete: every key present, absent ones as MISSING

@@ -51,6 +51,8 @@ class CompiledRule:
     excluded: tuple[str, ...] = ()  # exclude_memories, when not plain
     # restored: makes `_rule` and `_conditions` of every rule of the engine (structure, compile)
     _load: Callable[[], None] | None = None
+    # plain_trace.py's dicts for this rule (unmatched, matched), made on first use
+    templates: Any = field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self._rule is None or self._conditions is None:

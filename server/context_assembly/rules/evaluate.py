@@ -30,6 +30,7 @@ from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
+from .plain_trace import engine_results
 from .settle import Settlement
 from .trace import TraceProgram, matched_rules, program
 
@@ -129,21 +130,22 @@ class RuleSet:
         compact = trace_format == "compact"
         if compact:  # (imported here: a first "none" answer needs none of it)
             from .compact import compact_answer, from_full
-        if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
-            if compact:
-                return from_full(unstructure(self.evaluate(request, lookup, True, derived)),
-                                 self._selection(request.rule_engine_ids).engines, lookup, explain)
-            return unstructure(self.evaluate(request, lookup, {"all": True, "none": False}.get(explain, explain),
-                                             derived))
         selection = self._selection(request.rule_engine_ids)
         found = self._match(selection, lookup)
         wire = _wire_result(self._settle(request, lookup, selection, found, None, derived)[0])
+        if None in lookup.values():  # a null the plain path leaves out of `actual` (build_lookup drops them)
+            if compact:
+                return from_full({**wire, "engine_results": engine_results(found, lookup, "all")},
+                                 selection.engines, lookup, explain)
+            wire["engine_results"] = engine_results(found, lookup, explain)
+            return wire
         if explain == "none" and not compact:
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
         if new and not compact and later is not None and later(new, explain):
-            return unstructure(self.evaluate(request, lookup, True if explain == "all" else explain, derived))
+            wire["engine_results"] = engine_results(found, lookup, explain)  # the plain path's JSON, built meanwhile
+            return wire
         if new:  # made (or restored) at once, then frozen before the collector runs again: they live
             with collector_paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
                 for engine in new:
