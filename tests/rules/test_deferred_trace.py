@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.model import AssemblyRequest, structure
+from context_assembly.rules.bitmap import QUEUED
 from context_assembly.rules.cache import ENV, CompileCache
 from context_assembly.rules.trace import TraceProgram
 from context_assembly.runtime import Runtime
@@ -90,7 +91,7 @@ def test_many_rules_are_built_in_the_background_and_answered_alike_meanwhile(tmp
     restarted.close()
 
 
-def test_few_rules_or_the_compact_format_are_built_on_the_request_path(tmp_path: Path) -> None:
+def test_few_rules_or_the_compact_formats_programs_are_built_on_the_request_path(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     write_files(root, {"a": {"id": "a", "rules": [{"id": f"r{i}", "when": [], "then": {"add_memories": ["m"]}}
                                                   for i in range(5)]}})
@@ -108,6 +109,37 @@ def test_few_rules_or_the_compact_format_are_built_on_the_request_path(tmp_path:
     assert compact["trace_format"] == "compact" and programs(many) == [True]  # packed against the programs
     loader.close()
     many.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files, st.lists(typed_requests, min_size=1, max_size=3))
+def test_a_compact_trace_packs_plain_outcomes_while_its_bit_functions_compile(
+        tmp_path_factory: Any, docs: dict[str, Any], request_docs: list[dict[str, Any]]) -> None:
+    root = tmp_path_factory.mktemp("ws")
+    write_files(root, docs)
+    requests = [structure(doc, AssemblyRequest) for doc in request_docs]
+    compiled = WorkspaceLoader(root, cache=False).load().rule_set  # bit functions made on the request path
+    loader = WorkspaceLoader(root, cache=False, background=True, background_from=1)
+    assert loader.traces is not None and loader.compiler is not None
+    rule_set = loader.load().rule_set
+    gate = held(loader)  # the background thread waits: the bit functions stay queued
+    try:
+        for request in requests:
+            for mode in MODES:
+                answer = rule_set.evaluate_wire(request, explain=mode, trace_format="compact",
+                                                later=loader.traces.later)
+                assert wire(answer) == wire(compiled.evaluate_wire(request, explain=mode, trace_format="compact"))
+        assert all(engine.trace.bits is QUEUED for engine in rule_set.engines  # none made on the request path
+                   if isinstance(engine.trace, TraceProgram) and engine.trace.nodes)
+    finally:
+        gate.set()
+    assert loader.compiler.wait(30)
+    assert not any(isinstance(engine.trace, TraceProgram) and engine.trace.bits is QUEUED
+                   for engine in rule_set.engines)  # each made by the background thread
+    for request in requests:  # from the bit functions now
+        answer = rule_set.evaluate_wire(request, explain="all", trace_format="compact", later=loader.traces.later)
+        assert wire(answer) == wire(compiled.evaluate_wire(request, explain="all", trace_format="compact"))
+    loader.close()
 
 
 def test_the_sidecar_runtime_defers_its_first_trace(tmp_path: Path, monkeypatch: Any) -> None:

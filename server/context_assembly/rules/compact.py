@@ -33,9 +33,10 @@ import hashlib
 import json
 from collections.abc import Iterable
 
+import orjson
 from attrs import frozen
 
-from .bitmap import engine_bits
+from .bitmap import QUEUED, engine_bits
 from .engine import CompiledEngine
 from .lookup import Lookup, complete
 from .trace import TraceProgram, Wire, program
@@ -66,25 +67,35 @@ def layout(engine: CompiledEngine) -> Layout:
 
 def _layout(engine_id: str, made: TraceProgram) -> Layout:
     conditions: list[Wire] = []
-    for slot in made.slots:
+    for slot in made.slots:  # (copies, then the keys a layout leaves out deleted: C speed, same key order)
         entry: Wire
         if slot.kind == "leaf":
-            entry = {"variable": slot.key}
-            entry.update((k, v) for k, v in slot.absent.items() if k not in ("result", "present"))
+            entry = {"variable": slot.key, **slot.absent}
+            del entry["result"], entry["present"]
         elif slot.kind == "group":
             entry = {"group": slot.absent["group"], "conditions": list(slot.children)}
         else:
-            entry = {k: v for k, v in slot.absent.items() if k != "result"}
+            entry = {**slot.absent}
+            del entry["result"]
         conditions.append(entry)
     rules = []
     for slots, unmatched, matched in made.rules:
-        rule = {k: v for k, v in unmatched.items() if k not in ("matched", "conditions")}
-        rule.update(memories=matched["memories"], excluded=matched["excluded"], conditions=list(slots))
+        rule = {**unmatched}
+        del rule["matched"], rule["conditions"]
+        rule["memories"], rule["excluded"], rule["conditions"] = matched["memories"], matched["excluded"], list(slots)
         rules.append(rule)
     content = {"engine_id": engine_id, "conditions": conditions, "rules": rules}
-    # stdlib json: any integer a rule file holds; once per engine version (then kept in the compile cache)
-    key = made.layout_key or hashlib.sha256(json.dumps(content, separators=(",", ":")).encode()).hexdigest()[:KEY_CHARS]
+    key = made.layout_key or hashlib.sha256(_content_bytes(content)).hexdigest()[:KEY_CHARS]
     return Layout(key, {"engine_id": engine_id, "layout": key, **content}, frozenset(made.keys))
+
+
+def _content_bytes(content: Wire) -> bytes:
+    """What the layout key hashes: the content's JSON (orjson; stdlib json for what orjson refuses, an
+    integer beyond 64 bits from a rule file). Once per engine version, then kept in the compile cache."""
+    try:
+        return orjson.dumps(content)
+    except TypeError:
+        return json.dumps(content, separators=(",", ":")).encode()
 
 
 def pack(outcomes: list[bool]) -> str:
@@ -109,11 +120,20 @@ def compact_answer(wire: Wire, found: list[tuple[CompiledEngine, list[int]]], lo
         trace: Wire = {"layout": shape.key, "matched": hits}
         if explain != "none":
             variables |= shape.variables
-            bits = engine_bits(made)
-            trace["outcomes"] = pack(made.outcomes(complete(lookup, made.keys))) if bits is None else \
-                base64.b64encode(bits.bitmap(lookup)).decode("ascii")
+            trace["outcomes"] = _outcomes(made, lookup)
         engines.append(_entry(engine, trace))
     return _finish(wire, engines, lookup, variables, explain)
+
+
+def _outcomes(made: TraceProgram, lookup: Lookup) -> str:
+    """The engine's outcomes, packed: from its bitmap function, its outcomes function (groups), or
+    while those compile in the background (bitmap.py `QUEUED`) without generated code."""
+    if made.bits is QUEUED:
+        return pack(made.plain_outcomes(lookup))
+    bits = engine_bits(made)
+    if bits is None:
+        return pack(made.outcomes(complete(lookup, made.keys)))
+    return base64.b64encode(bits.bitmap(lookup)).decode("ascii")
 
 
 def from_full(full: Wire, engines: list[CompiledEngine], lookup: Lookup, explain: str) -> Wire:

@@ -29,7 +29,7 @@ class Leaf:
     operator: Operator
     predicate: Predicate  # for present values; absence is answered by operator.absent_matches
     inline: Inline = None
-    # plain_trace.py's dicts for this leaf (absent, present), made on first use
+    # trace.py's dicts for this leaf (absent, present) and its signature, made on first use
     templates: Any = field(default=None, init=False, repr=False)
 
     def holds(self, values: Lookup) -> bool:

@@ -8,8 +8,11 @@ explanation, then the converter; tests/rules/test_deferred_trace.py checks they 
 long-lived loader's `TraceBuilder` takes engines whose programs would have to be built from at
 least `from_rules` rules: it queues one job per engine on the background compiler and the request
 is answered from the plain path; later requests use each program once it is there. Fewer rules
-(an edited file, a small workspace) are built on the request path, as before, and so is the
-compact format (it packs against the programs' layouts).
+(an edited file, a small workspace) are built on the request path, as before. The compact format
+builds its programs on the request path (it packs against their layouts) but not, with as many
+rules, the functions that compute its bits (mode "bits", ~0.5 s of compiling on 17,400 rules):
+those are queued the same way, and meanwhile its outcomes come from the programs without
+generated code (bitmap.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import weakref
 from functools import partial
 
 from .background import BackgroundCompiler
+from .bitmap import QUEUED, build_bits
 from .engine import CompiledEngine, collector_paused
 from .trace import TraceProgram, program
 
@@ -34,11 +38,19 @@ class TraceBuilder:
     def later(self, engines: list[CompiledEngine], mode: str) -> bool:
         """True: these engines' programs are (being) built in the background, with the function
         `explain` `mode` answers with: answer from the plain path; False: build them now (few rules
-        to build from, or kept programs to read)."""
-        to_build = [e for e in engines if not isinstance(e.trace, TraceProgram)
-                    and (e.kept_trace is None or not e.kept_trace.stored())]
+        to build from, or kept programs to read). Mode "bits": the compact trace's bit functions of
+        programs just built here; each one queued is `QUEUED` until its job made it."""
+        if mode == "bits":
+            to_build = [e for e in engines if isinstance(e.trace, TraceProgram) and e.trace.bits is None
+                        and e.trace.nodes]
+        else:
+            to_build = [e for e in engines if not isinstance(e.trace, TraceProgram)
+                        and (e.kept_trace is None or not e.kept_trace.stored())]
         if sum(len(e.rules) for e in to_build) < self.from_rules:
             return False
+        if mode == "bits":
+            for engine in to_build:
+                engine.trace.bits = QUEUED
         fresh = [e for e in to_build if mode not in self._queued.get(e, ())]
         for engine in fresh:
             self._queued.setdefault(engine, set()).add(mode)
@@ -49,7 +61,11 @@ class TraceBuilder:
 
 
 def _build(engine: CompiledEngine, mode: str) -> None:
-    """One engine's program and the function `mode` answers with, its entries kept as a request's
-    would be (a job of the background compiler, which freezes what its jobs made)."""
+    """One engine's program and the function `mode` answers with (or its bit functions), its
+    entries kept as a request's would be (a job of the background compiler, which freezes what its
+    jobs made)."""
     with collector_paused():
-        program(engine).prepare(mode)
+        if mode == "bits":
+            build_bits(program(engine))
+        else:
+            program(engine).prepare(mode)

@@ -51,7 +51,7 @@ class CompiledRule:
     excluded: tuple[str, ...] = ()  # exclude_memories, when not plain
     # restored: makes `_rule` and `_conditions` of every rule of the engine (structure, compile)
     _load: Callable[[], None] | None = None
-    # plain_trace.py's dicts for this rule (unmatched, matched), made on first use
+    # trace.py's dicts for this rule (unmatched, matched), made on first use (`rule_templates`)
     templates: Any = field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:

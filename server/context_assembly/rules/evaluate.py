@@ -152,6 +152,8 @@ class RuleSet:
                     program(engine)
                 gc.freeze()
         if compact:
+            if new and explain != "none" and later is not None:
+                later(new, "bits")  # those queued pack their plain outcomes until their functions are made
             wire = compact_answer(wire, found, lookup, explain)
             if request.rule_engine_ids is None:  # every enabled engine: "none" made the layouts, a trace the bits too
                 self.compacted.add("none" if explain == "none" else "trace")

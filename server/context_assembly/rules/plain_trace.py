@@ -4,7 +4,7 @@ The plain path answers before an engine's trace program is built (a cold start's
 answer, deferred_trace.py) and whenever a lookup holds a None (evaluate.py). Walking the compiled
 conditions into `ConditionResult`s and then through the converter cost ~0.45 s a request on
 17,400 rules, half of it the converter; here each condition's dict is a copy of a template (the
-same `_leaf_template` / `_rule_templates` the trace program uses, made on first use and kept on
+same `leaf_templates` / `rule_templates` the trace program uses, made on first use and kept on
 the leaf and the rule) with its outcome and actual value filled in.
 `tests/rules/test_plain_trace.py` checks on arbitrary engines and requests that the JSON equals
 `unstructure(RuleSet.evaluate(…))`, key order included, in every mode.
@@ -17,7 +17,7 @@ from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
 from .engine import CompiledEngine, CompiledRule, collector_paused
 from .lookup import Lookup
-from .trace import Wire, _leaf_template, _plain, _rule_templates
+from .trace import Wire, _plain, leaf_templates, rule_templates
 
 
 def engine_results(found: list[tuple[CompiledEngine, list[int]]], lookup: Lookup, explain: str) -> list[Wire]:
@@ -37,10 +37,7 @@ def _engine(engine: CompiledEngine, hits: list[int], lookup: Lookup, explain: st
 
 
 def _rule(rule: CompiledRule, matched: bool, lookup: Lookup, traced: bool) -> Wire:
-    made = rule.templates
-    if made is None:
-        made = rule.templates = _rule_templates(rule)
-    entry = {**made[matched]}
+    entry = {**rule_templates(rule)[matched]}
     # the templates' lists are shared: each answer gets its own
     entry["memories"], entry["excluded"] = list(entry["memories"]), list(entry["excluded"])
     entry["conditions"] = [_condition(node, lookup) for node in rule.conditions.nodes] if traced else []
@@ -61,9 +58,7 @@ def _condition(node: Node, lookup: Lookup) -> Wire:
 
 
 def _leaf(leaf: Leaf, lookup: Lookup) -> Wire:
-    made = leaf.templates
-    if made is None:
-        made = leaf.templates = (_leaf_template(leaf, False), _leaf_template(leaf, True))
+    made = leaf_templates(leaf)
     actual = lookup.get(leaf.key, MISSING)
     result = leaf.operator.answer(leaf.predicate, actual)
     if actual is MISSING:

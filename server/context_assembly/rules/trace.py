@@ -48,11 +48,12 @@ class TraceProgram:
         """The program of `engine`'s compiled conditions; None: an empty one that trace_cache.py
         fills from a compile-cache entry."""
         self._slots: list[_Slot] = []
+        self.nodes: list[Node] = []  # each slot's compiled condition (none in a program read from the cache)
         self._leaf_slot: dict[tuple[Any, ...], int] = {}
         self._emitter = _Emitter()
         # per rule: (top-level slots, template when unmatched, template when matched)
         self.rules = [] if engine is None else [
-            (tuple(self._node(node) for node in rule.conditions.nodes), *_rule_templates(rule))
+            (tuple(self._node(node) for node in rule.conditions.nodes), *rule_templates(rule))
             for rule in engine.rules]
         self.keys = list(self._emitter.keys)
         # the generated functions' compiled modules by name, and where they and the program are
@@ -79,12 +80,10 @@ class TraceProgram:
 
     def _node(self, node: Node) -> int:
         if isinstance(node, Leaf):
-            signature = (node.source.field, node.source.operator, _frozen(node.source.value),
-                         _frozen(node.source.ignore_case))
+            absent, present, signature = leaf_templates(node)
             if signature not in self._leaf_slot:
-                self._leaf_slot[signature] = self._add(
-                    "leaf", _leaf_template(node, False), _leaf_template(node, True), node.key,
-                    expression=self._emitter.expr(node))
+                self._leaf_slot[signature] = self._add(node, "leaf", absent, present, node.key,
+                                                       expression=self._emitter.expr(node))
             return self._leaf_slot[signature]
         if isinstance(node, Group):
             children = tuple(self._node(child) for child in node.children)
@@ -94,14 +93,33 @@ class TraceProgram:
                 joined = (" or " if node.kind == "any" else " and ").join(f"o{c}" for c in children)
                 expression = f"({joined})" if children else ("False" if node.kind == "any" else "True")
             template = {"result": False, "group": node.kind, "conditions": None}
-            return self._add("group", template, children=children, expression=expression)
+            return self._add(node, "group", template, children=children, expression=expression)
         assert isinstance(node, Broken)
-        return self._add("broken", unstructure(node.explain({})), expression="False")
+        return self._add(node, "broken", unstructure(node.explain({})), expression="False")
 
-    def _add(self, kind: str, absent: Wire, present: Wire | None = None, key: str | None = None,
+    def _add(self, node: Node, kind: str, absent: Wire, present: Wire | None = None, key: str | None = None,
              children: tuple[int, ...] = (), expression: str = "False") -> int:
         self._slots.append(_Slot(len(self._slots), kind, absent, present, key, children, expression))
+        self.nodes.append(node)
         return len(self._slots) - 1
+
+    def plain_outcomes(self, lookup: Lookup) -> list[bool]:
+        """`outcomes` without generated code: each slot's compiled condition answered in turn
+        (children come before their groups). Only for a program built here (`nodes`); `lookup`
+        holds no None. What a compact answer packs while its functions compile (bitmap.py)."""
+        outcomes: list[bool] = []
+        for node, slot in zip(self.nodes, self._slots, strict=True):
+            if isinstance(node, Leaf):
+                actual = lookup.get(node.key, MISSING)
+                outcome = node.operator.absent_matches if actual is MISSING else bool(node.predicate(actual))
+            elif isinstance(node, Group):
+                children = [outcomes[c] for c in slot.children]
+                kind = node.kind
+                outcome = any(children) if kind == "any" else all(children) if kind == "all" else not children[0]
+            else:
+                outcome = False
+            outcomes.append(outcome)
+        return outcomes
 
     def _function(self, name: str, parameters: str, lines: Callable[[], list[str]]) -> Any:
         """Outcomes first (`o3 = …`, children before groups), then `lines()`; compiled once per
@@ -207,9 +225,18 @@ class TraceProgram:
         return found
 
 
-def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
+def rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
     """The plain path's dicts for the rule (`rule_result`, then the converter, which leaves out
-    None), unmatched and matched, with empty conditions; built by hand, as they are many."""
+    None), unmatched and matched, with empty conditions; built by hand, as they are many. Made once
+    and kept on the rule (read-only: shared by the trace program, its answers and plain_trace.py)."""
+    made = rule.templates
+    if made is None:
+        made = rule.templates = _rule_templates(rule)
+    found: tuple[Wire, Wire] = made
+    return found
+
+
+def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
     head = {"rule_id": rule.rule_id, "matched": False}
     tail: Wire = {"conditions": [], "memories": [], "excluded": [], "per_source": rule.per_source}
     for key, value in (("name", rule.name), ("priority", rule.priority)):
@@ -219,6 +246,19 @@ def _rule_templates(rule: CompiledRule) -> tuple[Wire, Wire]:
     matched = {**head, "matched": True, **tail, "memories": list(rule.memories),
                "excluded": list(rule.excluded), **error}
     return {**head, **tail, **error}, matched
+
+
+def leaf_templates(leaf: Leaf) -> tuple[Wire, Wire, tuple[Any, ...]]:
+    """The leaf's dicts, absent and present (read-only: every use copies them), and what tells it
+    from other leaves in a trace; made once per leaf and kept on it (a load shares a leaf between
+    the rules and engines that hold the same condition: `large`'s 46,000 are 10,800)."""
+    made = leaf.templates
+    if made is None:
+        source = leaf.source
+        signature = (source.field, source.operator, _frozen(source.value), _frozen(source.ignore_case))
+        made = leaf.templates = (_leaf_template(leaf, False), _leaf_template(leaf, True), signature)
+    found: tuple[Wire, Wire, tuple[Any, ...]] = made
+    return found
 
 
 def _leaf_template(leaf: Leaf, present: bool) -> Wire:
@@ -262,7 +302,7 @@ def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
         return engine.trace.engine(engine, hits, {}, "none")
     if engine.trace is None:
         rules = engine.rules
-        engine.trace = MatchedTemplates(lambda i: _rule_templates(rules[i])[1])
+        engine.trace = MatchedTemplates(lambda i: rule_templates(rules[i])[1])
     return {"engine_id": engine.id, "rules": engine.trace.entries(hits), "enabled": engine.enabled}
 
 
