@@ -142,6 +142,29 @@ def test_a_compact_trace_packs_plain_outcomes_while_its_bit_functions_compile(
     loader.close()
 
 
+def test_a_program_built_again_meanwhile_gets_its_own_bits_job(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    rule = {"when": [{"field": "addVar.a", "operator": "gt", "value": 1}], "then": {"add_memories": ["m"]}}
+    write_files(root, {"a": {"id": "a", "rules": [{**rule, "id": f"r{i}"} for i in range(5)]}})
+    loader = WorkspaceLoader(root, cache=False, background=True, background_from=1)
+    assert loader.traces is not None and loader.compiler is not None
+    engine = loader.load().rule_set.engines[0]
+    gate = held(loader)
+    first = engine.trace = TraceProgram(engine)
+    assert loader.traces.later([engine], "bits") and first.bits is QUEUED
+    second = engine.trace = TraceProgram(engine)  # another request built the program too
+    assert loader.traces.later([engine], "bits") and second.bits is QUEUED
+    gate.set()
+    assert loader.compiler.wait(30)
+    assert first.bits is not QUEUED and second.bits is not QUEUED  # neither left waiting for a job
+    request = structure({"additional_variables": {"a": 3}}, AssemblyRequest)
+    compact = loader.load().rule_set.evaluate_wire(request, explain="all", trace_format="compact")
+    expected = WorkspaceLoader(root, cache=False).load().rule_set.evaluate_wire(request, explain="all",
+                                                                               trace_format="compact")
+    assert wire(compact) == wire(expected)
+    loader.close()
+
+
 def test_the_sidecar_runtime_defers_its_first_trace(tmp_path: Path, monkeypatch: Any) -> None:
     root = tmp_path / "ws"
     rule = {"when": [{"field": "addVar.a", "operator": "eq", "value": 1}], "then": {"add_memories": ["m"]}}

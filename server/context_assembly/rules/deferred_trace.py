@@ -41,16 +41,11 @@ class TraceBuilder:
         to build from, or kept programs to read). Mode "bits": the compact trace's bit functions of
         programs just built here; each one queued is `QUEUED` until its job made it."""
         if mode == "bits":
-            to_build = [e for e in engines if isinstance(e.trace, TraceProgram) and e.trace.bits is None
-                        and e.trace.nodes]
-        else:
-            to_build = [e for e in engines if not isinstance(e.trace, TraceProgram)
-                        and (e.kept_trace is None or not e.kept_trace.stored())]
+            return self._later_bits(engines)
+        to_build = [e for e in engines if not isinstance(e.trace, TraceProgram)
+                    and (e.kept_trace is None or not e.kept_trace.stored())]
         if sum(len(e.rules) for e in to_build) < self.from_rules:
             return False
-        if mode == "bits":
-            for engine in to_build:
-                engine.trace.bits = QUEUED
         fresh = [e for e in to_build if mode not in self._queued.get(e, ())]
         for engine in fresh:
             self._queued.setdefault(engine, set()).add(mode)
@@ -59,13 +54,27 @@ class TraceBuilder:
         self.compiler.submit((partial(_build, e, mode) for e in fresh), keep=True)
         return True
 
+    def _later_bits(self, engines: list[CompiledEngine]) -> bool:
+        """The bit functions of programs built here (not read from the cache): one job per program,
+        bound to it (a program another request built meanwhile gets its own), `QUEUED` until done."""
+        made = [e.trace for e in engines if isinstance(e.trace, TraceProgram) and e.trace.bits is None
+                and e.trace.nodes]
+        if sum(len(m.rules) for m in made) < self.from_rules:
+            return False
+        for queued in made:
+            queued.bits = QUEUED
+        self.compiler.submit((partial(_build_bits, m) for m in made), keep=True)
+        return True
+
 
 def _build(engine: CompiledEngine, mode: str) -> None:
-    """One engine's program and the function `mode` answers with (or its bit functions), its
-    entries kept as a request's would be (a job of the background compiler, which freezes what its
-    jobs made)."""
+    """One engine's program and the function `mode` answers with, its entries kept as a request's
+    would be (a job of the background compiler, which freezes what its jobs made)."""
     with collector_paused():
-        if mode == "bits":
-            build_bits(program(engine))
-        else:
-            program(engine).prepare(mode)
+        program(engine).prepare(mode)
+
+
+def _build_bits(made: TraceProgram) -> None:
+    """A program's bit functions (their code kept as a request's would be)."""
+    with collector_paused():
+        build_bits(made)
