@@ -91,6 +91,40 @@ def test_many_rules_are_built_in_the_background_and_answered_alike_meanwhile(tmp
     restarted.close()
 
 
+def test_programs_kept_without_the_modes_function_answer_from_the_plain_path_meanwhile(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    rule = {"when": [{"field": "input.text", "operator": "contains", "value": "fix"}], "then": {"add_memories": ["m"]}}
+    write_files(root, {name: {"id": name, "rules": [{**rule, "id": f"r{i}"} for i in range(30)]}
+                       for name in ("a", "b", "c")})
+    store = CompileCache(tmp_path / "cache")
+    request = structure({"input": {"text": "please fix"}}, AssemblyRequest)
+    expected = {mode: wire(WorkspaceLoader(root, cache=False).load().rule_set.evaluate_wire(request, explain=mode))
+                for mode in MODES}
+    compacting = WorkspaceLoader(root, cache=store, background=True, background_from=1000)  # built at once
+    assert compacting.traces is not None
+    compacting.load().rule_set.evaluate_wire(request, explain="all", trace_format="compact",
+                                             later=compacting.traces.later)
+    compacting.close()  # programs and bit functions kept; neither "all" nor "matched" function
+    loader = WorkspaceLoader(root, cache=store, background=True, background_from=60)
+    assert loader.traces is not None and loader.compiler is not None
+    rule_set = loader.load().rule_set
+    gate = held(loader)
+    for mode in MODES:  # 90 rules' functions to compile: the plain path answers, the same JSON
+        assert wire(rule_set.evaluate_wire(request, explain=mode, later=loader.traces.later)) == expected[mode]
+    assert not any(isinstance(e.trace, TraceProgram) and (e.trace.prepared("all") or e.trace.prepared("matched"))
+                   for e in rule_set.engines)
+    gate.set()
+    assert loader.compiler.wait(30)
+    assert all(e.trace.prepared("all") and e.trace.prepared("matched") for e in rule_set.engines)
+    for mode in MODES:
+        assert wire(rule_set.evaluate_wire(request, explain=mode, later=loader.traces.later)) == expected[mode]
+    loader.close()
+    restarted = WorkspaceLoader(root, cache=store, background=True, background_from=60)  # every function kept now
+    assert restarted.traces is not None
+    assert not restarted.traces.later(list(restarted.load().rule_set.engines), "all")
+    restarted.close()
+
+
 def test_few_rules_or_the_compact_formats_programs_are_built_on_the_request_path(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     write_files(root, {"a": {"id": "a", "rules": [{"id": f"r{i}", "when": [], "then": {"add_memories": ["m"]}}

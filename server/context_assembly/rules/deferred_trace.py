@@ -1,8 +1,9 @@
 """A first trace answered while the trace programs are built in the background.
 
 A trace answer (`explain` "all" / "matched", full format) needs each engine's trace program
-(trace.py). Reading a kept one from the compile cache is quick, but building one from the rules is
-not: ~1.4 s of CPU on 17,400 rules, which a cold start's first traced answer used to pay. The plain
+(trace.py) and that mode's generated function. Reading kept ones from the compile cache is quick,
+but building them is not: ~1.4 s of CPU on 17,400 rules, which a cold start's first traced answer
+used to pay (and ~1.3 s for the functions alone where a compact trace had kept only the programs). The plain
 (interpreted) path gives the same JSON in ~0.3 s on those rules (`RuleSet.evaluate` with the
 explanation, then the converter; tests/rules/test_deferred_trace.py checks they agree). So a
 long-lived loader's `TraceBuilder` takes engines whose programs would have to be built from at
@@ -42,8 +43,7 @@ class TraceBuilder:
         programs just built here; each one queued is `QUEUED` until its job made it."""
         if mode == "bits":
             return self._later_bits(engines)
-        to_build = [e for e in engines if not isinstance(e.trace, TraceProgram)
-                    and (e.kept_trace is None or not e.kept_trace.stored())]
+        to_build = [e for e in engines if _costly(e, mode)]
         if sum(len(e.rules) for e in to_build) < self.from_rules:
             return False
         fresh = [e for e in to_build if mode not in self._queued.get(e, ())]
@@ -65,6 +65,18 @@ class TraceBuilder:
             queued.bits = QUEUED
         self.compiler.submit((partial(_build_bits, m) for m in made), keep=True)
         return True
+
+
+def _costly(engine: CompiledEngine, mode: str) -> bool:
+    """Whether answering `mode` from the engine's program compiles anything: the program to build
+    (none kept), or its mode's function to compile (its code not kept: a program made or kept by
+    a compact trace, which reads neither function)."""
+    made, name = engine.trace, TraceProgram.FUNCTIONS[mode]
+    if isinstance(made, TraceProgram):
+        return not made.prepared(mode) and name not in made.codes \
+            and (made.kept is None or not made.kept.has_code(name))
+    kept = engine.kept_trace
+    return kept is None or not kept.stored() or not kept.has_code(name)
 
 
 def _build(engine: CompiledEngine, mode: str) -> None:

@@ -124,8 +124,8 @@ class RuleSet:
                       later: Callable[[list[CompiledEngine], str], bool] | None = None) -> dict[str, Any]:
         """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py);
         `trace_format` "compact": the trace packed (compact.py). `later` (deferred_trace.py): takes
-        engines whose trace programs are missing to build them in the background (True: this answer
-        then comes from the plain path, the same JSON)."""
+        engines whose trace programs, or the function of the mode, are missing to build them in
+        the background (True: this answer then comes from the plain path, the same JSON)."""
         lookup = build_lookup(request) if lookup is None else lookup
         compact = trace_format == "compact"
         if compact:  # (imported here: a first "none" answer needs none of it)
@@ -143,9 +143,12 @@ class RuleSet:
             wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
-        if new and not compact and later is not None and later(new, explain):
-            wire["engine_results"] = engine_results(found, lookup, explain)  # the plain path's JSON, built meanwhile
-            return wire
+        if not compact and later is not None:
+            unready = [engine for engine, _ in found  # a program to build or read, or its mode's function
+                       if not isinstance(engine.trace, TraceProgram) or not engine.trace.prepared(explain)]
+            if unready and later(unready, explain):
+                wire["engine_results"] = engine_results(found, lookup, explain)  # the plain path's JSON meanwhile
+                return wire
         if new:  # made (or restored) at once, then frozen before the collector runs again: they live
             with collector_paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
                 for engine in new:

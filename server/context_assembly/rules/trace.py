@@ -139,16 +139,22 @@ class TraceProgram:
             self.kept.store(self, name)
         return made
 
+    FUNCTIONS = {"all": "all_rules", "matched": "outcomes"}  # explain mode -> its generated function
+
     def prepare(self, mode: str) -> None:
         """Compile (or read from the compile cache) the generated function `explain` `mode` ("all"
         or "matched") answers with, ahead of its first use (deferred_trace.py)."""
         if mode == "all":
             if self._all is None:
                 self.templates()
-                self._all = self._function("all_rules", "V, H", self._all_lines)
+                self._all = self._function(self.FUNCTIONS["all"], "V, H", self._all_lines)
         elif self._outcomes is None:
-            self._outcomes = self._function("outcomes", "V", lambda: [
+            self._outcomes = self._function(self.FUNCTIONS["matched"], "V", lambda: [
                 f"return [{', '.join(f'o{slot.index}' for slot in self._slots)}{',' if self._slots else ''}]"])
+
+    def prepared(self, mode: str) -> bool:
+        """Whether the function `explain` `mode` ("all", "matched") answers with is made."""
+        return (self._all if mode == "all" else self._outcomes) is not None
 
     def outcomes(self, values: Lookup) -> list[bool]:
         if self._outcomes is None:

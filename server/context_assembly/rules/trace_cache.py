@@ -68,6 +68,10 @@ class KeptTrace:
         """Whether the program has an entry (one `stat`; it may still turn out unusable)."""
         return self.cache.path(trace_key(self.engine_key)).is_file()
 
+    def has_code(self, name: str) -> bool:
+        """Whether the code of the function `name` has an entry (one `stat`)."""
+        return self.cache.path(trace_key(self.engine_key, name)).is_file()
+
     def restore(self, engine: CompiledEngine) -> TraceProgram | None:
         """The stored program (its functions' code read when first called); None when there is
         none or none usable: the caller builds it."""
