@@ -102,6 +102,21 @@ def table(results: dict[str, dict[str, dict]]) -> list[str]:
 STARTS: dict[str, dict[str, Any]] = {}  # size -> the sidecar's stats (first answer, answer after an edit)
 
 
+def first_answer_verdicts(size: str, firsts: dict[str, dict[str, float]]) -> list[str]:
+    """Spawn → first answer per `explain` mode, with the compile cache cold and warm (sidecar.py
+    `first_answers`); the target (≤ 1.0 s) applies to `large`, compile included: the cold ones."""
+    modes = [key.split(":")[0] for key in firsts if key.endswith(":cold")]
+    if not modes:
+        return []
+    parts = ", ".join(f"{mode} {firsts[mode + ':cold']['first_s']:.2f} / {firsts[mode + ':warm']['first_s']:.2f} s"
+                      for mode in modes)
+    line = f"{size}: spawn → first answer, compile cache cold / warm: {parts}"
+    if size == "large":
+        worst = max(firsts[mode + ":cold"]["first_s"] for mode in modes)
+        line += f" (target ≤ 1.0 s cold: slowest {worst:.2f} s {'PASS' if worst <= 1.0 else 'MISS'})"
+    return [line]
+
+
 def verdicts(results: dict[str, dict[str, dict]]) -> list[str]:
     out = []
     for size in ("medium", "large"):
@@ -111,11 +126,12 @@ def verdicts(results: dict[str, dict[str, dict]]) -> list[str]:
                 out.append(f"{size}, {label} ÷ {JRE}: {ratio:.2f}× (target ≥ {target:g}×) "
                            f"{'PASS' if ratio >= target else 'MISS'}")
     for size, stats in STARTS.items():
-        out.append(f"{size}: spawn → first evaluateRules answered {stats['first_s']:.2f} s"
+        out.append(f"{size}: the timed server, spawn → first evaluateRules answered {stats['first_s']:.2f} s"
                    + (f" (initialize → first answer {stats['first_after_initialize_s']:.2f} s)"
                       if "first_after_initialize_s" in stats else "")
-                   + (" (target ≤ 1.0 s on large)" if size == "large" else "")
+                   + " (its compile cache as the first-answer servers left it)"
                    + f"; after one rule file edit {stats['after_edit_s'] * 1000:.0f} ms")
+        out += first_answer_verdicts(size, stats.get("first_answers", {}))
     rows = results.get("large")
     if rows is None:
         return [*out, "targets apply to `large` (not run)"]
