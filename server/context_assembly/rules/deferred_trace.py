@@ -3,17 +3,16 @@
 A trace answer (`explain` "all" / "matched", full format) needs each engine's trace program
 (trace.py) and that mode's generated function. Reading kept ones from the compile cache is quick,
 but building them is not: ~1.4 s of CPU on 17,400 rules, which a cold start's first traced answer
-used to pay (and ~1.3 s for the functions alone where a compact trace had kept only the programs). The plain
-(interpreted) path gives the same JSON in ~0.3 s on those rules (`RuleSet.evaluate` with the
-explanation, then the converter; tests/rules/test_deferred_trace.py checks they agree). So a
-long-lived loader's `TraceBuilder` takes engines whose programs would have to be built from at
-least `from_rules` rules: it queues one job per engine on the background compiler and the request
-is answered from the plain path; later requests use each program once it is there. Fewer rules
-(an edited file, a small workspace) are built on the request path, as before. The compact format
-builds its programs on the request path (it packs against their layouts) but not, with as many
-rules, the functions that compute its bits (mode "bits", ~0.5 s of compiling on 17,400 rules):
-those are queued the same way, and meanwhile its outcomes come from the programs without
-generated code (bitmap.py).
+used to pay (~1.3 s for the functions alone where compact traces had kept only the programs). The
+plain path gives the same JSON in ~0.15 s on those rules (plain_trace.py;
+tests/rules/test_deferred_trace.py checks they agree). So a long-lived loader's `TraceBuilder`
+takes engines whose programs or functions would have to be built for at least `from_rules` rules:
+it queues one job per engine on the background compiler and the request is answered from the
+plain path; later requests use each program once it is there. Fewer rules (an edited file, a small
+workspace) are built on the request path, as before. The compact format builds its programs on
+the request path (it packs against their layouts) but not, with as many rules, the functions that
+compute its bits (mode "bits", ~0.5 s of compiling on 17,400 rules): those are queued the same
+way, and meanwhile its outcomes come from the programs without generated code (bitmap.py).
 """
 
 from __future__ import annotations

@@ -67,4 +67,3 @@ def _leaf(leaf: Leaf, lookup: Lookup) -> Wire:
     if actual is None:  # present but null (a caller's lookup): the converter leaves None out
         del entry["actual"]
     return entry
-
