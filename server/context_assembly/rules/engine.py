@@ -195,6 +195,29 @@ class _Emitter:
         raise TypeError(node)
 
     def build(self, rules: list[CompiledRule]) -> Matcher:
+        inline, buckets = self._parts(rules)
+        loaded = _needs(inline, buckets)
+        body = [*self._loads(loaded, set()), *inline, *self._dispatches(buckets, loaded)]
+        source = "\n".join(["def match(V):", "    hits = []", "    h = hits.append",
+                            *(f"    {line}" for line in body), "    hits.sort()" if buckets else "", "    return hits"])
+        return self._define(source, "match")
+
+    def build_fused(self, engines: list[list[CompiledRule]]) -> Callable[[Lookup], list[list[int]]]:
+        """Several engines' matchers as one function (fused.py): each variable loaded once for all
+        of them, then each engine's tests as its own matcher has them; the hits per engine."""
+        parts = [self._parts(rules) for rules in engines]
+        loaded = set().union(*(_needs(inline, buckets) for inline, buckets in parts))
+        body = self._loads(loaded, set())
+        for n, (inline, buckets) in enumerate(parts):
+            body += [f"H{n} = []", f"h = H{n}.append", *inline, *self._dispatches(buckets, loaded)]
+            body += [f"H{n}.sort()"] if buckets else []
+        body.append(f"return [{''.join(f'H{n}, ' for n in range(len(parts)))}]")
+        source = "\n".join(["def match(V):", *(f"    {line}" for line in body)])
+        return self._define(source, "match")
+
+    def _parts(self, rules: list[CompiledRule]) -> tuple[list[str], dict[str, dict[str, list[str]]]]:
+        """The tests of the rules no guard dispatches, and per guard variable and value the tests of
+        the rules in that value's block."""
         inline: list[str] = []
         buckets: dict[str, dict[str, list[str]]] = {}  # guard key -> value -> rule tests
         for index, rule in enumerate(rules):
@@ -210,13 +233,10 @@ class _Emitter:
             test = self._test([node for node in nodes if node is not leaf], index)
             for value in values:
                 buckets.setdefault(self.var(leaf.key), {}).setdefault(value, []).append(test)
-        loaded = _names(inline) | set(buckets) | {f"s{var[1:]}" for var in buckets}
-        body = [*self._loads(loaded, set()), *inline]
-        for var, by_value in buckets.items():
-            body += self._dispatch(var, by_value, loaded)
-        source = "\n".join(["def match(V):", "    hits = []", "    h = hits.append",
-                            *(f"    {line}" for line in body), "    hits.sort()" if buckets else "", "    return hits"])
-        return self._define(source, "match")
+        return inline, buckets
+
+    def _dispatches(self, buckets: dict[str, dict[str, list[str]]], loaded: set[str]) -> list[str]:
+        return [line for var, by_value in buckets.items() for line in self._dispatch(var, by_value, loaded)]
 
     def _test(self, nodes: list[Node], index: int) -> str:
         return f"if {' and '.join(self.expr(node) for node in nodes) or 'True'}: h({index})"
@@ -252,6 +272,12 @@ def define_function(code: CodeType, namespace: dict[str, Any], name: str) -> Any
     made: dict[str, Any] = {}
     exec(code, namespace, made)  # noqa: S102
     return made[name]
+
+
+def _needs(inline: list[str], buckets: dict[str, dict[str, list[str]]]) -> set[str]:
+    """The variables a matcher loads before its tests: those its unguarded tests read, and each
+    guard's value and is-a-str flag (the blocks load what only they read)."""
+    return _names(inline) | set(buckets) | {f"s{var[1:]}" for var in buckets}
 
 
 def _names(lines: list[str]) -> set[str]:

@@ -26,8 +26,10 @@ from ..model.converter import unstructure
 from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
+from .cache import CompileCache
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
+from .fused import Fused, fuse
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
 from .plain_trace import engine_results
@@ -51,6 +53,8 @@ class _Selection:
     variables: list[str] = field(init=False)  # sorted lookup keys the engines read
     plain: bool = field(init=False)  # rules only add memories: resolving is deduplicating
     _absent: Lookup = field(init=False)
+    # the engines' matchers fused (fused.py), set once made in the background; None: each its own
+    fused: Fused | None = field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # A rule that can never match (a bad pattern, an unknown operator) is said once per request,
@@ -171,7 +175,24 @@ class RuleSet:
     @staticmethod
     def _match(selection: _Selection, lookup: Lookup) -> list[tuple[CompiledEngine, list[int]]]:
         values = selection.values(lookup)
+        fused = selection.fused
+        if fused is not None:  # the same hits, each variable loaded once per group of engines
+            return [pair for function, group in fused for pair in zip(group, function(values), strict=True)]
         return [(engine, engine.matcher(values)) for engine in selection.engines]  # rule indexes
+
+    def fuse(self, store: CompileCache | None = None, previous: RuleSet | None = None) -> bool:
+        """Fuse the matchers of every enabled engine (fused.py), for the requests that run them all
+        (the loader's); a group of the same engines as one of `previous` (the version loaded
+        before) is taken from it. False when there is nothing to gain (fewer than two engines) or an
+        engine's matcher is not generated yet."""
+        selection = self._selection(None)
+        engines = selection.engines
+        if len(engines) < 2 or not all(engine.generated for engine in engines):
+            return False
+        if selection.fused is None:
+            before = previous._default.fused if previous is not None and previous._default is not None else None
+            selection.fused = fuse(engines, store, before)
+        return True
 
     def _settle(self, request: AssemblyRequest, lookup: Lookup, selection: _Selection,
                 found: list[tuple[CompiledEngine, list[int]]], explain: bool | str | None,

@@ -82,7 +82,7 @@ def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
     """The cache entry of an engine whose matcher `emitter` wrote (None when a value cannot be stored)."""
     code = emitter.code
     assert code is not None
-    used = _names(code)
+    used = used_names(code)
     constants, recipes = stored_globals(emitter, lambda name: name not in used or name == "M")
     rules = [(r.rule_id, r.position, r.ref, r.memories, r.excluded, r.plain, r.broken, r.per_source, r.error,
               r.name, r.priority) for r in compiled.rules]
@@ -93,12 +93,12 @@ def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
         return None
 
 
-def _names(code: CodeType) -> set[str]:
+def used_names(code: CodeType) -> set[str]:
     """The global names a module's code and the functions it defines read."""
     names = set(code.co_names)
     for constant in code.co_consts:
         if isinstance(constant, CodeType):
-            names |= _names(constant)
+            names |= used_names(constant)
     return names
 
 
@@ -109,12 +109,7 @@ def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> Compiled
     form, engine_id, enabled, code, constants, recipes, keys, rules = made
     if form != FORMAT or not isinstance(code, CodeType) or not isinstance(engine_id, str):
         raise ValueError("not a compiled-engine entry")
-    namespace: dict[str, Any] = {"M": MISSING, "__builtins__": builtins}
-    for name, value in constants.items():
-        namespace[name] = {shared(k): v for k, v in value.items()} if isinstance(value, dict) else shared(value)
-    for name, (inline, recipe) in recipes.items():
-        namespace[name] = _Deferred(namespace, name, tuple(recipe), bool(inline))
-    matcher = define_function(code, namespace, "match")
+    matcher = define_function(code, namespace_of(constants, recipes), "match")
     source = _once(source)
     restored: list[CompiledRule] = []
     load = _loader(restored, source)
@@ -125,6 +120,17 @@ def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> Compiled
             excluded=tuple(excluded), load=load))
     return CompiledEngine(id=engine_id, enabled=enabled, rules=restored, matcher=matcher, engine=None,
                           keys=[shared(key) for key in keys], source=source)
+
+
+def namespace_of(constants: dict[str, Any], recipes: dict[str, Any]) -> dict[str, Any]:
+    """The globals of restored generated code: its constants (strings interned again) and a
+    deferred stand-in per predicate (`stored_globals` wrote both)."""
+    namespace: dict[str, Any] = {"M": MISSING, "__builtins__": builtins}
+    for name, value in constants.items():
+        namespace[name] = {shared(k): v for k, v in value.items()} if isinstance(value, dict) else shared(value)
+    for name, (inline, recipe) in recipes.items():
+        namespace[name] = _Deferred(namespace, name, tuple(recipe), bool(inline))
+    return namespace
 
 
 def _once(make: Callable[[], RuleEngine]) -> Callable[[], RuleEngine]:

@@ -468,10 +468,30 @@ class WorkspaceLoader:
         if not changed and self._last is not None and self._last[0] == settings_stamp:
             return self._last[1]  # the same object: callers may cache what they derive from it
         workspace = self._assemble(files, settings, setting_problems)
+        previous = self._last[1].rule_set if self._last is not None else None
         first, self._last = self._last is None, (settings_stamp, workspace)
+        self._fuse_later(workspace, previous)
         if changed:
             pin_compiled(collect=not first)
         return workspace
+
+    def _fuse_later(self, workspace: Workspace, previous: RuleSet | None) -> None:
+        """A long-lived loader fuses the matchers of the workspace's enabled engines (rules/fused.py):
+        with few rules at once, else on the background compiler after the matchers compiling there
+        (a job `close` keeps, so that its entries are written and a later start reads them)."""
+        rule_set = workspace.rule_set
+        enabled = [engine for engine in rule_set.engines if engine.enabled]
+        if self.compiler is None or len(enabled) < 2:
+            return
+        if sum(len(engine.rules) for engine in enabled) < self._background_from:
+            rule_set.fuse(self._store, previous)
+        else:
+            self.compiler.submit([partial(self._fuse, workspace, previous)], keep=True)
+
+    def _fuse(self, workspace: Workspace, previous: RuleSet | None) -> None:
+        """Fuse the workspace's matchers, unless a newer version is loaded since."""
+        if self._last is not None and self._last[1] is workspace:
+            workspace.rule_set.fuse(self._store, previous)
 
     def _assemble(self, files: dict[str, SourceFile], settings: Settings,
                   setting_problems: list[Problem]) -> Workspace:
