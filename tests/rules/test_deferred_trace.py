@@ -35,6 +35,14 @@ def write_files(root: Path, docs: dict[str, Any]) -> None:
         write(root, f"context-rule-engines/{name}.json", doc)
 
 
+def three_engines(root: Path) -> Path:
+    """A workspace of three engines of 30 rules each (90 rules to build)."""
+    rule = {"when": [{"field": "input.text", "operator": "contains", "value": "fix"}], "then": {"add_memories": ["m"]}}
+    write_files(root, {name: {"id": name, "rules": [{**rule, "id": f"r{i}"} for i in range(30)]}
+                       for name in ("a", "b", "c")})
+    return root
+
+
 def programs(loader: WorkspaceLoader) -> list[bool]:
     return [isinstance(engine.trace, TraceProgram) for engine in loader.load().rule_set.engines]
 
@@ -56,10 +64,7 @@ def test_the_plain_answer_of_a_deferred_trace_is_the_compiled_one(tmp_path_facto
 
 
 def test_many_rules_are_built_in_the_background_and_answered_alike_meanwhile(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    rule = {"when": [{"field": "input.text", "operator": "contains", "value": "fix"}], "then": {"add_memories": ["m"]}}
-    write_files(root, {name: {"id": name, "rules": [{**rule, "id": f"r{i}"} for i in range(30)]}
-                       for name in ("a", "b", "c")})
+    root = three_engines(tmp_path / "ws")
     store = CompileCache(tmp_path / "cache")
     loader = WorkspaceLoader(root, cache=store, background=True, background_from=60)  # 90 rules to build
     assert loader.traces is not None and loader.compiler is not None
@@ -92,10 +97,7 @@ def test_many_rules_are_built_in_the_background_and_answered_alike_meanwhile(tmp
 
 
 def test_programs_kept_without_the_modes_function_answer_from_the_plain_path_meanwhile(tmp_path: Path) -> None:
-    root = tmp_path / "ws"
-    rule = {"when": [{"field": "input.text", "operator": "contains", "value": "fix"}], "then": {"add_memories": ["m"]}}
-    write_files(root, {name: {"id": name, "rules": [{**rule, "id": f"r{i}"} for i in range(30)]}
-                       for name in ("a", "b", "c")})
+    root = three_engines(tmp_path / "ws")
     store = CompileCache(tmp_path / "cache")
     request = structure({"input": {"text": "please fix"}}, AssemblyRequest)
     expected = {mode: wire(WorkspaceLoader(root, cache=False).load().rule_set.evaluate_wire(request, explain=mode))
