@@ -108,6 +108,26 @@ def test_the_loader_fuses_in_the_background_and_a_warm_start_reads_the_groups(
     warm.close()
 
 
+def test_a_damaged_group_entry_is_made_again(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    for name in ("a", "b"):
+        write(root, f"context-rule-engines/{name}.json", engine_doc(name, 3))
+    store = CompileCache(tmp_path / "cache")
+    cold = WorkspaceLoader(root, cache=store, background=True)  # few rules: fused as it loads
+    expected = orjson.dumps(cold.load().rule_set.evaluate_wire(REQUEST, explain="none"))
+    [(_, group)] = cold.load().rule_set._selection(None).fused or []
+    key = fused.group_key(group)
+    assert key is not None and store.get(key) is not None
+    cold.close()
+    store.path(key).write_bytes(store.path(key).read_bytes()[:40])  # truncated
+    warm = WorkspaceLoader(root, cache=store, background=True)
+    again = warm.load().rule_set
+    assert again._selection(None).fused is not None
+    assert orjson.dumps(again.evaluate_wire(REQUEST, explain="none")) == expected
+    assert store.get(key) is not None and len(store.path(key).read_bytes()) > 40  # written again
+    warm.close()
+
+
 def test_an_edited_file_is_fused_again_and_the_other_groups_are_kept(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fused, "CHUNK_RULES", 3)  # an engine a group

@@ -43,11 +43,12 @@ def fuse(engines: list[CompiledEngine], store: CompileCache | None = None, befor
     the very same engines, or read from `store` when kept there, else written, compiled and kept.
     Every engine must have its generated matcher."""
     made: Fused = []
-    same = {tuple(map(id, group)): (function, group) for function, group in before or []}
+    # by the engines' ids: `before` keeps its engines alive, so equal ids are the same engines
+    same = {tuple(map(id, group)): function for function, group in before or []}
     for group in groups(engines):
-        found = same.get(tuple(map(id, group)))
-        if found is not None and all(a is b for a, b in zip(found[1], group, strict=True)):
-            made.append((found[0], group))
+        function = same.get(tuple(map(id, group)))
+        if function is not None:
+            made.append((function, group))
             continue
         key = group_key(group) if store is not None else None
         function = _restore(store.get(key)) if store is not None and key is not None else None
@@ -77,10 +78,11 @@ def groups(engines: list[CompiledEngine]) -> Iterator[list[CompiledEngine]]:
 def group_key(group: list[CompiledEngine]) -> str | None:
     """A group's key: its engines' compile-cache keys in order (None when one has none: an
     engine made from the context-rules files, or one whose file had problems)."""
-    keys = [engine.kept_trace.engine_key if engine.kept_trace is not None else None for engine in group]
-    if None in keys:
+    kept = [engine.kept_trace for engine in group]
+    if any(where is None for where in kept):
         return None
-    return hashlib.sha256(FORMAT.encode() + b"\0" + "\0".join(keys).encode()).hexdigest()  # type: ignore[arg-type]
+    keys = "\0".join(where.engine_key for where in kept if where is not None)
+    return hashlib.sha256(FORMAT.encode() + b"\0" + keys.encode()).hexdigest()
 
 
 def _entry(emitter: _Emitter) -> bytes | None:

@@ -44,6 +44,8 @@ class TraceProgram:
     """One engine's trace: slots for every distinct condition, templates for every rule. The
     generated functions are built on first use of each mode."""
 
+    FUNCTIONS = {"all": "all_rules", "matched": "outcomes"}  # explain mode -> its generated function
+
     def __init__(self, engine: CompiledEngine | None) -> None:
         """The program of `engine`'s compiled conditions; None: an empty one that trace_cache.py
         fills from a compile-cache entry."""
@@ -138,8 +140,6 @@ class TraceProgram:
         if self.kept is not None:
             self.kept.store(self, name)
         return made
-
-    FUNCTIONS = {"all": "all_rules", "matched": "outcomes"}  # explain mode -> its generated function
 
     def prepare(self, mode: str) -> None:
         """Compile (or read from the compile cache) the generated function `explain` `mode` ("all"
