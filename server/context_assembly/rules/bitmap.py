@@ -75,6 +75,7 @@ def build_bits(made: TraceProgram) -> EngineBits | bool:
 
 
 def _function(made: TraceProgram) -> Bits:
+    made.expressions()  # their predicates and constants are the function's globals, stored code or not
     code = made.codes.get("bits") or (None if made.kept is None else made.kept.code("bits"))
     if code is None:
         code = compile(_source(made), "<rule-engine>", "exec")
@@ -100,7 +101,7 @@ def _source(made: TraceProgram) -> str:
     """`def bits(V, T, K)`: per variable, its part from `T[n]` (that variable's kept parts, keyed
     as `K` = `value_key` says) or computed (and kept while there is room); their OR."""
     by_variable: dict[str, list[str]] = {key: [] for key in made.keys}
-    for slot in made.slots:
+    for slot in made.expressions():
         if slot.kind == "leaf" and slot.expression != "False":
             by_variable[slot.key].append(f"({slot.expression} and {1 << slot.index:#x})")  # type: ignore[index]
     lines = ["def bits(V, T, K):", "    m = 0"]

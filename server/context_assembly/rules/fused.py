@@ -89,7 +89,7 @@ def _entry(emitter: _Emitter) -> bytes | None:
     code = emitter.code
     assert code is not None
     used = used_names(code)
-    constants, recipes = stored_globals(emitter, lambda name: name not in used or name == "M")
+    constants, recipes = stored_globals(emitter.globals, emitter.recipes, lambda name: name not in used or name == "M")
     try:
         return marshal.dumps((FORMAT, code, constants, recipes))
     except ValueError:  # "unmarshallable object": a constant from a rule file that is not plain JSON

@@ -60,19 +60,21 @@ def compile_entry(engine: RuleEngine) -> tuple[CompiledEngine, bytes | None]:
     return compiled, entry_of(compiled, emitter)
 
 
-def stored_globals(emitter: _Emitter, skip: Callable[[str], bool]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The generated code's globals as an entry keeps them (but those `skip` names): constants as
-    they are, and how to make each operator's predicate (or an inline test's callable constant)
-    again, since functions cannot be marshalled."""
+def stored_globals(namespace: dict[str, Any], made: dict[str, Any],
+                   skip: Callable[[str], bool]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The generated code's globals (an emitter's `globals`, with its `recipes` in `made`) as an
+    entry keeps them (but those `skip` names): constants as they are, and how to make each
+    operator's predicate (or an inline test's callable constant) again, since functions cannot be
+    marshalled."""
     constants: dict[str, Any] = {}
     recipes: dict[str, Any] = {}
-    for name, value in emitter.globals.items():
+    for name, value in namespace.items():
         if skip(name):
             continue
-        if name in emitter.recipes:  # an operator's predicate
-            recipes[name] = (False, emitter.recipes[name])
-        elif callable(value) and name[1:] in emitter.recipes:  # an inline test's callable constant
-            recipes[name] = (True, emitter.recipes[name[1:]])
+        if name in made:  # an operator's predicate
+            recipes[name] = (False, made[name])
+        elif callable(value) and name[1:] in made:  # an inline test's callable constant
+            recipes[name] = (True, made[name[1:]])
         else:
             constants[name] = value
     return constants, recipes
@@ -83,7 +85,7 @@ def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
     code = emitter.code
     assert code is not None
     used = used_names(code)
-    constants, recipes = stored_globals(emitter, lambda name: name not in used or name == "M")
+    constants, recipes = stored_globals(emitter.globals, emitter.recipes, lambda name: name not in used or name == "M")
     rules = [(r.rule_id, r.position, r.ref, r.memories, r.excluded, r.plain, r.broken, r.per_source, r.error,
               r.name, r.priority) for r in compiled.rules]
     try:

@@ -14,6 +14,7 @@ rules that matched, with their conditions), "none" (only the matched rules, no c
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -30,12 +31,14 @@ Wire = dict[str, Any]
 
 
 class _Slot:
-    """One distinct condition: its outcome slot, and how its dict is made."""
+    """One distinct condition: its outcome slot, and how its dict is made. `expression` (the
+    inline test the generated functions compute its outcome with) is None until the program's
+    `expressions` writes it, then never changes."""
 
     __slots__ = ("index", "kind", "present", "absent", "children", "key", "expression")
 
     def __init__(self, index: int, kind: str, absent: Wire, present: Wire | None, key: str | None,
-                 children: tuple[int, ...], expression: str) -> None:
+                 children: tuple[int, ...], expression: str | None) -> None:
         self.index, self.kind, self.key, self.expression = index, kind, key, expression
         self.absent, self.present, self.children = absent, present, children
 
@@ -53,6 +56,12 @@ class TraceProgram:
         self.nodes: list[Node] = []  # each slot's compiled condition (none in a program read from the cache)
         self._leaf_slot: dict[tuple[Any, ...], int] = {}
         self._emitter = _Emitter()
+        # Leaves' test expressions are written when a generated function (or the program's cache
+        # entry) first needs them, on whichever thread that is: a first compact answer only packs
+        # outcomes answered without generated code (`plain_outcomes`) while its functions are
+        # made in the background (bitmap.py). The lock makes that writing happen once.
+        self._unwritten = False
+        self._writing = threading.Lock()
         # per rule: (top-level slots, template when unmatched, template when matched)
         self.rules = [] if engine is None else [
             (tuple(self._node(node) for node in rule.conditions.nodes), *rule_templates(rule))
@@ -84,8 +93,9 @@ class TraceProgram:
         if isinstance(node, Leaf):
             absent, present, signature = leaf_templates(node)
             if signature not in self._leaf_slot:
-                self._leaf_slot[signature] = self._add(node, "leaf", absent, present, node.key,
-                                                       expression=self._emitter.expr(node))
+                self._emitter.var(node.key)  # the lookup keys in the order the expressions read them
+                self._leaf_slot[signature] = self._add(node, "leaf", absent, present, node.key, expression=None)
+                self._unwritten = True
             return self._leaf_slot[signature]
         if isinstance(node, Group):
             children = tuple(self._node(child) for child in node.children)
@@ -100,10 +110,22 @@ class TraceProgram:
         return self._add(node, "broken", unstructure(node.explain({})), expression="False")
 
     def _add(self, node: Node, kind: str, absent: Wire, present: Wire | None = None, key: str | None = None,
-             children: tuple[int, ...] = (), expression: str = "False") -> int:
+             children: tuple[int, ...] = (), expression: str | None = "False") -> int:
         self._slots.append(_Slot(len(self._slots), kind, absent, present, key, children, expression))
         self.nodes.append(node)
         return len(self._slots) - 1
+
+    def expressions(self) -> list[_Slot]:
+        """The slots, each with its expression written (the leaves' once, in slot order, which
+        gives their predicates and constants the same global names whenever it happens)."""
+        if self._unwritten:
+            with self._writing:
+                if self._unwritten:
+                    for slot, node in zip(self._slots, self.nodes, strict=True):
+                        if slot.expression is None:
+                            slot.expression = self._emitter.expr(node)
+                    self._unwritten = False
+        return self._slots
 
     def plain_outcomes(self, lookup: Lookup) -> list[bool]:
         """`outcomes` without generated code: each slot's compiled condition answered in turn
@@ -127,11 +149,12 @@ class TraceProgram:
         """Outcomes first (`o3 = …`, children before groups), then `lines()`; compiled once per
         engine version (`codes`, restored from the compile cache)."""
         emitter = self._emitter
+        slots = self.expressions()  # (a stored function's code reads their globals too)
         code = self.codes.get(name) or (None if self.kept is None else self.kept.code(name))
         if code is not None:
             self.codes[name] = code
             return define_function(code, emitter.globals, name)
-        body = [f"o{slot.index} = {slot.expression}" for slot in self._slots]
+        body = [f"o{slot.index} = {slot.expression}" for slot in slots]
         source = "\n".join([f"def {name}({parameters}):",
                             *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines()])])
         made = emitter._define(source, name)

@@ -17,9 +17,11 @@ from the rules and the entry written again). Entries are written on first use of
 while compiling: a workspace whose clients only ask for `"none"` pays nothing for them. A
 long-lived loader hands the writing (marshalling and the file writes: ~27 MB on `large`, 0.2-0.4 s)
 to its background compiler (background.py `write`): the answer is sent first, the entries follow
-when no request runs, and closing the loader finishes them. What an entry holds is taken when the
-program is told (the code object, the program's parts), so a write never reads a program that a
-later request is extending.
+when no request runs, and closing the loader finishes them. A function's entry is its code
+object, taken when the program is told; the program's entry is taken by the writer from the
+program as it is then (`program_parts`: its expressions written under its lock, its globals
+copied in C), which later requests only extend with what an entry leaves out (templates,
+functions) or may hold (the layout key, constants of expressions written meanwhile).
 """
 
 from __future__ import annotations
@@ -98,9 +100,9 @@ class KeptTrace:
 
     def store(self, made: TraceProgram, name: str | None) -> None:
         """Store the program when its entry lacks what it now knows, and the code of `name`."""
-        writes: list[tuple[str, Any]] = []  # (key, what the entry marshals)
+        writes: list[tuple[str, Any]] = []  # (key, what the entry marshals, or the program to take it from)
         if self._stored is False or (made.layout_key is not None and self._stored != made.layout_key):
-            writes.append((trace_key(self.engine_key), program_parts(made)))
+            writes.append((trace_key(self.engine_key), made))
             self._stored = made.layout_key
         if name is not None:
             writes.append((trace_key(self.engine_key, name), (FORMAT, made.codes[name])))
@@ -112,20 +114,23 @@ class KeptTrace:
     def _write(self, writes: list[tuple[str, Any]]) -> None:
         for key, parts in writes:
             try:
-                payload = marshal.dumps(parts)
+                payload = marshal.dumps(program_parts(parts) if isinstance(parts, TraceProgram) else parts)
             except ValueError:  # "unmarshallable object": the program's, so no entries (built again)
                 return
             self.cache.put(key, payload)
 
 
 def program_parts(made: TraceProgram) -> tuple[Any, ...]:
-    """What the entry that restores `made` (without its functions' code) marshals: new containers
-    (the values in them are never changed once made), so it can be marshalled later."""
+    """What the entry that restores `made` (without its functions' code) marshals, taken now: its
+    expressions written (once, under the program's lock), its globals copied in C (no other
+    thread runs meanwhile), then filtered. Called by the writer, off the request path."""
+    slots = list(made.expressions())
+    emitter = made._emitter
     constants, recipes = stored_globals(  # (exec adds the builtins)
-        made._emitter, lambda name: name in ("M", "__builtins__") or _TEMPLATE.fullmatch(name) is not None)
-    slots = [(slot.kind, slot.absent, slot.present, slot.key, slot.children, slot.expression)
-             for slot in made.slots]
-    return FORMAT, slots, list(made.rules), list(made.keys), constants, recipes, made.layout_key
+        emitter.globals.copy(), emitter.recipes.copy(),
+        lambda name: name in ("M", "__builtins__") or _TEMPLATE.fullmatch(name) is not None)
+    parts = [(slot.kind, slot.absent, slot.present, slot.key, slot.children, slot.expression) for slot in slots]
+    return FORMAT, parts, list(made.rules), list(made.keys), constants, recipes, made.layout_key
 
 
 def restore_program(payload: bytes, engine: CompiledEngine) -> TraceProgram:
