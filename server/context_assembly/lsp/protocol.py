@@ -38,6 +38,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from ..collector import paused
 from ..errors import ContextAssemblyError
 from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
@@ -157,7 +158,14 @@ class Answer:
         return self._once.acquire(blocking=False)
 
     def run(self, session: Any, method: str, params: Any, ctx: Any) -> Any:
-        """On the worker: run the method and send its result, unless the loop answered first."""
+        """On the worker: run the method and send its result, unless the loop answered first. A
+        rule evaluation's answer is written and dropped before the collector runs again."""
+        if method not in INLINE_METHODS:
+            return self._run(session, method, params, ctx)
+        with paused():
+            return self._run(session, method, params, ctx)
+
+    def _run(self, session: Any, method: str, params: Any, ctx: Any) -> Any:
         result = call(session, method, params, ctx)
         if not self.take():
             return result  # cancelled meanwhile: answered already, the result is dropped
@@ -249,16 +257,19 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         if session is None or not session.runtime.settled() \
                 or (kind != "plain" and not session.runtime.compacted(kind)):
             return False
-        params = message.params
-        answered: Future[Any] = Future()
         ctx = CallContext(emit=self.notify, llm=server.ask_llm if server.llm_offered else None)
+        with paused():  # the answer written and dropped before the collector runs again (collector.py)
+            self._answer_now(session, message, ctx)
+        return True
+
+    def _answer_now(self, session: Any, message: JsonRPCRequestMessage, ctx: CallContext) -> None:
+        answered: Future[Any] = Future()
         try:
             with session.runtime.loader.foreground():
-                answered.set_result(call(session, message.method, params, ctx))
+                answered.set_result(call(session, message.method, message.params, ctx))
         except Exception as exc:  # answered as a worker's failure is (run_method)
             answered.set_exception(to_rpc_error(exc, message.method))
         self.answer_request(answered, message.id)
-        return True
 
     def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
         """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""

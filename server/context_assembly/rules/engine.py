@@ -15,13 +15,14 @@ import gc
 import itertools
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import CodeType
 from typing import Any
 
 from attrs import define, field
 
+from ..collector import paused
 from ..model.evaluation import RuleResult
 from ..model.rules import Rule, RuleEngine
 from ..registry.values import MISSING
@@ -372,18 +373,11 @@ def compile_matcher(compiled: CompiledEngine) -> _Emitter:
     return emitter
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic collection while loading a workspace the first time: it allocates tens of
-    thousands of objects that all survive (each automatic pass would walk them again, ~30% of a
-    warm start); `pin_compiled` freezes them after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+def collector_paused() -> AbstractContextManager[None]:
+    """No cyclic collection while loading a workspace the first time (it allocates tens of
+    thousands of objects that all survive: each automatic pass would walk them again, ~30% of a
+    warm start; `pin_compiled` freezes them after), or while writing an answer (collector.py)."""
+    return paused()
 
 
 def pin_compiled(collect: bool = True) -> None:
