@@ -221,3 +221,52 @@ def test_the_sidecar_runtime_defers_its_first_trace(tmp_path: Path, monkeypatch:
         assert programs(runtime.loader) == [True]
     finally:
         runtime.close()
+
+
+def _varied_engine() -> Any:
+    from context_assembly.model import RuleEngine
+    from context_assembly.rules.engine import compile_engine
+
+    from .support import engine, rule
+
+    conditions = [{"field": "addVar.phase", "operator": "eq", "value": "p1"},
+                  {"field": "input.text", "operator": "matches", "value": "^fix"},
+                  {"field": "addVar.n", "operator": "greater_than", "value": 2},
+                  {"field": "addVar.tags", "operator": "contains", "value": "ui"},
+                  {"any": [{"field": "addVar.tag", "operator": "in", "value": ["a", "b"]},
+                           {"field": "addVar.gone", "operator": "not_exists"}]}]
+    rules = [rule(f"r{i}", [conditions[i % 5], conditions[(i * 3 + 1) % 5]]) for i in range(40)]
+    return compile_engine(structure(engine(rules), RuleEngine))
+
+
+def test_expressions_are_written_once_with_the_same_names_whichever_threads_ask() -> None:
+    import threading
+
+    from context_assembly.rules.bitmap import build_bits
+    from context_assembly.rules.lookup import build_lookup, complete
+
+    from .support import request
+
+    alone = TraceProgram(_varied_engine())
+    assert any(slot.expression is None for slot in alone.slots)  # not written by building the program
+    expected = [slot.expression for slot in alone.expressions()]
+    engine = _varied_engine()
+    shared = TraceProgram(engine)
+    start = threading.Barrier(6)
+
+    def ask(work: Any) -> None:
+        start.wait(5)
+        work()
+
+    jobs = [shared.expressions] * 4 + [lambda: shared.prepare("matched"), lambda: build_bits(shared)]
+    threads = [threading.Thread(target=ask, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert [slot.expression for slot in shared.slots] == expected
+    assert {k for k in shared.namespace if k.startswith(("p", "cp"))} == \
+        {k for k in alone.namespace if k.startswith(("p", "cp"))}
+    for variables, text in (({"phase": "p1", "n": 3, "tags": ["ui"]}, "fix it"), ({"tag": "c", "gone": 1}, None)):
+        lookup = build_lookup(request(variables, text))
+        assert shared.outcomes(complete(lookup, shared.keys)) == shared.plain_outcomes(lookup)

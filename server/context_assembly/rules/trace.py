@@ -157,9 +157,9 @@ class TraceProgram:
         body = [f"o{slot.index} = {slot.expression}" for slot in slots]
         source = "\n".join([f"def {name}({parameters}):",
                             *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines()])])
-        made = emitter._define(source, name)
-        assert emitter.code is not None
-        self.codes[name] = emitter.code
+        # (compiled here, not by the emitter, whose `code` another thread's function may replace meanwhile)
+        code = self.codes[name] = compile(source, "<rule-engine>", "exec")
+        made = define_function(code, emitter.globals, name)
         if self.kept is not None:
             self.kept.store(self, name)
         return made
