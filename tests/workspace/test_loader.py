@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from context_assembly.model import AssemblyRequest, structure
+from context_assembly.workspace import loader as loader_module
 from context_assembly.workspace.loader import WorkspaceLoader, load_workspace
 
 from ..conftest import EXAMPLE
 from .builder import memory, write
+from .test_compile_cache import touch
 
 
 def test_example_workspace_loads_every_kind() -> None:
@@ -115,3 +121,31 @@ def test_unchanged_definitions_are_the_same_objects_after_a_reload(example_copy:
     assert second is not first and "extra" in second.engines
     assert all(second.memories[k] is v for k, v in first.memories.items())
     assert all(second.ingestion[k] is v for k, v in first.ingestion.items())
+
+
+def test_reloads_collect_once_the_replaced_versions_add_up_to_a_quarter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    collects: list[bool] = []
+    pin = loader_module.pin_compiled
+    monkeypatch.setattr(loader_module, "pin_compiled", lambda collect=True: (collects.append(collect), pin(collect)))
+    rule = {"id": "r", "when": [{"field": "addVar.a", "operator": "exists"}], "then": {"add_memories": ["m"]}}
+    for n in range(8):
+        write(tmp_path, f"context-rule-engines/e{n}.json", {"id": f"e{n}", "rules": [rule]})
+    loader = WorkspaceLoader(tmp_path, cache=False)
+
+    def edit(n: int) -> Any:
+        before = loader.load()
+        old = weakref.ref(next(e for e in before.rule_set.engines if e.id == f"e{n}").rules[0])
+        touch(write(tmp_path, f"context-rule-engines/e{n}.json", {"id": f"e{n}", "rules": [{**rule, "name": "x"}]}))
+        assert loader.load() is not before
+        return old
+
+    gone = edit(0)  # an eighth of the files replaced: no full collection yet
+    assert gone() is not None  # (garbage in a cycle, frozen: only a full collection frees it)
+    edit(1)  # a quarter: one now
+    assert collects == [False, False, True]
+    assert gone() is None  # the first edit's version is freed by it
+    edit(2)
+    (tmp_path / ".codebolt" / "context-rule-engines" / "e7.json").unlink()
+    loader.load()
+    assert collects == [False, False, True, False, True]  # a removed file counts as replaced

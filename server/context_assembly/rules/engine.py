@@ -387,8 +387,9 @@ def pin_compiled(collect: bool = True) -> None:
     version, but the collector re-walks every one of them each few thousand allocations: on a
     17,400-rule workspace that was ~40% of evaluation time. Collect what is garbage now (older
     versions), then freeze the survivors. Call after (re)compiling a workspace, not per request.
-    `collect=False` (a first load: no older version to collect) only freezes: a full collection
-    of a large workspace costs a first request ~0.5 s, and the next reload collects anyway.
+    `collect=False` (a first load, or a reload that replaced little: the loader's `_collect`)
+    only freezes: a full collection of a large workspace costs its request ~0.3-0.5 s, and the
+    garbage left waits, frozen, for a later one.
     """
     gc.unfreeze()
     if collect:
