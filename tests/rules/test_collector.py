@@ -7,8 +7,9 @@ import gc
 
 import pytest
 
+from context_assembly.collector import paused
 from context_assembly.model import RuleEngine, structure
-from context_assembly.rules.engine import collector_paused, compile_engine
+from context_assembly.rules.engine import compile_engine
 from context_assembly.rules.evaluate import RuleSet
 from tests.collector import young_collections
 
@@ -36,14 +37,14 @@ def test_the_full_trace_is_built_without_collections(collector: None) -> None:
 
 
 def test_the_collector_is_left_as_found_also_on_errors(collector: None) -> None:
-    with pytest.raises(ZeroDivisionError), collector_paused():
+    with pytest.raises(ZeroDivisionError), paused():
         assert not gc.isenabled()
         _ = 1 / 0
     assert gc.isenabled()
     gc.disable()
-    with collector_paused():
+    with paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
-    with pytest.raises(ZeroDivisionError), collector_paused():
+    with pytest.raises(ZeroDivisionError), paused():
         _ = 1 / 0
     assert not gc.isenabled()

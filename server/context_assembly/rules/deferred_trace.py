@@ -20,9 +20,10 @@ from __future__ import annotations
 import weakref
 from functools import partial
 
+from ..collector import paused
 from .background import BackgroundCompiler
 from .bitmap import QUEUED, build_bits
-from .engine import CompiledEngine, collector_paused
+from .engine import CompiledEngine
 from .trace import TraceProgram, program
 
 
@@ -81,11 +82,11 @@ def _costly(engine: CompiledEngine, mode: str) -> bool:
 def _build(engine: CompiledEngine, mode: str) -> None:
     """One engine's program and the function `mode` answers with, its entries kept as a request's
     would be (a job of the background compiler, which freezes what its jobs made)."""
-    with collector_paused():
+    with paused():
         program(engine).prepare(mode)
 
 
 def _build_bits(made: TraceProgram) -> None:
     """A program's bit functions (their code kept as a request's would be)."""
-    with collector_paused():
+    with paused():
         build_bits(made)

@@ -16,13 +16,11 @@ import itertools
 import re
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from types import CodeType
 from typing import Any
 
 from attrs import define, field
 
-from ..collector import paused
 from ..model.evaluation import RuleResult
 from ..model.rules import Rule, RuleEngine
 from ..registry.values import MISSING
@@ -371,13 +369,6 @@ def compile_matcher(compiled: CompiledEngine) -> _Emitter:
     matcher = emitter.build(compiled.rules)
     compiled.matcher, compiled.generated = matcher, True
     return emitter
-
-
-def collector_paused() -> AbstractContextManager[None]:
-    """No cyclic collection while loading a workspace the first time (it allocates tens of
-    thousands of objects that all survive: each automatic pass would walk them again, ~30% of a
-    warm start; `pin_compiled` freezes them after), or while writing an answer (collector.py)."""
-    return paused()
 
 
 def pin_compiled(collect: bool = True) -> None:

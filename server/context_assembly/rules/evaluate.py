@@ -22,13 +22,14 @@ from typing import Any
 import attrs
 from attrs import define, field
 
+from ..collector import paused
 from ..model.converter import unstructure
 from ..model.evaluation import EngineResult, EvaluationResult
 from ..model.request import AssemblyRequest
 from ..registry.variables import MEMORY_SOURCE
 from .cache import CompileCache
 from .dialects import CONTEXT_RULES_ID
-from .engine import CompiledEngine, CompiledRule, collector_paused, rule_result
+from .engine import CompiledEngine, CompiledRule, rule_result
 from .fused import Fused, fuse
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
@@ -154,7 +155,7 @@ class RuleSet:
                 wire["engine_results"] = engine_results(found, lookup, explain)  # the plain path's JSON meanwhile
                 return wire
         if new:  # made (or restored) at once, then frozen before the collector runs again: they live
-            with collector_paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
+            with paused():  # as long as their engines, and re-walking them cost a first answer ~70 ms
                 for engine in new:
                     program(engine)
                 gc.freeze()
@@ -165,7 +166,7 @@ class RuleSet:
             if request.rule_engine_ids is None:  # every enabled engine: "none" made the layouts, a trace the bits too
                 self.compacted.add("none" if explain == "none" else "trace")
         else:  # one dict per condition per rule, none in a cycle: ~100 collections per `large` answer
-            with collector_paused():
+            with paused():
                 wire["engine_results"] = [program(engine).engine(engine, hits, lookup, explain)
                                           for engine, hits in found]
         if new:  # what the answer made on first use lives with the engines too (generated functions, a

@@ -14,10 +14,11 @@ that hold that leaf (`large`'s 46,000 conditions are 10,800 leaves).
 
 from __future__ import annotations
 
+from ..collector import paused
 from ..model.converter import unstructure
 from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
-from .engine import CompiledEngine, CompiledRule, collector_paused
+from .engine import CompiledEngine, CompiledRule
 from .lookup import Lookup
 from .trace import Wire, _plain, leaf_templates, rule_templates
 
@@ -25,7 +26,7 @@ from .trace import Wire, _plain, leaf_templates, rule_templates
 def engine_results(found: list[tuple[CompiledEngine, list[int]]], lookup: Lookup, explain: str) -> list[Wire]:
     """`engine_results` as `unstructure` writes `RuleSet.evaluate`'s, explain "all", "matched" or "none"."""
     leaves: dict[int, Wire] = {}  # id(leaf) -> its dict in this answer (the leaves outlive it)
-    with collector_paused():  # tens of thousands of dicts, none in a cycle (as TraceProgram.engine's)
+    with paused():  # tens of thousands of dicts, none in a cycle (as TraceProgram.engine's)
         return [_engine(engine, hits, lookup, explain, leaves) for engine, hits in found]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import cattrs
 from attrs import define, field
 
+from ..collector import paused
 from ..documents import ParsedDocument, parse_document
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import Limits, too_large
@@ -36,7 +37,6 @@ from ..rules.deferred_trace import TraceBuilder
 from ..rules.dialects import CONTEXT_RULES_ID, NormalisedRule, context_rules_engine, normalise_file
 from ..rules.engine import (
     CompiledEngine,
-    collector_paused,
     compile_engine,
     compile_matcher,
     pin_compiled,
@@ -447,7 +447,7 @@ class WorkspaceLoader:
         if watch is not None and self._last is not None and watch.unchanged():
             return self._last[1]  # nothing under the watched folders changed since the last scan
         if self._last is None:  # the first load makes objects that live as long as the server does
-            with collector_paused():
+            with paused():
                 return self._load(watch)
         return self._load(watch)
 
