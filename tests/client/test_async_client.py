@@ -225,3 +225,14 @@ async def test_a_tight_budget_asks_the_clients_model_for_summaries(workspace: Pa
         again = await client.assemble(request)  # cached by content hash: the model is not asked twice
         assert len(asked) == 1 and again["meta"]["token_estimate"] <= 900
         await client.memory.delete("markdown://long-design-note")
+
+
+async def test_the_connection_keeps_only_the_last_answer_until_the_next_request(client: ContextAssemblyClient) -> None:
+    import sys
+
+    first = await client.evaluate_rules({**REQUEST, "explain": "none"})
+    assert client.connection._answered["result"] is first  # freed by the next request's sending, if dropped by then
+    second = await client.evaluate_rules({**REQUEST, "explain": "none"})
+    assert second == first and second is not first
+    assert client.connection._answered["result"] is second
+    assert sys.getrefcount(first) == 2  # this test's name and getrefcount's argument: the connection let go
