@@ -118,6 +118,10 @@ def decode(body: bytes) -> Any:
         gc.enable()
 
 
+def _release(*held: Any) -> None:
+    """A loop callback whose arguments are what it keeps alive until it runs (see `Connection._read`)."""
+
+
 class PlainJsonProtocol(compat.SendDataHook, compat.HandlerHook, compat.NotificationHook, JsonRPCProtocol):
     """Every message as plain JSON; notifications go to the connection's listeners."""
 
@@ -191,7 +195,6 @@ class Connection(JsonRPCClient):
         self._reader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._transport_writer: asyncio.StreamWriter | None = None
-        self._answered: Any = None  # the last answer's message, until the next request (see `_read`)
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -227,10 +230,12 @@ class Connection(JsonRPCClient):
                 if not isinstance(data, dict):
                     continue
                 if "method" not in data and self._answer(data):
-                    # The message is kept until the next request is sent: an answer its caller has
-                    # dropped is freed then, while the sidecar works, not when the next one arrives
-                    # (freeing a full trace's 100,000 objects takes milliseconds).
-                    self._answered, body, data = data, b"", None
+                    # Let go of the message after the caller's task has run on with its result (a
+                    # sequential caller: up to sending its next request), not when the next
+                    # message arrives: an answer the caller dropped meanwhile is freed while the
+                    # sidecar works (a full trace's 100,000 objects take milliseconds to free).
+                    asyncio.get_running_loop().call_soon(_release, body, data)
+                    body, data = b"", None
                     continue
                 try:
                     self.protocol.handle_message(self.protocol.structure_message(data))
@@ -280,7 +285,6 @@ class Connection(JsonRPCClient):
         self._waiting[msg_id] = waiter
         try:
             self.protocol.send_data(JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params))
-            self._answered = None
             return await waiter
         except asyncio.CancelledError:
             if not waiter.done() or waiter.cancelled():  # not answered yet: tell the sidecar
