@@ -1,0 +1,110 @@
+"""evaluateRules through the sidecar against json-rules-engine in alternating slices.
+
+    python bench/rules/paired.py --workload bench/out/data/large [--slices 5] [--passes 5]
+
+`run.py` times each implementation once, minutes apart; on this shared host the sidecar rows of
+`large` moved by up to 2× within an hour, more than json-rules-engine did (bench/README.md), so a
+ratio taken across minutes says as much about the host as about the code. Here each slice times
+one json-rules-engine run of the workload (its own process, after its warm-up run, as `run.py`
+runs it) and right after it, through one kept-alive sidecar, each mode's sequential round trips
+over the same requests (the median of `--passes` passes); the ratio is taken per slice, the
+verdict on the median of the slices. The goals are issue 14's (≥ 10× with a trace, ≥ 30× without).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import peers
+from sidecar import PARAMS, as_request, workspace_for
+
+from context_assembly.client import ContextAssemblyClient
+
+HERE = Path(__file__).resolve().parent
+# mode -> (row label, goal: minimum ratio to json-rules-engine)
+MODES = {"all": ("full trace", 10.0), "compact": ("full trace compact, as received", 10.0),
+         "none": ('explain="none"', 30.0), "none-compact": ('explain="none" compact, as received', 30.0)}
+
+
+async def passes(client: ContextAssemblyClient, requests: list[dict[str, Any]], count: int) -> float:
+    """The median over `count` sequential passes of the seconds per request."""
+    seconds = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        for request in requests:
+            await client.evaluate_rules(request)
+        seconds.append((time.perf_counter() - t0) / len(requests))
+    return statistics.median(seconds)
+
+
+def jre_per_request(workload: Path, out: Path, modules: Path) -> float:
+    stats = peers.run_json_rules_engine(workload, out / "paired.jre.json", out / "paired.jre.stats.json", 1, modules)
+    return float(stats["median_s"]) / int(stats["requests"])
+
+
+async def measure(workload: Path, out: Path, modes: list[str], slices: int, count: int) -> dict[str, Any]:
+    modules = peers.ensure_node_peer(out / "peers-node")
+    plain = [as_request(q) for q in json.loads((workload / "requests.json").read_text())]
+    batches = {mode: [{**r, **PARAMS.get(mode, {})} for r in plain] for mode in modes}
+    rows: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+    with open(os.devnull, "w") as log:
+        async with ContextAssemblyClient(workspace_for(workload, HERE.parent / "out" / "sidecar-ws"),
+                                         stderr=log) as client:
+            for mode in modes:  # trace programs, layouts, bits: made before anything is timed
+                await passes(client, batches[mode], 1)
+            for _ in range(slices):
+                jre = await asyncio.to_thread(jre_per_request, workload, out, modules)
+                for mode in modes:
+                    ours = await passes(client, batches[mode], count)
+                    rows[mode].append({"jre_ms": jre * 1000, "ours_ms": ours * 1000, "ratio": jre / ours})
+    return {"workload": str(workload), "slices": slices, "passes": count, "rows": rows,
+            "loadavg_1m": round(os.getloadavg()[0], 2)}
+
+
+def report(size: str, result: dict[str, Any]) -> list[str]:
+    lines = [f"{size}: {result['slices']} slices, each one json-rules-engine run then per mode the median "
+             f"of {result['passes']} sequential passes through the sidecar; load {result['loadavg_1m']}", "",
+             "| mode | json-rules-engine ms per request (slices) | ours ms per request (slices) "
+             "| ratio per slice | median ratio | goal |",
+             "| --- | --- | --- | --- | ---: | --- |"]
+    for mode, slices in result["rows"].items():
+        label, goal = MODES[mode]
+        ratio = statistics.median(s["ratio"] for s in slices)
+        jre = ", ".join(f"{s['jre_ms']:.1f}" for s in slices)
+        ours = ", ".join(f"{s['ours_ms']:.3f}" for s in slices)
+        each = ", ".join(f"{s['ratio']:.1f}×" for s in slices)
+        verdict = "PASS" if ratio >= goal else "MISS"
+        lines.append(f"| {label} | {jre} | {ours} | {each} | {ratio:.1f}× | ≥ {goal:g}×: {verdict} |")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", type=Path, required=True, help="a generated workload (run.py makes them)")
+    ap.add_argument("--slices", type=int, default=5)
+    ap.add_argument("--passes", type=int, default=5, help="sequential passes per mode and slice (their median)")
+    ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--out", type=Path, default=HERE.parent / "out")
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        ap.error(f"unknown mode(s) {', '.join(unknown)}")
+    out = args.out.resolve()
+    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes))
+    size = args.workload.name
+    (out / f"{size}.paired.json").write_text(json.dumps(result, indent=2))
+    print("\n".join(report(size, result)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
