@@ -4,6 +4,7 @@ later answer from the programs once they are there, and few rules (or kept progr
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,11 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_assembly.model import AssemblyRequest, structure
-from context_assembly.rules.bitmap import QUEUED
+from context_assembly.model import AssemblyRequest, RuleEngine, structure
+from context_assembly.rules.bitmap import QUEUED, build_bits
 from context_assembly.rules.cache import ENV, CompileCache
+from context_assembly.rules.engine import CompiledEngine, compile_engine
+from context_assembly.rules.lookup import build_lookup, complete
 from context_assembly.rules.trace import TraceProgram
 from context_assembly.runtime import Runtime
 from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLoader
@@ -21,6 +24,7 @@ from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLo
 from ..workspace.builder import write
 from ..workspace.test_background_compile import held
 from ..workspace.test_compile_cache import files
+from . import support
 from .test_compile_cache import typed_requests
 
 MODES = ("all", "matched")
@@ -223,35 +227,22 @@ def test_the_sidecar_runtime_defers_its_first_trace(tmp_path: Path, monkeypatch:
         runtime.close()
 
 
-def _varied_engine() -> Any:
-    from context_assembly.model import RuleEngine
-    from context_assembly.rules.engine import compile_engine
-
-    from .support import engine, rule
-
+def _varied_engine() -> CompiledEngine:
     conditions = [{"field": "addVar.phase", "operator": "eq", "value": "p1"},
                   {"field": "input.text", "operator": "matches", "value": "^fix"},
                   {"field": "addVar.n", "operator": "greater_than", "value": 2},
                   {"field": "addVar.tags", "operator": "contains", "value": "ui"},
                   {"any": [{"field": "addVar.tag", "operator": "in", "value": ["a", "b"]},
                            {"field": "addVar.gone", "operator": "not_exists"}]}]
-    rules = [rule(f"r{i}", [conditions[i % 5], conditions[(i * 3 + 1) % 5]]) for i in range(40)]
-    return compile_engine(structure(engine(rules), RuleEngine))
+    rules = [support.rule(f"r{i}", [conditions[i % 5], conditions[(i * 3 + 1) % 5]]) for i in range(40)]
+    return compile_engine(structure(support.engine(rules), RuleEngine))
 
 
 def test_expressions_are_written_once_with_the_same_names_whichever_threads_ask() -> None:
-    import threading
-
-    from context_assembly.rules.bitmap import build_bits
-    from context_assembly.rules.lookup import build_lookup, complete
-
-    from .support import request
-
     alone = TraceProgram(_varied_engine())
     assert any(slot.expression is None for slot in alone.slots)  # not written by building the program
     expected = [slot.expression for slot in alone.expressions()]
-    engine = _varied_engine()
-    shared = TraceProgram(engine)
+    shared = TraceProgram(_varied_engine())
     start = threading.Barrier(6)
 
     def ask(work: Any) -> None:
@@ -268,5 +259,5 @@ def test_expressions_are_written_once_with_the_same_names_whichever_threads_ask(
     assert {k for k in shared.namespace if k.startswith(("p", "cp"))} == \
         {k for k in alone.namespace if k.startswith(("p", "cp"))}
     for variables, text in (({"phase": "p1", "n": 3, "tags": ["ui"]}, "fix it"), ({"tag": "c", "gone": 1}, None)):
-        lookup = build_lookup(request(variables, text))
+        lookup = build_lookup(support.request(variables, text))
         assert shared.outcomes(complete(lookup, shared.keys)) == shared.plain_outcomes(lookup)

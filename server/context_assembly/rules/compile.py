@@ -58,16 +58,17 @@ class Group:
             return any(child.holds(values) for child in self.children)
         return not self.children[0].holds(values)
 
+    def outcome(self, outcomes: list[bool]) -> bool:
+        """The group's outcome from its children's, in order (the trace paths have them already)."""
+        if self.kind == "any":
+            return any(outcomes)
+        if self.kind == "all":
+            return all(outcomes)
+        return not outcomes[0]
+
     def explain(self, lookup: Lookup) -> ConditionResult:
         results = [child.explain(lookup) for child in self.children]
-        outcomes = [r.result for r in results]
-        if self.kind == "any":
-            result = any(outcomes)
-        elif self.kind == "all":
-            result = all(outcomes)
-        else:
-            result = not outcomes[0]
-        return ConditionResult(result=result, group=self.kind, conditions=results)
+        return ConditionResult(result=self.outcome([r.result for r in results]), group=self.kind, conditions=results)
 
 
 @define(eq=False)

@@ -56,10 +56,8 @@ def _condition(node: Node, lookup: Lookup, leaves: dict[int, Wire]) -> Wire:
         return made
     if node.__class__ is Group:
         children = [_condition(child, lookup, leaves) for child in node.children]
-        kind = node.kind
-        outcomes = [child["result"] for child in children]
-        result = any(outcomes) if kind == "any" else all(outcomes) if kind == "all" else not outcomes[0]
-        return {"result": result, "group": kind, "conditions": children}
+        result = node.outcome([child["result"] for child in children])
+        return {"result": result, "group": node.kind, "conditions": children}
     assert isinstance(node, Broken)
     return unstructure(node.explain(lookup))
 

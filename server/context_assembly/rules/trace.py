@@ -134,12 +134,9 @@ class TraceProgram:
         outcomes: list[bool] = []
         for node, slot in zip(self.nodes, self._slots, strict=True):
             if isinstance(node, Leaf):
-                actual = lookup.get(node.key, MISSING)
-                outcome = node.operator.absent_matches if actual is MISSING else bool(node.predicate(actual))
+                outcome = bool(node.operator.answer(node.predicate, lookup.get(node.key, MISSING)))
             elif isinstance(node, Group):
-                children = [outcomes[c] for c in slot.children]
-                kind = node.kind
-                outcome = any(children) if kind == "any" else all(children) if kind == "all" else not children[0]
+                outcome = node.outcome([outcomes[c] for c in slot.children])
             else:
                 outcome = False
             outcomes.append(outcome)

@@ -463,8 +463,8 @@ class WorkspaceLoader:
         if watch is not None and self._links:
             watch.armed = False
         self._leaves = {}
-        changed = files.keys() != self._cache.keys() or any(self._cache[k] is not v for k, v in files.items())
-        replaced = sum(files.get(k) is not v for k, v in self._cache.items()) / max(len(self._cache), 1)
+        before = self._cache
+        changed = files.keys() != before.keys() or any(before[k] is not v for k, v in files.items())
         self._cache = files
         self._compile_pending()
         self._defer_trace_writes(files)
@@ -475,17 +475,17 @@ class WorkspaceLoader:
         self._last = (settings_stamp, workspace)
         self._fuse_later(workspace, previous)
         if changed:
-            pin_compiled(collect=self._collect(replaced))
+            pin_compiled(collect=self._collect(before, files))
         return workspace
 
-    def _collect(self, replaced: float) -> bool:
+    def _collect(self, before: dict[str, SourceFile], files: dict[str, SourceFile]) -> bool:
         """Whether this reload runs a full collection: once the versions replaced since the last
-        one add up to `COLLECT_FROM` of the workspace's files. Their compiled engines are cyclic
-        garbage (trace programs, predicates made on first call) that only a full collection frees,
-        and it walks every object the workspace holds (~0.3 s on 17,400 rules): one edit of one
-        file waits for it only now and then, and memory stays within that share of the compiled
-        workspace."""
-        self._replaced += replaced
+        one (files edited or removed) add up to `COLLECT_FROM` of the workspace's files. Their
+        compiled engines are cyclic garbage (trace programs, predicates made on first call) that
+        only a full collection frees, and it walks every object the workspace holds (~0.3 s on
+        17,400 rules): one edit of one file waits for it only now and then, and memory stays
+        within that share of the compiled workspace."""
+        self._replaced += sum(files.get(k) is not v for k, v in before.items()) / max(len(before), 1)
         if self._replaced < COLLECT_FROM:
             return False
         self._replaced = 0.0
