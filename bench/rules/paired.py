@@ -9,20 +9,30 @@ one json-rules-engine run of the workload (its own process, after its warm-up ru
 runs it) and right after it, through one kept-alive sidecar, each mode's sequential round trips
 over the same requests (the median of `--passes` passes); the ratio is taken per slice, the
 verdict on the median of the slices. The goals are issue 14's (≥ 10× with a trace, ≥ 30× without).
+
+Each mode also gets a *floor* row: the same round trips through the same client to
+`replay_server.py`, which answers each request at once with the answer the sidecar gave it in
+the warm-up pass (recorded then, as orjson writes it): no evaluation at all, no event loop, no
+pygls. Its ratio is the most any server could reach for that answer over this pipe and client;
+a goal its floor misses is out of reach of the server's code, whatever it does (`--no-floor`:
+without; a mode whose recorded answers exceed `--floor-max-mb` in all has no floor row).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import pickle
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import peers
 from sidecar import PARAMS, as_request, workspace_for
 
@@ -50,21 +60,53 @@ def jre_per_request(workload: Path, out: Path, modules: Path) -> float:
     return float(stats["median_s"]) / int(stats["requests"])
 
 
-async def measure(workload: Path, out: Path, modes: list[str], slices: int, count: int) -> dict[str, Any]:
+async def record(client: ContextAssemblyClient, batches: dict[str, list[dict[str, Any]]],
+                 floor_max_mb: float | None, recording: Path) -> list[str]:
+    """One untimed pass per mode (trace programs, layouts, bits made before anything is timed),
+    each answer kept, as orjson writes it, for the replay server under its params (as
+    `replay_server.py` keys them) and written to `recording`. The modes that have a floor row."""
+    answers: dict[bytes, bytes] = {}
+    floored = []
+    for mode, requests in batches.items():
+        kept = {}
+        for request in requests:
+            kept[orjson.dumps(request, option=orjson.OPT_SORT_KEYS)] = \
+                orjson.dumps(await client.evaluate_rules(request))
+        if floor_max_mb is not None and sum(map(len, kept.values())) <= floor_max_mb * 1e6:
+            answers.update(kept)
+            floored.append(mode)
+    if floored:
+        recording.write_bytes(pickle.dumps(answers))
+    return floored
+
+
+async def measure(workload: Path, out: Path, modes: list[str], slices: int, count: int,
+                  floor_max_mb: float | None) -> dict[str, Any]:
     modules = peers.ensure_node_peer(out / "peers-node")
     plain = [as_request(q) for q in json.loads((workload / "requests.json").read_text())]
     batches = {mode: [{**r, **PARAMS.get(mode, {})} for r in plain] for mode in modes}
     rows: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+    workspace = workspace_for(workload, HERE.parent / "out" / "sidecar-ws")
+    recording = out / f"{workload.name}.replay.pickle"
     with open(os.devnull, "w") as log:
-        async with ContextAssemblyClient(workspace_for(workload, HERE.parent / "out" / "sidecar-ws"),
-                                         stderr=log) as client:
-            for mode in modes:  # trace programs, layouts, bits: made before anything is timed
-                await passes(client, batches[mode], 1)
+        async with ContextAssemblyClient(workspace, stderr=log) as client, contextlib.AsyncExitStack() as stack:
+            floored = await record(client, batches, floor_max_mb, recording)
+            replay = None
+            if floored:
+                replay = await stack.enter_async_context(ContextAssemblyClient(
+                    workspace, command=[sys.executable, str(HERE / "replay_server.py"), str(recording)], stderr=log))
+                recording.unlink()  # read by the replay server as it started
+                for mode in floored:  # it answers every request (an unrecorded one is an error)
+                    await passes(replay, batches[mode], 1)
             for _ in range(slices):
                 jre = await asyncio.to_thread(jre_per_request, workload, out, modules)
                 for mode in modes:
                     ours = await passes(client, batches[mode], count)
-                    rows[mode].append({"jre_ms": jre * 1000, "ours_ms": ours * 1000, "ratio": jre / ours})
+                    row = {"jre_ms": jre * 1000, "ours_ms": ours * 1000, "ratio": jre / ours}
+                    if replay is not None and mode in floored:
+                        floor = await passes(replay, batches[mode], count)
+                        row.update(floor_ms=floor * 1000, floor_ratio=jre / floor)
+                    rows[mode].append(row)
     return {"workload": str(workload), "slices": slices, "passes": count, "rows": rows,
             "loadavg_1m": round(os.getloadavg()[0], 2)}
 
@@ -83,6 +125,13 @@ def report(size: str, result: dict[str, Any]) -> list[str]:
         each = ", ".join(f"{s['ratio']:.1f}×" for s in slices)
         verdict = "PASS" if ratio >= goal else "MISS"
         lines.append(f"| {label} | {jre} | {ours} | {each} | {ratio:.1f}× | ≥ {goal:g}×: {verdict} |")
+        if all("floor_ratio" in s for s in slices):
+            floor = statistics.median(s["floor_ratio"] for s in slices)
+            floor_ms = ", ".join(f"{s['floor_ms']:.3f}" for s in slices)
+            floor_each = ", ".join(f"{s['floor_ratio']:.1f}×" for s in slices)
+            reach = "reachable" if floor >= goal else "out of reach"
+            lines.append(f"| floor: the same answers replayed at once | {jre} | {floor_ms} | {floor_each} "
+                         f"| {floor:.1f}× | {reach} |")
     return lines
 
 
@@ -93,13 +142,17 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=5, help="sequential passes per mode and slice (their median)")
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--out", type=Path, default=HERE.parent / "out")
+    ap.add_argument("--no-floor", action="store_true", help="no replay-server floor rows")
+    ap.add_argument("--floor-max-mb", type=float, default=1000.0,
+                    help="a mode's answers kept for its floor row at most (MB, all requests together)")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         ap.error(f"unknown mode(s) {', '.join(unknown)}")
     out = args.out.resolve()
-    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes))
+    floor_max_mb = None if args.no_floor else args.floor_max_mb
+    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes, floor_max_mb))
     size = args.workload.name
     (out / f"{size}.paired.json").write_text(json.dumps(result, indent=2))
     print("\n".join(report(size, result)))
