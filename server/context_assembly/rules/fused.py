@@ -9,11 +9,11 @@ in process 145 against 115 µs a request there, 1.15 against 0.99 ms on 17,400 r
 Engines are fused in consecutive groups of at most `CHUNK_RULES` rules, so that compiling one
 group (~30 ms; with many rules on the background compiler, after the engines' own matchers) holds
 the interpreter only briefly. A reload fuses again only the groups whose engines changed. Writing
-a group's source reads its rules' compiled
-conditions, which an engine restored from the compile cache only has once its file is parsed
-again; so each group is kept in the cache too, under a key made of its engines' keys (which name
-the compiler's own sources): a warm start reads the groups as it reads the engines. Tests check
-on arbitrary engines and requests that fused and separate matchers give the same hits.
+a group's source reads its rules' compiled conditions, which an engine restored from the compile
+cache only has once its file is parsed again; so each group is kept in the cache too, under a key
+made of its engines' keys (which name the compiler's own sources): a warm start reads the groups
+as it reads the engines. Tests check on arbitrary engines and requests that fused and separate
+matchers give the same hits.
 """
 
 from __future__ import annotations
