@@ -58,10 +58,11 @@ def test_a_none_answer_carries_its_matched_rules_encoded() -> None:
     rule_set = rule_set_of([[{"id": "a", "when": [], "then": {"add_memories": ["m1"]}},
                              {"id": "b", "when": [{"field": "addVar.x", "operator": "exists"}]}]])
     request = structure({"scope_variables": {}, "additional_variables": {}}, AssemblyRequest)
-    rules_entry = rule_set.evaluate_wire(request, explain="none")["engine_results"][0]
-    assert isinstance(rules_entry["rules"], EncodedList)
+    results = rule_set.evaluate_wire(request, explain="none")["engine_results"]
+    assert isinstance(results, EncodedList)  # one piece per engine: its entry, matched rules included
+    rules_entry = results[0]
     assert [r["rule_id"] for r in rules_entry["rules"]] == ["a"]  # to Python, the list of dicts
-    assert rules_entry["rules"].pieces == [orjson.dumps(rules_entry["rules"][0])]
+    assert results.pieces == [orjson.dumps(rules_entry)]
     for explain in ("none", "all"):  # a compact answer lists no rules: they are its layout's
         compact = rule_set.evaluate_wire(request, explain=explain, trace_format="compact")
         assert "rules" not in compact["engine_results"][0]
@@ -73,10 +74,21 @@ def test_an_entry_orjson_cannot_encode_leaves_the_list_plain() -> None:
     rule_set = rule_set_of([[{"id": "a", "name": "bad \ud800 name", "when": []}, {"id": "b", "when": []}]])
     request = structure({"scope_variables": {}, "additional_variables": {}}, AssemblyRequest)
     answer = rule_set.evaluate_wire(request, explain="none")
+    assert type(answer["engine_results"]) is list
     rules_entry = answer["engine_results"][0]["rules"]
     assert type(rules_entry) is list and [r["rule_id"] for r in rules_entry] == ["a", "b"]
     assert encode_json(answer) == json.dumps(answer, ensure_ascii=True).encode("ascii")
     assert encoded({"name": "\ud800"}) is None
+
+
+def test_an_engine_id_orjson_cannot_encode_leaves_the_engines_plain() -> None:
+    engines = [compile_engine(structure({"id": name, "rules": [{"id": "a", "when": []}]}, RuleEngine))
+               for name in ("fine", "bad \ud800 id")]
+    request = structure({"scope_variables": {}, "additional_variables": {}}, AssemblyRequest)
+    answer = RuleSet(engines).evaluate_wire(request, explain="none")
+    assert type(answer["engine_results"]) is list
+    assert sorted(e["engine_id"] for e in answer["engine_results"]) == ["bad \ud800 id", "fine"]
+    assert encode_json(answer) == json.dumps(answer, ensure_ascii=True).encode("ascii")
 
 
 def test_a_changed_encoded_list_is_written_as_it_is_now() -> None:

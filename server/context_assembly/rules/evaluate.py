@@ -35,7 +35,7 @@ from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
 from .plain_trace import engine_results
 from .settle import Settlement
-from .trace import TraceProgram, matched_rules, program
+from .trace import TraceProgram, matched_engines, program
 
 __all__ = ["RuleSet", "Settlement", "engine_order", "is_pattern", "reference_matches"]
 
@@ -145,7 +145,7 @@ class RuleSet:
             wire["engine_results"] = engine_results(found, lookup, explain)
             return wire
         if explain == "none" and not compact:
-            wire["engine_results"] = [matched_rules(engine, hits) for engine, hits in found]
+            wire["engine_results"] = matched_engines(found)
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
         if not compact and later is not None:

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
+import orjson
+
 from ..encoded import EncodedList, encoded
 from ..model.converter import unstructure
 from ..registry.values import MISSING
@@ -324,12 +326,36 @@ def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
     """The engine's entry with only its matched rules, without conditions (`explain: none`): the
     matched templates are made for the rules that match, when they first do, and shared by every
     answer (read-only: the answer is encoded, never changed)."""
-    if engine.trace is not None and not isinstance(engine.trace, MatchedTemplates):
-        return engine.trace.engine(engine, hits, {}, "none")
-    if engine.trace is None:
+    return {"engine_id": engine.id, "rules": templates_of(engine).entries(hits), "enabled": engine.enabled}
+
+
+def matched_engines(found: list[tuple[CompiledEngine, list[int]]]) -> list[Wire]:
+    """Every engine's `matched_rules` entry, as one `EncodedList` whose piece per engine is its
+    entry's JSON, joined from its rules' pieces here: one pass over the engines, no list and no
+    encoder call per engine (~40 µs of a ~330 µs answer on 42 engines). Each entry's `rules` is
+    then a plain list (the pieces are the outer list's). A plain list of `matched_rules` entries
+    when a template orjson cannot encode is among them."""
+    entries: list[Wire] = []
+    pieces: list[bytes] = []
+    for engine, hits in found:
+        templates = templates_of(engine)
+        rules, parts = templates.both(hits)
+        ends = templates.frame(engine)
+        if parts is None or ends is None:
+            return [matched_rules(engine, hits) for engine, hits in found]
+        head, tail = ends
+        entries.append({"engine_id": engine.id, "rules": rules, "enabled": engine.enabled})
+        pieces.append(head + b",".join(parts) + tail)
+    return EncodedList(entries, pieces)
+
+
+def templates_of(engine: CompiledEngine) -> MatchedTemplates:
+    """The engine's matched templates: its trace program's, or made alone (trace.py's state per engine)."""
+    trace = engine.trace
+    if trace is None:
         rules = engine.rules
-        engine.trace = MatchedTemplates(lambda i: rule_templates(rules[i])[1])
-    return {"engine_id": engine.id, "rules": engine.trace.entries(hits), "enabled": engine.enabled}
+        engine.trace = trace = MatchedTemplates(lambda i: rule_templates(rules[i])[1])
+    return trace if trace.__class__ is MatchedTemplates else trace.matched
 
 
 class MatchedTemplates:
@@ -337,28 +363,45 @@ class MatchedTemplates:
     each made when its rule first matches, with its JSON: the `rules` of an `explain: none` entry
     are then an `EncodedList`, written as bytes (encoded.py)."""
 
-    __slots__ = ("_make", "_made", "_pieces", "_plain")
+    __slots__ = ("_frame", "_make", "_made", "_pieces", "_plain")
 
     def __init__(self, make: Callable[[int], Wire]) -> None:
         self._make = make
         self._made: dict[int, Wire] = {}
         self._pieces: dict[int, bytes | None] = {}
         self._plain = False  # a template orjson cannot encode: plain lists from then on
+        self._frame: tuple[str, bool, bytes, bytes] | None = None  # `frame`'s last answer
 
     def entries(self, hits: list[int]) -> list[Wire]:
         """The matched rules' templates, in `hits` order."""
+        rules, parts = self.both(hits)
+        return rules if parts is None else EncodedList(rules, parts)
+
+    def both(self, hits: list[int]) -> tuple[list[Wire], list[bytes] | None]:
+        """The matched rules' templates and their JSON pieces, in `hits` order (None: plain lists)."""
         try:
             if not self._plain:
-                return EncodedList(map(self._made.__getitem__, hits),
-                                   list(map(self._pieces.__getitem__, hits)))  # type: ignore[arg-type]
-            return list(map(self._made.__getitem__, hits))
+                return list(map(self._made.__getitem__, hits)), list(map(self._pieces.__getitem__, hits))  # type: ignore[arg-type]
+            return list(map(self._made.__getitem__, hits)), None
         except KeyError:
             for i in hits:
                 if i not in self._made:
                     self._made[i] = made = self._make(i)
                     self._pieces[i] = piece = encoded(made)
                     self._plain = self._plain or piece is None
-            return self.entries(hits)
+            return self.both(hits)
+
+    def frame(self, engine: CompiledEngine) -> tuple[bytes, bytes] | None:
+        """The JSON of the engine's entry before and after its rules' pieces (None: an id orjson
+        cannot encode)."""
+        known = self._frame
+        if known is None or known[0] != engine.id or known[1] != engine.enabled:
+            name = encoded(engine.id)
+            if name is None:
+                return None
+            head = b'{"engine_id":' + name + b',"rules":['
+            known = self._frame = (engine.id, engine.enabled, head, b'],"enabled":' + orjson.dumps(engine.enabled) + b"}")
+        return known[2], known[3]
 
 
 def program(engine: CompiledEngine) -> TraceProgram:
