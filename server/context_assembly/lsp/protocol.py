@@ -263,13 +263,17 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         return True
 
     def _answer_now(self, session: Any, message: JsonRPCRequestMessage, ctx: CallContext) -> None:
-        answered: Future[Any] = Future()
         try:
             with session.runtime.loader.foreground():
-                answered.set_result(call(session, message.method, message.params, ctx))
+                result = call(session, message.method, message.params, ctx)
         except Exception as exc:  # answered as a worker's failure is (run_method)
-            answered.set_exception(to_rpc_error(exc, message.method))
-        self.answer_request(answered, message.id)
+            failed: Future[Any] = Future()
+            failed.set_exception(to_rpc_error(exc, message.method))
+            self.answer_request(failed, message.id)
+            return
+        # written as `answer_request` writes a result, without its future and pygls' response
+        # object: nothing was registered for a request answered here (no pending entry, no result type)
+        self.send_data({"jsonrpc": "2.0", "id": message.id, "result": result})
 
     def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
         """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
