@@ -122,6 +122,23 @@ def test_malformed_conditions_never_match_even_negated(bad: dict) -> None:
                      {"x": "a"})
 
 
+NON_STRING_VALUES = [1, 1.0, 0, -2.5, True, False]
+ACTUALS = [1, 1.0, 0, 0.0, -2.5, True, False, "1", "true", [1], {"a": 1}, None, ABSENT]
+
+
+@pytest.mark.parametrize("value", NON_STRING_VALUES, ids=repr)
+def test_eq_and_neq_with_a_number_or_boolean_are_strict_json_equality(value: object) -> None:
+    """A number equals a number of either kind, never a boolean or a numeric string; a boolean only
+    itself (the generated matcher tests these inline, the explain path through the predicate)."""
+    from context_assembly.registry.values import json_equal
+
+    for actual in ACTUALS:
+        variables = {} if actual is ABSENT else {"x": actual}
+        same = actual is not ABSENT and actual is not None and json_equal(actual, value)
+        assert holds({"field": "addVar.x", "operator": "eq", "value": value}, variables) is same, actual
+        assert holds({"field": "addVar.x", "operator": "neq", "value": value}, variables) is not same, actual
+
+
 def test_numeric_strings_are_canonical_decimals_only() -> None:
     for text, expected in (("10", True), ("10.5", True), ("-1", False), ("1e3", False), (" 10", False),
                            ("0x10", False), ("", False)):

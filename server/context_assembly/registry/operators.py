@@ -176,11 +176,26 @@ def _regex(value: Any, ignore_case: bool) -> Predicate:
 
 
 def _inline_equal(value: Any, fold: bool) -> Inline:
-    return ("({s} and {v} == {c})", value) if isinstance(value, str) and not fold else None
+    if isinstance(value, str):
+        return ("({s} and {v} == {c})", value) if not fold else None
+    return _inline_json_equal(value)
 
 
 def _inline_not_equal(value: Any, fold: bool) -> Inline:
-    return ("not ({s} and {v} == {c})", value) if isinstance(value, str) and not fold else None
+    if isinstance(value, str):
+        return ("not ({s} and {v} == {c})", value) if not fold else None
+    same = _inline_json_equal(value)
+    return None if same is None else (f"not {same[0]}", same[1])
+
+
+def _inline_json_equal(value: Any) -> Inline:
+    """`json_equal(v, value)` for a boolean or a number (no case to fold): a boolean is only
+    itself; a number equals a number of either kind, never a boolean or a numeric string."""
+    if isinstance(value, bool):
+        return "({v} is {c})", value
+    if isinstance(value, int | float):
+        return "({v} == {c} and ({v}.__class__ is int or {v}.__class__ is float))", value
+    return None
 
 
 def _inline_member(negate: bool) -> Callable[[Any, bool], Inline]:
