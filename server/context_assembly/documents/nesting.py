@@ -47,13 +47,20 @@ def _orjson_refuses_deeper_than(limit: int) -> bool:
 
 
 def _walk_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    """Level by level: every container of one depth, then their children (no tuple, no generator
+    per container: a method's params are walked on every call)."""
+    level = [value]
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        below = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, dict | list):
+                    below.append(child)
+        level = below
+        depth += 1
     return False
 
 
