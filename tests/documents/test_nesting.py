@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from context_assembly.documents.nesting import _walk_exceeds, value_too_deep
 
-values = st.recursive(st.none() | st.integers() | st.text(max_size=3),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
-                      max_leaves=30)
+values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=30)
 
 
 def depth(value: Any) -> int:

@@ -399,8 +399,8 @@ class MatchedTemplates:
             name = encoded(engine.id)
             if name is None:
                 return None
-            head = b'{"engine_id":' + name + b',"rules":['
-            known = self._frame = (engine.id, engine.enabled, head, b'],"enabled":' + orjson.dumps(engine.enabled) + b"}")
+            head, tail = b'{"engine_id":' + name + b',"rules":[', b'],"enabled":' + orjson.dumps(engine.enabled) + b"}"
+            known = self._frame = (engine.id, engine.enabled, head, tail)
         return known[2], known[3]
 
 
