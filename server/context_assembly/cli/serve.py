@@ -11,7 +11,9 @@ from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
 MALLOC_ARENAS = 2
-M_ARENA_MAX = -8  # glibc's mallopt parameter
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # glibc's mallopt parameters
+KEEP_FREED = 16 << 20  # freed heap kept for the next answers rather than handed back to the system
+OWN_PAGES_FROM = 8 << 20  # an allocation this large gets pages of its own (returned when freed)
 
 
 def address(text: str) -> tuple[str, int]:
@@ -71,8 +73,28 @@ def limit_malloc_arenas(count: int = MALLOC_ARENAS) -> bool:
         return False
 
 
+def keep_freed_memory(keep: int = KEEP_FREED, own_pages_from: int = OWN_PAGES_FROM) -> bool:
+    """Ask glibc to keep up to `keep` bytes of freed heap instead of returning it to the system at
+    once. By default it returns the heap's free top beyond about twice the largest block freed so
+    far: the ~1 MB an `"explain": "none"` answer on 17,400 rules allocates (its pieces joined,
+    encoded, framed) went back after every answer and was faulted in again by the next, ~250
+    page faults a request at ~1.7 µs each on the VMs here (~0.4 ms of a ~4 ms answer). Explicit
+    MALLOC_TRIM_THRESHOLD_ / MALLOC_MMAP_THRESHOLD_ win; elsewhere than glibc this does nothing."""
+    if {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"} & os.environ.keys() or not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        # setting either fixes both (glibc stops adapting them), so both are set
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, own_pages_from)) and bool(libc.mallopt(M_TRIM_THRESHOLD, keep))
+    except (OSError, AttributeError):  # another C library (musl has no mallopt)
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     limit_malloc_arenas()
+    keep_freed_memory()
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level),
                         format="context-assembly %(levelname)s %(name)s: %(message)s")
     if args.workspace is not None and not args.workspace.is_dir():
