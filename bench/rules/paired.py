@@ -10,7 +10,8 @@ runs it) and right after it, through one kept-alive sidecar, each mode's sequent
 over the same requests (the median of `--passes` passes); the ratio is taken per slice, the
 verdict on the median of the slices. Timing starts once the sidecar is idle after the warm-up pass
 (no CPU used for 2 s: what that pass left it to compile in the background is done), so the rows are
-the steady state of a long-lived sidecar; the first answer has its own row (`sidecar.py --first-only`). The goals are issue 14's (≥ 10× with a trace, ≥ 30× without).
+the steady state of a long-lived sidecar; the first answer has its own row (`sidecar.py
+--first-only`). The goals are issue 14's (≥ 10× with a trace, ≥ 30× without).
 
 Each mode also gets a *floor* row: the same round trips through the same client to
 `replay_server.py`, which answers each request at once with the answer the sidecar gave it in
