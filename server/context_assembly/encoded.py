@@ -6,7 +6,9 @@ dicts are shared templates already (trace.py); `EncodedList` carries, beside the
 JSON bytes, encoded when the template was made, so that writing an answer copies bytes instead of
 walking ~250 (`medium`) to ~1,900 (`large`) dicts again. To Python it is the plain list of those
 dicts (tests, the CLI, in-process callers read it as such); `encode_json` (lsp/framing.py) writes
-it as the bytes, which are exactly what orjson would have written for the items.
+it as the bytes, which are exactly what orjson would have written for the items. A caller that
+only writes the answer (`CallContext.encodes`: the JSON-RPC layer) gets such a part as
+`EncodedJSON` instead, its bytes alone, without the Python values beside them.
 """
 
 from __future__ import annotations
@@ -42,11 +44,28 @@ class EncodedList(list[Any]):
         return orjson.Fragment(b"[" + b",".join(self.pieces) + b"]")
 
 
+class EncodedJSON:
+    """A JSON value as orjson's bytes, standing in for it in an answer that is only written:
+    `encode_json` embeds the bytes unchanged."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def value(self) -> Any:
+        """The JSON value itself (decoded)."""
+        return orjson.loads(self.data)
+
+
 def plain_subclass(value: Any) -> Any:
     """An instance of a subclass of a JSON type as that type (what orjson writes for it without
-    OPT_PASSTHROUGH_SUBCLASS), an `EncodedList` as its bytes; NotImplemented for anything else."""
+    OPT_PASSTHROUGH_SUBCLASS), an `EncodedList` or `EncodedJSON` as its bytes; NotImplemented for
+    anything else."""
     if isinstance(value, EncodedList):
         return value.fragment()
+    if isinstance(value, EncodedJSON):
+        return orjson.Fragment(value.data)
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int | float):

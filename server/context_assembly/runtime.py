@@ -153,13 +153,15 @@ class Runtime:
         return self.memory.episodic.count(thread)
 
     def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
-                 engine_id: str | None = None, explain: str | None = None, trace_format: str = "full") -> Any:
+                 engine_id: str | None = None, explain: str | None = None, trace_format: str = "full",
+                 encoded: bool = False) -> Any:
         """Rule evaluation as `evaluate`, `evaluateRules` and `contextRuleEngine/evaluate` answer it:
         over the assembly's lookup (derived values included), with a warning per rule file that
         failed to load. `engine_id`: that engine alone (enabled or not; the caller checked it
         exists). `explain` (all, matched, none): the JSON form with the compiled trace, as the
         methods answer; None: the full EvaluationResult, as the CLI renders it. `trace_format`
-        "compact": the trace packed (rules/compact.py)."""
+        "compact": the trace packed (rules/compact.py). `encoded`: the caller only writes the answer
+        as JSON (`RuleSet.evaluate_wire`)."""
         workspace = workspace or self.workspace()
         lookup, derived = self.lookup(request)
         rule_set = workspace.rule_set
@@ -173,7 +175,7 @@ class Runtime:
             return result
         traces = self.loader.traces
         wire = rule_set.evaluate_wire(request, lookup, explain, derived, trace_format,
-                                      later=traces.later if traces is not None else None)
+                                      later=traces.later if traces is not None else None, encoded=encoded)
         wire["warnings"] = [*wire.get("warnings", []), *failed]
         return wire
 

@@ -13,7 +13,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_assembly.encoded import EncodedList, encoded
+from context_assembly.encoded import EncodedJSON, EncodedList, encoded
 from context_assembly.lsp.framing import encode_json
 from context_assembly.model import AssemblyRequest, RuleEngine, structure, unstructure
 from context_assembly.rules.engine import compile_engine
@@ -52,6 +52,28 @@ def test_pre_encoded_answers_are_the_plain_encoding(engine_docs: list[Any], requ
             if trace_format == "full":  # and that answer is the plain path's
                 explain = {"all": True, "none": False}.get(mode, mode)
                 assert same_json(answer, unstructure(rule_set.evaluate(request, explain=explain)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(rules | json_values, max_size=5), min_size=1, max_size=3),
+       st.lists(requests, min_size=1, max_size=3))
+def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request_docs: list[dict]) -> None:
+    """`encoded=True` (the JSON-RPC layer's calls): a "none" answer's engines as their bytes alone,
+    written byte for byte as the answer with Python values, first use and reuse, in either order."""
+    rule_set = rule_set_of(engine_docs)
+    for n, request_doc in enumerate(request_docs):
+        request = structure(request_doc, AssemblyRequest)
+        order = (True, False) if n % 2 else (False, True)
+        first, second = (encode_json(rule_set.evaluate_wire(request, explain="none", encoded=e)) for e in order)
+        assert first == second
+        assert orjson.loads(first) == plain(rule_set.evaluate_wire(request, explain="none"))
+
+
+def test_encoded_json_is_written_as_its_bytes_by_either_encoder() -> None:
+    part = EncodedJSON(rb'[{"a":1},"\u00e9"]')
+    assert encode_json({"x": part}) == rb'{"x":[{"a":1},"\u00e9"]}'
+    # an integer orjson refuses sends the whole message through the stdlib encoder
+    assert encode_json({"x": part, "big": 2 ** 70}) == rb'{"x": [{"a": 1}, "\u00e9"], "big": 1180591620717411303424}'
 
 
 def test_a_none_answer_carries_its_matched_rules_encoded() -> None:

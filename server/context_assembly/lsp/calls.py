@@ -72,7 +72,7 @@ async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
     answer = Answer(protocol) if work is None and protocol.answers_from_workers() else None
     ctx = CallContext(emit=protocol.notify if answer is not None else server.notify_threadsafe,
                       cancelled=stop.is_set, progress=work.report if work else _ignore_progress,
-                      llm=server.ask_llm if server.llm_offered else None)
+                      llm=server.ask_llm if server.llm_offered else None, encodes=True)
     if work is not None:
         work.begin()
         server.progress_cancels[token] = stop.set

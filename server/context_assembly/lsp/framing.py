@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..encoded import EncodedList, plain_subclass
+from ..encoded import EncodedJSON, EncodedList, plain_subclass
 
 try:
     import fcntl
@@ -282,20 +282,25 @@ def _fallback(value: Any) -> Any:
 
 def encode_json(message: Any, default: Callable[[Any], Any] | None = None) -> bytes:
     """UTF-8 JSON; stdlib json when orjson refuses (integers beyond 64 bits, lone surrogates). An
-    `EncodedList` is written as the bytes it carries (subclasses of JSON types pass through
-    `plain_subclass`, which writes the rest as orjson would have)."""
+    `EncodedList` is written as the bytes it carries, an `EncodedJSON` as its bytes (subclasses of
+    JSON types pass through `plain_subclass`, which writes the rest as orjson would have)."""
     other = default or _fallback
 
     def hook(value: Any) -> Any:
-        if value.__class__ is EncodedList:  # the common case: one per engine of an evaluateRules answer
+        if value.__class__ is EncodedList:  # the common case: an evaluateRules answer's engines
             return value.fragment()
         plain = plain_subclass(value)
         return other(value) if plain is NotImplemented else plain
 
+    def stdlib_hook(value: Any) -> Any:
+        if isinstance(value, EncodedJSON):  # (json has no way to embed bytes: decoded to be written again)
+            return value.value()
+        return (default or str)(value)
+
     try:
         return orjson.dumps(message, default=hook, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:
-        return json.dumps(message, default=default or str, ensure_ascii=True).encode("ascii")
+        return json.dumps(message, default=stdlib_hook, ensure_ascii=True).encode("ascii")
 
 
 def frame(body: bytes) -> bytes:

@@ -257,7 +257,7 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         if session is None or not session.runtime.settled() \
                 or (kind != "plain" and not session.runtime.compacted(kind)):
             return False
-        ctx = CallContext(emit=self.notify, llm=server.ask_llm if server.llm_offered else None)
+        ctx = CallContext(emit=self.notify, llm=server.ask_llm if server.llm_offered else None, encodes=True)
         with paused():  # the answer written and dropped before the collector runs again (collector.py)
             self._answer_now(session, message, ctx)
         return True

@@ -132,7 +132,7 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params, ctx.params_depth)
     return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"),
-                                    trace_format=params.get("trace_format", "full"))
+                                    trace_format=params.get("trace_format", "full"), encoded=ctx.encodes)
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """What a method handler gets besides its params, and how a method is declared.
 
-A handler is `(session, params, ctx) -> dict`: plain JSON in, plain JSON out, domain errors
-(`context_assembly.errors`) raised. It knows nothing of the transport: the JSON-RPC layer builds
-the `CallContext` (notifications, cancellation, `$/progress`, the client's LLM), the CLI or a test
+A handler is `(session, params, ctx) -> dict`: plain JSON in, plain JSON out (parts of it
+pre-encoded when `ctx.encodes`), domain errors (`context_assembly.errors`) raised. It knows
+nothing of the transport: the JSON-RPC layer builds the `CallContext` (notifications,
+cancellation, `$/progress`, the client's LLM, that it only encodes the result), the CLI or a test
 can build one with the defaults.
 """
 
@@ -44,6 +45,9 @@ class CallContext:
     progress: Progress = field(default=_ignore_progress)
     llm: Llm | None = None  # None: the client did not offer llm/complete
     params_depth: int | None = None  # `call` found the params nested at most this deep (None: not checked)
+    # The caller only writes the result as JSON (`lsp.framing.encode_json`) and reads nothing of it:
+    # parts of it may come as their JSON bytes (`encoded.EncodedJSON`) instead of Python values.
+    encodes: bool = False
 
 
 Handler: TypeAlias = Callable[["Session", dict[str, Any], CallContext], Any]

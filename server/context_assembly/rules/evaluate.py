@@ -126,11 +126,14 @@ class RuleSet:
     def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
                       explain: str = "all", derived: dict[str, Any] | None = None,
                       trace_format: str = "full",
-                      later: Callable[[list[CompiledEngine], str], bool] | None = None) -> dict[str, Any]:
+                      later: Callable[[list[CompiledEngine], str], bool] | None = None,
+                      encoded: bool = False) -> dict[str, Any]:
         """`evaluate` in its JSON form, the trace (`explain`: all, matched, none) compiled (see trace.py);
         `trace_format` "compact": the trace packed (compact.py). `later` (deferred_trace.py): takes
         engines whose trace programs, or the function of the mode, are missing to build them in
-        the background (True: this answer then comes from the plain path, the same JSON)."""
+        the background (True: this answer then comes from the plain path, the same JSON). `encoded`:
+        the caller only writes the answer as JSON, so parts of it may be their bytes alone
+        (`encoded.EncodedJSON`: an `"explain": "none"` answer's engines)."""
         lookup = build_lookup(request) if lookup is None else lookup
         compact = trace_format == "compact"
         if compact:  # (imported here: a first "none" answer needs none of it)
@@ -145,7 +148,7 @@ class RuleSet:
             wire["engine_results"] = engine_results(found, lookup, explain)
             return wire
         if explain == "none" and not compact:
-            wire["engine_results"] = matched_engines(found)
+            wire["engine_results"] = matched_engines(found, encoded)
             return wire
         new = [engine for engine, _ in found if not isinstance(engine.trace, TraceProgram)]
         if not compact and later is not None:
