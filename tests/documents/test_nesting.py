@@ -9,23 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from context_assembly.documents.nesting import _walk_exceeds, value_too_deep
-
-values = st.recursive(
-    st.none() | st.integers() | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
-    max_leaves=30)
+from tests.schemas.test_depth_once import JSON, depth
 
 
-def depth(value: Any) -> int:
-    """Containers on the deepest path (a scalar: 0)."""
-    if isinstance(value, dict):
-        return 1 + max(map(depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(depth, value), default=0)
-    return 0
-
-
-@given(values, st.integers(min_value=1, max_value=7))
+@given(JSON, st.integers(min_value=1, max_value=7))
 def test_deeper_than_the_limit_is_found(value: Any, limit: int) -> None:
     assert value_too_deep(value, limit) is (depth(value) > limit)
     if isinstance(value, dict | list):
