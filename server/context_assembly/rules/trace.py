@@ -224,10 +224,9 @@ class TraceProgram:
         return [*lines, "return [", *rules, "]"]
 
     def engine(self, engine: CompiledEngine, hits: list[int], lookup: Lookup, mode: str) -> Wire:
-        """The engine's entry of `engine_results` in its wire form (`lookup` holds no None)."""
-        if mode == "none":  # the matched templates, shared (read-only, as in `matched_rules`)
-            rules = self.matched.entries(hits)
-        elif mode == "matched":
+        """The engine's entry of `engine_results` in its wire form, `mode` "all" or "matched"
+        (`lookup` holds no None; "none" is `matched_engines`', from the matched templates)."""
+        if mode == "matched":
             outcomes = self.outcomes(complete(lookup, self.keys))
             made: dict[int, Wire] = {}
             rules = [{**self.rules[i][2], "conditions": [self._condition(s, outcomes, lookup, made)
@@ -329,7 +328,7 @@ def matched_rules(engine: CompiledEngine, hits: list[int]) -> Wire:
     return {"engine_id": engine.id, "rules": templates_of(engine).entries(hits), "enabled": engine.enabled}
 
 
-def matched_engines(found: list[tuple[CompiledEngine, list[int]]], encoded: bool = False) -> list[Wire]:
+def matched_engines(found: list[tuple[CompiledEngine, list[int]]], encoded: bool = False) -> list[Wire] | EncodedJSON:
     """Every engine's `matched_rules` entry, as one `EncodedList` whose piece per engine is its
     entry's JSON, joined from its rules' pieces here: one pass over the engines, no `EncodedList`
     and no encoder call per engine (on 42 engines, 63 → 51 µs with the encoding). Each entry's
@@ -350,7 +349,7 @@ def matched_engines(found: list[tuple[CompiledEngine, list[int]]], encoded: bool
                             "enabled": engine.enabled})
         pieces.append(ends[0] + b",".join(parts) + ends[1])
     if encoded:
-        return EncodedJSON(b"[" + b",".join(pieces) + b"]")  # type: ignore[return-value]
+        return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     return EncodedList(entries, pieces)
 
 
