@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from context_assembly.model import AssemblyRequest, RuleEngine, structure
 from context_assembly.rules import fused
 from context_assembly.rules.cache import CompileCache
-from context_assembly.rules.engine import compile_engine
+from context_assembly.rules.engine import _Emitter, compile_engine
 from context_assembly.rules.evaluate import RuleSet
-from context_assembly.rules.lookup import build_lookup
+from context_assembly.rules.lookup import build_lookup, complete
 from context_assembly.workspace.loader import WorkspaceLoader
 
 from ..workspace.builder import write
@@ -68,6 +68,31 @@ def test_hits_dispatched_by_a_guard_come_in_rule_order() -> None:
     found = rule_set._match(rule_set._selection(None), build_lookup(request))
     assert [hits for _, hits in found] == [[0, 1], [0, 1]]  # the guarded rule's block runs after the others
     assert rule_set.evaluate_wire(request, explain="none")["matched_memories"] == ["guarded", "unguarded"]
+
+
+def test_a_group_dispatches_each_guard_variable_once_for_all_its_engines() -> None:
+    """Three engines guarded on the same variable (by `eq` and by `in`): one table lookup serves
+    them all, and each engine still gets its own hits, in its rules' order."""
+    def guarded(value: Any, memory: str, priority: int) -> dict[str, Any]:
+        operator = "in" if isinstance(value, list) else "eq"
+        return {"id": memory, "priority": priority, "then": {"add_memories": [memory]},
+                "when": [{"field": "scope.agent.agent_type", "operator": operator, "value": value}]}
+    docs = [[guarded("coder", "a1", 1), guarded("tester", "a2", 2)],
+            [guarded(["coder", "tester"], "b1", 5), guarded("coder", "b2", 1)],
+            [guarded("writer", "c1", 1), {"id": "c2", "then": {"add_memories": ["c2"]},
+                                         "when": [{"field": "input.text", "operator": "contains", "value": "fix"}]}]]
+    engines = [compile_engine(structure({"id": f"e{i}", "rules": rules}, RuleEngine)) for i, rules in enumerate(docs)]
+    emitter = _Emitter()
+    function = emitter.build_fused([engine.rules for engine in engines])
+    assert sum(name.startswith("D") for name in emitter.globals) == 1  # one dispatch table
+    for agent_type in ("coder", "tester", "writer", "other", None):
+        request = structure({"scope_variables": {"agent": {"agent_type": agent_type}}, "input": {"text": "fix"}},
+                            AssemblyRequest)
+        values = complete(build_lookup(request), {key for engine in engines for key in engine.keys})
+        assert function(values) == [engine.matcher(values) for engine in engines]
+    coder = complete(build_lookup(structure({"scope_variables": {"agent": {"agent_type": "coder"}}}, AssemblyRequest)),
+                     {key for engine in engines for key in engine.keys})
+    assert function(coder) == [[1], [0, 1], []]  # evaluation order: priority first
 
 
 def test_one_engine_or_an_interpreted_matcher_is_not_fused() -> None:

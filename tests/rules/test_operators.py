@@ -152,3 +152,21 @@ def test_tests_an_absent_field_passes_go_last_in_a_rule() -> None:
 
     assert all(op.cost == max(o.cost for o in OPERATORS) for op in OPERATORS if op.absent_matches)
     assert min(OPERATORS, key=lambda op: op.cost).name in ("eq", "in")
+
+
+def test_a_pattern_remembers_its_answers_within_a_bound() -> None:
+    """`regex` searches through `patterns.Search`: called (the explain path) or subscripted (the
+    generated matcher), the same answer; each text searched once; at most `_MEMO_LIMIT` kept."""
+    from context_assembly.registry import patterns
+
+    calls: list[str] = []
+    search = patterns.compile_search(r"\bfix(es|ed)?\b", False)
+    counted = patterns.Search(lambda text: calls.append(text) or search._search(text))
+    assert counted("we fixed it") is True and counted["we fixed it"] is True and counted("prefix") is False
+    assert calls == ["we fixed it", "prefix"]  # the second look at a text is a dict lookup
+    for n in range(patterns._MEMO_LIMIT + 5):
+        counted[f"text {n}"]
+    assert len(counted) <= patterns._MEMO_LIMIT and counted["fix"] is True
+    # both matchers agree on it, with a value the memo has and has not seen
+    for text, expected in (("fix", True), ("a fix", True), ("affix", False), ("FIX", False)):
+        assert holds({"field": "addVar.x", "operator": "regex", "value": r"\bfix\b"}, {"x": text}) is expected

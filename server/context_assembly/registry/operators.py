@@ -245,7 +245,7 @@ def _inline_compare(symbol: str) -> Callable[[Any, bool], Inline]:
 def _inline_regex(value: Any, fold: bool) -> Inline:
     if not isinstance(value, str):
         return None
-    return "({s} and {c}({v}))", compile_search(value, fold)
+    return "({s} and {c}[{v}])", compile_search(value, fold)  # a remembered answer: no call
 
 
 def _always(result: bool) -> Callable[[Any, bool], Predicate]:

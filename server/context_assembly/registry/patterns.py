@@ -39,8 +39,32 @@ def check_pattern(pattern: str) -> str | None:
     return None
 
 
+class Search(dict[str, bool]):
+    """A pattern's `search` as a predicate that remembers its answers: the same few request
+    strings meet the same pattern turn after turn, and RE2's Python wrapper costs about a
+    microsecond a call. Call it, or subscript it (what the generated matchers do: a remembered
+    answer is then a dict lookup in C, no Python call); a text not seen before is searched by
+    `__missing__`. At most `_MEMO_LIMIT` answers are kept."""
+
+    __slots__ = ("_search",)
+
+    def __init__(self, search: Callable[[str], object]) -> None:
+        super().__init__()
+        self._search = search
+
+    def __missing__(self, text: str) -> bool:
+        hit = self._search(text) is not None
+        if len(self) >= _MEMO_LIMIT:
+            self.clear()
+        self[text] = hit
+        return hit
+
+    def __call__(self, text: str) -> bool:
+        return self[text]
+
+
 @functools.lru_cache(maxsize=2048)
-def compile_search(pattern: str, ignore_case: bool) -> Callable[[str], bool]:
+def compile_search(pattern: str, ignore_case: bool) -> Search:
     """A memoising `search` predicate for `pattern`; raises PatternError when RE2 refuses it."""
     try:
         regexp = re2.compile(pattern, _options(ignore_case))
@@ -49,18 +73,4 @@ def compile_search(pattern: str, ignore_case: bool) -> Callable[[str], bool]:
         if isinstance(message, bytes):
             message = message.decode("utf-8", "replace")
         raise PatternError(f"pattern cannot run in linear time or is invalid: {message}") from None
-    search = regexp.search
-    # The same few request strings meet the same pattern turn after turn; RE2's Python wrapper
-    # costs about a microsecond a call, so remember recent answers.
-    memo: dict[str, bool] = {}
-
-    def matches(text: str) -> bool:
-        hit = memo.get(text)
-        if hit is None:
-            hit = search(text) is not None
-            if len(memo) >= _MEMO_LIMIT:
-                memo.clear()
-            memo[text] = hit
-        return hit
-
-    return matches
+    return Search(regexp.search)

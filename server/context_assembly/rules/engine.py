@@ -194,7 +194,7 @@ class _Emitter:
         raise TypeError(node)
 
     def build(self, rules: list[CompiledRule]) -> Matcher:
-        inline, buckets = self._parts(rules)
+        inline, buckets = self._parts(rules, "h")
         loaded = _needs(inline, buckets)
         body = [*self._loads(loaded, set()), *inline, *self._dispatches(buckets, loaded)]
         source = "\n".join(["def match(V):", "    hits = []", "    h = hits.append",
@@ -203,20 +203,29 @@ class _Emitter:
 
     def build_fused(self, engines: list[list[CompiledRule]]) -> Callable[[Lookup], list[list[int]]]:
         """Several engines' matchers as one function (fused.py): each variable loaded once for all
-        of them, then each engine's tests as its own matcher has them; the hits per engine."""
-        parts = [self._parts(rules) for rules in engines]
-        loaded = set().union(*(_needs(inline, buckets) for inline, buckets in parts))
-        body = self._loads(loaded, set())
-        for n, (inline, buckets) in enumerate(parts):
-            body += [f"H{n} = []", f"h = H{n}.append", *inline, *self._dispatches(buckets, loaded)]
-            body += [f"H{n}.sort()"] if buckets else []
+        of them, then every engine's unguarded tests, then one dispatch per guard variable for all
+        the engines (a block holds every engine's tests for that value, each appending to its own
+        engine's hits); the hits per engine, each sorted into its rules' order."""
+        parts = [self._parts(rules, f"a{n}") for n, rules in enumerate(engines)]
+        merged: dict[str, dict[str, list[str]]] = {}
+        for _, buckets in parts:
+            for var, by_value in buckets.items():
+                into = merged.setdefault(var, {})
+                for value, tests in by_value.items():
+                    into.setdefault(value, []).extend(tests)
+        inline = [test for tests, _ in parts for test in tests]
+        loaded = _needs(inline, merged)
+        body = [*self._loads(loaded, set())]
+        body += [line for n in range(len(parts)) for line in (f"H{n} = []", f"a{n} = H{n}.append")]
+        body += [*inline, *self._dispatches(merged, loaded)]
+        body += [f"H{n}.sort()" for n, (_, buckets) in enumerate(parts) if buckets]
         body.append(f"return [{''.join(f'H{n}, ' for n in range(len(parts)))}]")
         source = "\n".join(["def match(V):", *(f"    {line}" for line in body)])
         return self._define(source, "match")
 
-    def _parts(self, rules: list[CompiledRule]) -> tuple[list[str], dict[str, dict[str, list[str]]]]:
+    def _parts(self, rules: list[CompiledRule], append: str) -> tuple[list[str], dict[str, dict[str, list[str]]]]:
         """The tests of the rules no guard dispatches, and per guard variable and value the tests of
-        the rules in that value's block."""
+        the rules in that value's block; a test calls `append` with its rule's index."""
         inline: list[str] = []
         buckets: dict[str, dict[str, list[str]]] = {}  # guard key -> value -> rule tests
         for index, rule in enumerate(rules):
@@ -225,11 +234,11 @@ class _Emitter:
             nodes = sorted(rule.conditions.nodes, key=_cost)
             guard = _guard(nodes)
             if guard is None:
-                inline.append(self._test(nodes, index))
+                inline.append(self._test(nodes, append, index))
                 continue
             leaf, values = guard
             # In the bucket of a value the guard holds: it is left out of the test.
-            test = self._test([node for node in nodes if node is not leaf], index)
+            test = self._test([node for node in nodes if node is not leaf], append, index)
             for value in values:
                 buckets.setdefault(self.var(leaf.key), {}).setdefault(value, []).append(test)
         return inline, buckets
@@ -237,8 +246,8 @@ class _Emitter:
     def _dispatches(self, buckets: dict[str, dict[str, list[str]]], loaded: set[str]) -> list[str]:
         return [line for var, by_value in buckets.items() for line in self._dispatch(var, by_value, loaded)]
 
-    def _test(self, nodes: list[Node], index: int) -> str:
-        return f"if {' and '.join(self.expr(node) for node in nodes) or 'True'}: h({index})"
+    def _test(self, nodes: list[Node], append: str, index: int) -> str:
+        return f"if {' and '.join(self.expr(node) for node in nodes) or 'True'}: {append}({index})"
 
     def _loads(self, names: set[str], have: set[str]) -> list[str]:
         """Lines that define the variables `names` lists (`v3`, and `s3`: is v3 a str) but `have` does not."""

@@ -52,6 +52,9 @@ class _Deferred:
         self.namespace[self.name] = predicate
         return predicate(actual)
 
+    # an inline test's constant the generated code subscripts (regex: patterns.Search)
+    __getitem__ = __call__
+
 
 def compile_entry(engine: RuleEngine) -> tuple[CompiledEngine, bytes | None]:
     """Compile as `compile_engine` does, and the cache entry that restores the same engine (None
