@@ -56,13 +56,18 @@ def test_pre_encoded_answers_are_the_plain_encoding(engine_docs: list[Any], requ
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(rules | json_values, max_size=5), min_size=1, max_size=3),
-       st.lists(requests, min_size=1, max_size=3))
-def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request_docs: list[dict]) -> None:
+       st.lists(requests, min_size=1, max_size=3), st.booleans())
+def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request_docs: list[dict],
+                                                 traced: bool) -> None:
     """`encoded=True` (the JSON-RPC layer's calls): a "none" answer's engines as their bytes alone,
-    written byte for byte as the answer with Python values, first use and reuse, in either order."""
+    written byte for byte as the answer with Python values, first use and reuse (every piece made
+    before: `_known_pieces`), in either order, with the engines' templates their own or their
+    trace programs' (`traced`: a full trace answered first)."""
     rule_set = rule_set_of(engine_docs)
     for n, request_doc in enumerate(request_docs):
         request = structure(request_doc, AssemblyRequest)
+        if traced:
+            rule_set.evaluate_wire(request, explain="all")
         order = (True, False) if n % 2 else (False, True)
         first, second = (encode_json(rule_set.evaluate_wire(request, explain="none", encoded=e)) for e in order)
         assert first == second

@@ -337,8 +337,12 @@ def matched_engines(found: list[tuple[CompiledEngine, list[int]]],
     written): the pieces alone, as one `EncodedJSON`, without the entries and their lists (3-7%
     of a round trip through the sidecar). A plain list of `matched_rules` entries when a template
     or an engine id orjson cannot encode is among them."""
+    if bytes_only:
+        pieces = _known_pieces(found)
+        if pieces is not None:
+            return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     entries: list[Wire] = []
-    pieces: list[bytes] = []
+    pieces = []
     for engine, hits in found:
         templates = templates_of(engine)
         ends = templates.frame(engine)
@@ -352,6 +356,25 @@ def matched_engines(found: list[tuple[CompiledEngine, list[int]]],
     if bytes_only:
         return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     return EncodedList(entries, pieces)
+
+
+def _known_pieces(found: list[tuple[CompiledEngine, list[int]]]) -> list[bytes] | None:
+    """Each engine's entry as JSON when every part of it was made before (the steady state), read
+    in one loop with no call per engine (three per engine were a third of the time); None when
+    anything is still to make (the loop above makes it)."""
+    pieces = []
+    try:
+        for engine, hits in found:
+            templates = engine.trace
+            if templates.__class__ is not MatchedTemplates:
+                templates = templates.matched  # a TraceProgram's (None has none: AttributeError)
+            known = templates._frame
+            if known[0] != engine.id or known[1] is not engine.enabled:
+                return None
+            pieces.append(known[2] + b",".join(map(templates._pieces.__getitem__, hits)) + known[3])
+    except (AttributeError, TypeError, KeyError):  # no templates, no frame yet, a rule's piece not made (or None)
+        return None
+    return pieces
 
 
 def templates_of(engine: CompiledEngine) -> MatchedTemplates:
