@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,11 @@ def in_ci() -> bool:
 
 def start_server(folder: Path) -> object:
     try:
-        import pgserver  # type: ignore[import-untyped]
+        with warnings.catch_warnings():  # pgserver asks platformdirs for a runtime folder as it is
+            # imported; without XDG_RUNTIME_DIR (CI, a root shell) platformdirs warns and uses
+            # /tmp/runtime-<uid>, which serves its lock file as well
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            import pgserver  # type: ignore[import-untyped]
     except ImportError as exc:
         if in_ci():
             pytest.fail(f"PostgreSQL tests need the pgserver wheel (pip install -e '.[test]'): {exc}")
