@@ -74,6 +74,27 @@ def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request
         assert orjson.loads(first) == plain(rule_set.evaluate_wire(request, explain="none"))
 
 
+def test_a_steady_none_answer_reads_every_engine_in_one_loop() -> None:
+    """Once every piece was made, the engines' bytes come from `_known_pieces` (no call per
+    engine); until then, and for an engine whose pieces are not all made, from the loop that makes
+    them. Both write the same JSON."""
+    from context_assembly.rules.trace import _known_pieces
+
+    rule_set = rule_set_of([[{"id": "a", "when": [], "then": {"add_memories": ["m1"]}}],
+                            [{"id": "b", "when": [{"field": "addVar.x", "operator": "exists"}],
+                              "then": {"add_memories": ["m2"]}}]])
+    plain_request = structure({}, AssemblyRequest)
+    with_x = structure({"additional_variables": {"x": 1}}, AssemblyRequest)
+    selection = rule_set._selection(None)
+    first = rule_set.evaluate_wire(plain_request, explain="none", encoded=True)  # makes engine a's pieces
+    assert _known_pieces(rule_set._match(selection, {})) is not None
+    assert _known_pieces(rule_set._match(selection, {"addVar.x": 1})) is None  # rule b never matched yet
+    second = rule_set.evaluate_wire(with_x, explain="none", encoded=True)
+    assert _known_pieces(rule_set._match(selection, {"addVar.x": 1})) is not None
+    assert orjson.loads(encode_json(first)) == plain(rule_set.evaluate_wire(plain_request, explain="none"))
+    assert orjson.loads(encode_json(second)) == plain(rule_set.evaluate_wire(with_x, explain="none"))
+
+
 def test_encoded_json_is_written_as_its_bytes_by_either_encoder() -> None:
     part = EncodedJSON(rb'[{"a":1},"\u00e9"]')
     assert encode_json({"x": part}) == rb'{"x":[{"a":1},"\u00e9"]}'
