@@ -337,22 +337,20 @@ def matched_engines(found: list[tuple[CompiledEngine, list[int]]],
     written): the pieces alone, as one `EncodedJSON`, without the entries and their lists (3-7%
     of a round trip through the sidecar). A plain list of `matched_rules` entries when a template
     or an engine id orjson cannot encode is among them."""
-    if bytes_only:
-        pieces = _known_pieces(found)
-        if pieces is not None:
-            return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     entries: list[Wire] = []
-    pieces = []
-    for engine, hits in found:
-        templates = templates_of(engine)
-        ends = templates.frame(engine)
-        parts = templates.pieces(hits)
-        if parts is None or ends is None:
-            return [matched_rules(engine, hits) for engine, hits in found]
-        if not bytes_only:
-            entries.append({"engine_id": engine.id, "rules": templates.entries(hits, with_pieces=False),
-                            "enabled": engine.enabled})
-        pieces.append(ends[0] + b",".join(parts) + ends[1])
+    pieces = _known_pieces(found) if bytes_only else None
+    if pieces is None:  # something still to make (or the entries wanted): the loop that makes it
+        pieces = []
+        for engine, hits in found:
+            templates = templates_of(engine)
+            ends = templates.frame(engine)
+            parts = templates.pieces(hits)
+            if parts is None or ends is None:
+                return [matched_rules(engine, hits) for engine, hits in found]
+            if not bytes_only:
+                entries.append({"engine_id": engine.id, "rules": templates.entries(hits, with_pieces=False),
+                                "enabled": engine.enabled})
+            pieces.append(ends[0] + b",".join(parts) + ends[1])
     if bytes_only:
         return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     return EncodedList(entries, pieces)
