@@ -19,6 +19,12 @@ the warm-up pass (recorded then, as orjson writes it): no evaluation at all, no 
 pygls. Its ratio is the most any server could reach for that answer over this pipe and client;
 a goal its floor misses is out of reach of the server's code, whatever it does (`--no-floor`:
 without; a mode whose recorded answers exceed `--floor-max-mb` in all has no floor row).
+
+And a *matching floor* row: the same, through `replay_server.py --match`, which before replaying
+does what every answer of the sidecar does before settling (parse and validate the request, see
+the workspace is current, build the lookup, run the same generated matchers). Its ratio is the
+most a server built on these matchers could reach, settling, the answer's JSON and the event loop
+costing nothing (`--no-matching-floor`: without).
 """
 
 from __future__ import annotations
@@ -100,7 +106,7 @@ async def record(client: ContextAssemblyClient, batches: dict[str, list[dict[str
 
 
 async def measure(workload: Path, out: Path, modes: list[str], slices: int, count: int,
-                  floor_max_mb: float | None) -> dict[str, Any]:
+                  floor_max_mb: float | None, matching_floor: bool = True) -> dict[str, Any]:
     modules = peers.ensure_node_peer(out / "peers-node")
     plain = [as_request(q) for q in json.loads((workload / "requests.json").read_text())]
     batches = {mode: [{**r, **PARAMS.get(mode, {})} for r in plain] for mode in modes}
@@ -112,13 +118,20 @@ async def measure(workload: Path, out: Path, modes: list[str], slices: int, coun
             floored = await record(client, batches, floor_max_mb, recording)
             assert client.connection.process is not None
             idle_after = await until_idle(client.connection.process.pid)
-            replay = None
+            replay = matching = None
             if floored:
-                replay = await stack.enter_async_context(ContextAssemblyClient(
-                    workspace, command=[sys.executable, str(HERE / "replay_server.py"), str(recording)], stderr=log))
-                recording.unlink()  # read by the replay server as it started
-                for mode in floored:  # it answers every request (an unrecorded one is an error)
+                command = [sys.executable, str(HERE / "replay_server.py"), str(recording)]
+                replay = await stack.enter_async_context(ContextAssemblyClient(workspace, command=command, stderr=log))
+                if matching_floor:
+                    matching = await stack.enter_async_context(ContextAssemblyClient(
+                        workspace, command=[*command, "--match", str(workspace.resolve())], stderr=log))
+                recording.unlink()  # read by the replay servers as they started
+                for mode in floored:  # they answer every request (an unrecorded one is an error)
                     await passes(replay, batches[mode], 1)
+                    if matching is not None:  # its first answers evaluate (and compile) as the sidecar does
+                        await passes(matching, batches[mode], 1)
+                if matching is not None and matching.connection.process is not None:
+                    await until_idle(matching.connection.process.pid)
             for _ in range(slices):
                 jre = await asyncio.to_thread(jre_per_request, workload, out, modules)
                 for mode in modes:
@@ -127,6 +140,9 @@ async def measure(workload: Path, out: Path, modes: list[str], slices: int, coun
                     if replay is not None and mode in floored:
                         floor = await passes(replay, batches[mode], count)
                         row.update(floor_ms=floor * 1000, floor_ratio=jre / floor)
+                    if matching is not None and mode in floored:
+                        least = await passes(matching, batches[mode], count)
+                        row.update(matching_ms=least * 1000, matching_ratio=jre / least)
                     rows[mode].append(row)
     return {"workload": str(workload), "slices": slices, "passes": count, "rows": rows,
             "loadavg_1m": round(os.getloadavg()[0], 2), "idle_after_s": round(idle_after, 1)}
@@ -154,6 +170,13 @@ def report(size: str, result: dict[str, Any]) -> list[str]:
             reach = "reachable" if floor >= goal else "out of reach"
             lines.append(f"| floor: the same answers replayed at once | {jre} | {floor_ms} | {floor_each} "
                          f"| {floor:.1f}× | {reach} |")
+        if all("matching_ratio" in s for s in slices):
+            least = statistics.median(s["matching_ratio"] for s in slices)
+            least_ms = ", ".join(f"{s['matching_ms']:.3f}" for s in slices)
+            least_each = ", ".join(f"{s['matching_ratio']:.1f}×" for s in slices)
+            reach = "reachable" if least >= goal else "out of reach"
+            lines.append(f"| matching floor: replayed after parsing, lookup and matching | {jre} | {least_ms} "
+                         f"| {least_each} | {least:.1f}× | {reach} with these matchers |")
     return lines
 
 
@@ -165,6 +188,8 @@ def main() -> int:
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--out", type=Path, default=HERE.parent / "out")
     ap.add_argument("--no-floor", action="store_true", help="no replay-server floor rows")
+    ap.add_argument("--no-matching-floor", action="store_true",
+                    help="no matching-floor rows (replay_server.py --match)")
     ap.add_argument("--floor-max-mb", type=float, default=1000.0,
                     help="a mode's answers kept for its floor row at most (MB, all requests together)")
     args = ap.parse_args()
@@ -174,7 +199,8 @@ def main() -> int:
         ap.error(f"unknown mode(s) {', '.join(unknown)}")
     out = args.out.resolve()
     floor_max_mb = None if args.no_floor else args.floor_max_mb
-    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes, floor_max_mb))
+    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes, floor_max_mb,
+                                 not args.no_matching_floor))
     size = args.workload.name
     (out / f"{size}.paired.json").write_text(json.dumps(result, indent=2))
     print("\n".join(report(size, result)))

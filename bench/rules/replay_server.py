@@ -10,15 +10,28 @@ answer of that size costs; no server, however fast it evaluated, answers sooner 
 pipe to the same client. RECORDING: a pickle of {params as sorted-key JSON bytes: result as JSON
 bytes} (`paired.py` writes it). Answers `initialize` and `shutdown`, exits on `exit`; a request it
 has no recording for gets an error.
+
+    python bench/rules/replay_server.py RECORDING --match WORKSPACE
+
+The *matching floor*: before writing the recorded answer, it does what every answer of the sidecar
+does before settling anything, as the sidecar does it: parse and validate the params
+(`parse_request`), see that the workspace is as last loaded, build the variable lookup and run the
+workspace's matchers (fused, once the background compiler has made them), for the rule indexes
+that hold. The first time it sees a request it answers it as the sidecar would (the whole
+evaluation, which compiles what later requests read), then from the recording. What a client
+waits for through it is the least a server built on these matchers answers in, settling, the
+answer's JSON and the event loop free.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import pickle
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -65,8 +78,37 @@ def bodies() -> Iterator[bytes]:
         del buffer[:start + length]
 
 
+def matcher(workspace: Path) -> Callable[[str, Any, bytes], None]:
+    """`--match`: what every answer runs before settling, over the workspace (see the docstring)."""
+    from context_assembly.assembly.request import parse_request
+    from context_assembly.collector import paused
+    from context_assembly.methods.call import CallContext
+    from context_assembly.methods.session import Session
+    from context_assembly.methods.table import call
+
+    session = Session(workspace)
+    seen: set[bytes] = set()
+
+    def match(method: str, params: Any, key: bytes) -> None:
+        with paused():  # as the sidecar answers (lsp/protocol.py)
+            if key not in seen:  # the whole evaluation once, as the sidecar answers it
+                seen.add(key)
+                call(session, method, params, CallContext(encodes=True))
+                return
+            request = parse_request(params)
+            rule_set = session.workspace().rule_set
+            rule_set.matches(session.runtime.lookup(request)[0], request.rule_engine_ids)
+
+    return match
+
+
 def main() -> int:
-    answers: dict[bytes, bytes] = pickle.loads(Path(sys.argv[1]).read_bytes())
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("recording", type=Path)
+    ap.add_argument("--match", type=Path, metavar="WORKSPACE", help="the matching floor over this workspace")
+    args = ap.parse_args()
+    answers: dict[bytes, bytes] = pickle.loads(args.recording.read_bytes())
+    match = matcher(args.match) if args.match is not None else None
     for body in bodies():
         message = orjson.loads(body)
         method, msg_id = message.get("method"), message.get("id")
@@ -81,6 +123,8 @@ def main() -> int:
         else:
             key = orjson.dumps(message.get("params"), option=orjson.OPT_SORT_KEYS)
             answer = answers.get(key)
+            if match is not None and answer is not None:
+                match(method, message.get("params"), key)
             if answer is None:
                 refuse(msg_id, f"no answer recorded for these params of {method}")
             else:

@@ -171,3 +171,19 @@ def test_an_edited_file_is_fused_again_and_the_other_groups_are_kept(tmp_path: P
     assert again[0][0] is not first[0][0] and again[1][0] is first[1][0]  # "a" fused again, "b" kept
     assert "edited" in second.rule_set.evaluate_wire(REQUEST, explain="none")["matched_memories"]
     loader.close()
+
+
+def test_matches_gives_the_rule_indexes_each_selected_engine_matched() -> None:
+    """`RuleSet.matches`: the evaluation's matched rules as indexes, fused or not, for the enabled
+    engines or exactly those named (what `bench/rules/replay_server.py --match` times)."""
+    rule_set = RuleSet([compile_engine(structure(engine_doc(name, 6), RuleEngine)) for name in ("a", "b")])
+    lookup = build_lookup(REQUEST)
+    expected = [i for i in range(6) if i % 3 < 2]  # addVar.a (2) > each rule's value, and the text has "fix"
+    unfused = rule_set.matches(lookup)
+    assert [(engine.id, hits) for engine, hits in unfused] == [("a", expected), ("b", expected)]
+    assert rule_set.fuse()
+    assert rule_set.matches(lookup) == unfused
+    assert [(engine.id, hits) for engine, hits in rule_set.matches(lookup, ["b"])] == [("b", expected)]
+    wire = rule_set.evaluate_wire(REQUEST, lookup, explain="none")
+    assert [[rule["rule_id"] for rule in entry["rules"]] for entry in wire["engine_results"]] == \
+        [[f"r{i}" for i in hits] for _, hits in unfused]

@@ -123,6 +123,12 @@ class RuleSet:
         selection = self._selection(request.rule_engine_ids)
         return self._settle(request, lookup, selection, self._match(selection, lookup), explain, derived)
 
+    def matches(self, lookup: Lookup, engine_ids: list[str] | None = None) -> list[tuple[CompiledEngine, list[int]]]:
+        """Each engine the request runs (enabled ones, or exactly those named) with the indexes of
+        its rules that hold, in rule order: what every evaluation starts from, before settling and
+        any trace (`bench/rules/replay_server.py --match` times it through a pipe)."""
+        return self._match(self._selection(engine_ids), lookup)
+
     def evaluate_wire(self, request: AssemblyRequest, lookup: Lookup | None = None,
                       explain: str = "all", derived: dict[str, Any] | None = None,
                       trace_format: str = "full",
