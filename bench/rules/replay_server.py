@@ -3,13 +3,13 @@ with the answer the real sidecar gave to the same params, recorded before.
 
     python bench/rules/replay_server.py RECORDING
 
-It does no work a rule engine could save: blocking reads and writes on stdin / stdout, the
-request parsed once, the recorded answer's bytes written behind the id, no event loop and no
-pygls. What a client waits for through it is what sending, writing, reading and decoding an
-answer of that size costs; no server, however fast it evaluated, answers sooner over the same
-pipe to the same client. RECORDING: a pickle of {params as sorted-key JSON bytes: result as JSON
-bytes} (`paired.py` writes it). Answers `initialize` and `shutdown`, exits on `exit`; a request it
-has no recording for gets an error.
+It does no work a rule engine could save: plain reads and writes on stdin / stdout (polling for the
+next message as `serve` does, `--busy-poll-ms`), the request parsed once, the recorded answer's
+bytes written behind the id, no event loop and no pygls. What a client waits for through it is what
+sending, writing, reading and decoding an answer of that size costs; no server, however fast it
+evaluated, answers sooner over the same pipe to the same client. RECORDING: a pickle of {params as
+sorted-key JSON bytes: result as JSON bytes} (`paired.py` writes it). Answers `initialize` and
+`shutdown`, exits on `exit`; a request it has no recording for gets an error.
 
     python bench/rules/replay_server.py RECORDING --match WORKSPACE
 
@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import select
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,13 +57,38 @@ def refuse(msg_id: object, message: str) -> None:
     write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
 
-def bodies() -> Iterator[bytes]:
+def reader(window_s: float) -> Callable[[], bytes]:
+    """What reads stdin: after each chunk it polls for `window_s` before it blocks, as the sidecar's
+    event loop does (`serve --busy-poll-ms`, lsp/polling.py), so the floor keeps what the sidecar gains."""
+    if window_s <= 0:
+        return lambda: os.read(STDIN, 1 << 20)
+    os.set_blocking(STDIN, False)
+    last = -float("inf")
+
+    def read() -> bytes:
+        nonlocal last
+        while True:
+            try:
+                chunk = os.read(STDIN, 1 << 20)
+            except BlockingIOError:
+                if time.monotonic() < last + window_s:
+                    os.sched_yield()
+                else:
+                    select.select([STDIN], [], [])
+                continue
+            last = time.monotonic()
+            return chunk
+
+    return read
+
+
+def bodies(read: Callable[[], bytes]) -> Iterator[bytes]:
     """Each message body read from stdin, until it closes."""
     buffer = bytearray()
     while True:
         end = buffer.find(HEADER_END)
         if end < 0:
-            chunk = os.read(STDIN, 1 << 20)
+            chunk = read()
             if not chunk:
                 return
             buffer += chunk
@@ -70,7 +97,7 @@ def bodies() -> Iterator[bytes]:
                       if line.lower().startswith(b"content-length:"))
         start = end + len(HEADER_END)
         while len(buffer) < start + length:
-            chunk = os.read(STDIN, 1 << 20)
+            chunk = read()
             if not chunk:
                 return
             buffer += chunk
@@ -106,10 +133,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("recording", type=Path)
     ap.add_argument("--match", type=Path, metavar="WORKSPACE", help="the matching floor over this workspace")
+    ap.add_argument("--busy-poll-ms", type=float, default=2.0, metavar="MS",
+                    help="poll stdin for MS milliseconds after each message before blocking, as `serve` "
+                         "does by default (0: block at once)")
     args = ap.parse_args()
     answers: dict[bytes, bytes] = pickle.loads(args.recording.read_bytes())
     match = matcher(args.match) if args.match is not None else None
-    for body in bodies():
+    for body in bodies(reader(args.busy_poll_ms / 1000)):
         message = orjson.loads(body)
         method, msg_id = message.get("method"), message.get("id")
         if method == "exit":

@@ -34,6 +34,7 @@ from .framing import (
     input_source,
     widen_pipe,
 )
+from .polling import DEFAULT_MS, loop_factory
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -240,8 +241,10 @@ def _netloc(address: Any) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def run(server: ContextAssemblyServer, announce: Announce | None = None) -> int:
-    """Serve stdio until the client exits or disconnects; the exit status LSP asks for (0 after shutdown)."""
+def run(server: ContextAssemblyServer, announce: Announce | None = None, busy_poll_s: float = DEFAULT_MS / 1000) -> int:
+    """Serve stdio until the client exits or disconnects; the exit status LSP asks for (0 after
+    shutdown). `busy_poll_s`: how long the event loop polls after each event before it sleeps
+    (polling.py; 0: not at all)."""
 
     async def main() -> None:
         server.attach(asyncio.get_running_loop())
@@ -250,7 +253,8 @@ def run(server: ContextAssemblyServer, announce: Announce | None = None) -> int:
         await serve_stdio(server, sys.stdin.buffer, stdout)
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory(busy_poll_s)) as runner:
+            runner.run(main())
     except KeyboardInterrupt:
         return 130
     finally:
@@ -261,9 +265,9 @@ def run(server: ContextAssemblyServer, announce: Announce | None = None) -> int:
 
 
 def run_network(network: Network, transport: str, host: str = "127.0.0.1", port: int = 0,
-                announce: Announce | None = None) -> int:
+                announce: Announce | None = None, busy_poll_s: float = DEFAULT_MS / 1000) -> int:
     """Serve TCP or WebSocket clients until SIGTERM or SIGINT (exit status 0); a client's `exit`
-    ends its own connection only."""
+    ends its own connection only. `busy_poll_s`: as `run`'s."""
     say = announce or (lambda address: print(f"context-assembly: listening on {address}", file=sys.stderr,
                                              flush=True))
 
@@ -281,7 +285,8 @@ def run_network(network: Network, transport: str, host: str = "127.0.0.1", port:
                 server.request_stop()
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=loop_factory(busy_poll_s)) as runner:
+            runner.run(main())
     except KeyboardInterrupt:
         return 0
     finally:

@@ -1,0 +1,169 @@
+"""Busy polling (lsp/polling.py, `serve --busy-poll-ms`): after an event the event loop polls for
+the next one for a bounded window, keeps every timeout the loop asks for, and an idle loop blocks
+at once without polling."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import selectors
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from context_assembly.cli.serve import busy_poll_ms
+from context_assembly.client.connection import Connection
+from context_assembly.lsp.polling import PollingSelector, loop_factory
+
+from .support import REQUEST, SERVER
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    left, right = socket.socketpair()
+    yield left, right
+    left.close()
+    right.close()
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """The timeouts of the platform selector's own `select` calls, in order (0: a poll)."""
+    seen: list[float | None] = []
+    plain = selectors.DefaultSelector.select
+
+    def select(self: selectors.BaseSelector, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        seen.append(timeout)
+        return plain(self, timeout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", select)
+    return seen
+
+
+def event(selector: PollingSelector, writer: socket.socket, reader: socket.socket) -> None:
+    """One event: a byte written, returned by `select`, read again."""
+    writer.send(b"x")
+    assert [key.fileobj for key, _ in selector.select(5)] == [reader]
+    assert reader.recv(1) == b"x"
+
+
+def test_a_ready_socket_is_returned_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
+    reader, writer = pair
+    with PollingSelector(1.0) as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        event(selector, writer, reader)
+        writer.send(b"y")  # within the window: found by a poll
+        assert [key.fileobj for key, _ in selector.select(None)] == [reader]
+
+
+def test_an_idle_selector_blocks_without_polling(pair: tuple[socket.socket, socket.socket],
+                                                 waits: list[float | None]) -> None:
+    reader, _ = pair
+    with PollingSelector(1.0) as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        started = time.monotonic()
+        assert selector.select(0.2) == []
+        assert time.monotonic() - started >= 0.2
+    assert waits == [0.2]  # no event yet: one blocking wait, the loop's timeout as given
+
+
+def test_after_an_event_it_polls_for_the_window_then_blocks(pair: tuple[socket.socket, socket.socket],
+                                                           waits: list[float | None]) -> None:
+    reader, writer = pair
+    with PollingSelector(0.05) as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        event(selector, writer, reader)
+        waits.clear()
+        started = time.monotonic()
+        assert selector.select(0.3) == []
+        assert time.monotonic() - started >= 0.3  # the loop's timeout, not cut short by the window
+    *polls, blocking = waits
+    assert polls and set(polls) == {0}
+    assert blocking is not None and 0 < blocking <= 0.3 - 0.04  # what was left of the timeout
+
+
+def test_no_polling_once_the_window_has_passed(pair: tuple[socket.socket, socket.socket],
+                                              waits: list[float | None]) -> None:
+    reader, writer = pair
+    with PollingSelector(0.02) as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        event(selector, writer, reader)
+        time.sleep(0.05)
+        waits.clear()
+        assert selector.select(0.1) == []
+    assert waits == [0.1]
+
+
+def test_a_zero_timeout_is_one_poll(pair: tuple[socket.socket, socket.socket], waits: list[float | None]) -> None:
+    reader, writer = pair
+    with PollingSelector(5.0) as selector:
+        selector.register(reader, selectors.EVENT_READ)
+        event(selector, writer, reader)
+        waits.clear()
+        assert selector.select(0) == []
+    assert waits == [0]
+
+
+def test_the_loops_timers_run_on_time_within_the_window() -> None:
+    """A timer due before the window ends is not held up by the polling (a 5 s window here)."""
+    factory = loop_factory(5.0)
+    assert factory is not None
+    loop = factory()
+    try:
+        reader, writer = socket.socketpair()
+        done = loop.create_future()
+
+        def readable() -> None:
+            reader.recv(1)
+            loop.call_later(0.05, done.set_result, time.monotonic())
+
+        loop.add_reader(reader.fileno(), readable)
+        writer.send(b"x")
+        started = time.monotonic()
+        fired = loop.run_until_complete(asyncio.wait_for(done, 10))
+        assert fired - started < 2.0
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+    finally:
+        loop.close()
+
+
+def test_a_zero_window_is_the_default_loop() -> None:
+    assert loop_factory(0) is None
+
+
+@pytest.mark.parametrize("text", ["0", "2", "0.25", "1000"])
+def test_busy_poll_ms_takes_milliseconds_from_0_to_1000(text: str) -> None:
+    assert busy_poll_ms(text) == float(text)
+
+
+@pytest.mark.parametrize(("text", "message"), [("-1", "must be from 0 to 1000"), ("1001", "must be from 0 to 1000"),
+                                               ("nan", "must be from 0 to 1000"), ("fast", "expected milliseconds")])
+def test_busy_poll_ms_refuses_other_values(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        busy_poll_ms(text)
+
+
+def test_serve_refuses_a_bad_busy_poll_value() -> None:
+    done = subprocess.run([*SERVER, "--busy-poll-ms", "-5"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--busy-poll-ms: must be from 0 to 1000" in done.stderr
+
+
+@pytest.mark.parametrize("flag", [["--busy-poll-ms", "0"], ["--busy-poll-ms", "50"]])
+async def test_the_sidecar_answers_with_polling_off_and_on(workspace: Path, flag: list[str]) -> None:
+    connection = Connection()
+    await connection.spawn([*SERVER, *flag, "--workspace", str(workspace)], stderr=subprocess.DEVNULL)
+    try:
+        await connection.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        connection.notify("initialized", {})
+        for _ in range(3):  # back to back: within the window when it polls
+            answer = await connection.request("contextAssembly/evaluateRules", {**REQUEST, "explain": "none"})
+            assert answer["matched_memories"]
+    finally:
+        assert await connection.close() == 0
