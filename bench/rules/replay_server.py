@@ -58,25 +58,27 @@ def refuse(msg_id: object, message: str) -> None:
 
 
 def reader(window_s: float) -> Callable[[], bytes]:
-    """What reads stdin: after each chunk it polls for `window_s` before it blocks, as the sidecar's
-    event loop does (`serve --busy-poll-ms`, lsp/polling.py), so the floor keeps what the sidecar gains."""
+    """What reads stdin: it polls for up to `window_s` before it blocks while the last wait was
+    shorter than that, as the sidecar's event loop does (`serve --busy-poll-ms`, lsp/polling.py),
+    so the floor keeps what the sidecar gains."""
     if window_s <= 0:
         return lambda: os.read(STDIN, 1 << 20)
     os.set_blocking(STDIN, False)
-    last = -float("inf")
+    quick = False
 
     def read() -> bytes:
-        nonlocal last
+        nonlocal quick
+        start = time.monotonic()
         while True:
             try:
                 chunk = os.read(STDIN, 1 << 20)
             except BlockingIOError:
-                if time.monotonic() < last + window_s:
+                if quick and time.monotonic() < start + window_s:
                     os.sched_yield()
                 else:
                     select.select([STDIN], [], [])
                 continue
-            last = time.monotonic()
+            quick = time.monotonic() - start < window_s
             return chunk
 
     return read
@@ -133,7 +135,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("recording", type=Path)
     ap.add_argument("--match", type=Path, metavar="WORKSPACE", help="the matching floor over this workspace")
-    ap.add_argument("--busy-poll-ms", type=float, default=2.0, metavar="MS",
+    ap.add_argument("--busy-poll-ms", type=float, default=0.5, metavar="MS",
                     help="poll stdin for MS milliseconds after each message before blocking, as `serve` "
                          "does by default (0: block at once)")
     args = ap.parse_args()

@@ -1,6 +1,6 @@
-"""Busy polling (lsp/polling.py, `serve --busy-poll-ms`): after an event the event loop polls for
-the next one for a bounded window, keeps every timeout the loop asks for, and an idle loop blocks
-at once without polling."""
+"""Busy polling (lsp/polling.py, `serve --busy-poll-ms`): while messages come quickly the event loop
+polls for the next one for a bounded window before it blocks, keeps every timeout the loop asks
+for, and a slow or idle client is waited for without polling."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import asyncio
 import selectors
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,7 @@ def test_an_idle_selector_blocks_without_polling(pair: tuple[socket.socket, sock
     reader, _ = pair
     with PollingSelector(1.0) as selector:
         selector.register(reader, selectors.EVENT_READ)
+        assert not selector.quick
         started = time.monotonic()
         assert selector.select(0.2) == []
         assert time.monotonic() - started >= 0.2
@@ -86,16 +88,25 @@ def test_after_an_event_it_polls_for_the_window_then_blocks(pair: tuple[socket.s
     assert blocking is not None and 0 < blocking <= 0.3 - 0.04  # what was left of the timeout
 
 
-def test_no_polling_once_the_window_has_passed(pair: tuple[socket.socket, socket.socket],
-                                              waits: list[float | None]) -> None:
+def test_a_slow_client_is_waited_for_without_polling(pair: tuple[socket.socket, socket.socket],
+                                                     waits: list[float | None]) -> None:
+    """A wait for a message that outlasted the window turns polling off until a wait is short again."""
     reader, writer = pair
     with PollingSelector(0.02) as selector:
         selector.register(reader, selectors.EVENT_READ)
         event(selector, writer, reader)
-        time.sleep(0.05)
+        assert selector.quick
+        later = threading.Timer(0.15, writer.send, (b"x",))
+        later.start()
+        assert [key.fileobj for key, _ in selector.select(5)] == [reader]  # polled 0.02 s, then blocked
+        later.join()
+        reader.recv(1)
+        assert not selector.quick
         waits.clear()
         assert selector.select(0.1) == []
-    assert waits == [0.1]
+        assert waits == [0.1]  # no polling
+        event(selector, writer, reader)  # an answer at once: polling again
+        assert selector.quick
 
 
 def test_a_zero_timeout_is_one_poll(pair: tuple[socket.socket, socket.socket], waits: list[float | None]) -> None:
