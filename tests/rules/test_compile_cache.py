@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from context_assembly.model import AssemblyRequest, RuleEngine, structure, unstructure
 from context_assembly.registry.operators import all_spellings
+from context_assembly.registry.values import MISSING
 from context_assembly.rules.engine import compile_engine
 from context_assembly.rules.evaluate import RuleSet
 from context_assembly.rules.persist import compile_entry, restore_engine
@@ -129,3 +130,38 @@ def test_an_entry_that_is_not_one_raises_for_the_caller_to_compile() -> None:
         except Exception:  # noqa: BLE001 (any error: the loader then compiles)
             continue
         raise AssertionError(f"{payload!r} restored")
+
+
+def test_generated_matchers_read_plain_constants_as_constants() -> None:
+    """The values a generated test compares with, MISSING and the guards' dispatch tables are
+    constants of the matcher's code (no global load per test), fresh and restored from an entry;
+    a regex's remembered answers and the operators' predicates stay globals (a restored matcher's
+    stand-ins replace themselves there)."""
+    doc = {"id": "e", "rules": [
+        {"id": "r1", "when": [{"field": "input.text", "operator": "contains", "value": "Fix"},
+                              {"field": "addVar.a", "operator": "gt", "value": 2}],
+         "then": {"add_memories": ["m1"]}},
+        {"id": "r2", "when": [{"field": "scope.agent.agent_type", "operator": "eq", "value": "coder"},
+                              {"field": "input.text", "operator": "regex", "value": "^fi"}],
+         "then": {"add_memories": ["m2"]}},
+        {"id": "r3", "when": [{"field": "addVar.b", "operator": "not_exists"}], "then": {"add_memories": ["m3"]}},
+    ]}
+    fresh, restored_set = restored(doc)
+    for rule_set in (fresh, restored_set):
+        code = rule_set.engines[0].matcher.__code__
+        constants = [c for c in code.co_consts if not isinstance(c, int | type(None))]
+        assert "fix" in constants and 2 in code.co_consts  # contains folds case; gt's bound
+        assert any(c is MISSING for c in constants)
+        assert any(isinstance(c, dict) and c.get("coder") == 0 for c in constants)  # the guard's table
+        assert not [name for name in code.co_names if name == "M" or name.startswith(("cp", "D"))
+                    and rule_set.engines[0].matcher.__globals__[name].__class__ in (str, int, dict)]
+        assert any(name.startswith("cp") for name in code.co_names)  # the regex's memo, a global
+        for request, expected in [
+            ({"additional_variables": {"a": 3}, "input": {"text": "please FIX"}}, ["r1", "r3"]),
+            ({"additional_variables": {"a": 3.5, "b": 1}, "input": {"text": "fix"},
+              "scope_variables": {"agent": {"agent_type": "coder"}}}, ["r1", "r2"]),
+            ({"additional_variables": {"a": True}, "input": {"text": "fix"}}, ["r3"]),  # a bool is no number
+            ({"additional_variables": {"a": "3"}, "input": {"text": "fix"}}, ["r1", "r3"]),  # a numeric string
+        ]:
+            result = rule_set.evaluate_wire(structure(request, AssemblyRequest), explain="none")
+            assert [r["rule_id"] for r in result["engine_results"][0]["rules"]] == expected

@@ -18,8 +18,9 @@ from .values import MISSING, as_number, is_scalar, json_equal, json_type
 
 Predicate = Callable[[Any], bool]
 # An inline form for the generated matcher: (expression, constant) or None. The expression may use
-# "{v}" (the actual value, MISSING when absent), "{s}" (whether that value is a str), "{c}" (the
-# constant) and "{p}" (the operator's own predicate, for present values only). An expression
+# "{v}" (the actual value, MISSING when absent), "{s}" (whether that value is a str), "{n}"
+# (whether it is a number: an int or a float, not a bool), "{c}" (the constant) and "{p}" (the
+# operator's own predicate, for present values only). An expression
 # "({s} and …)" or "not ({s} and …)" answers an absent value itself (false, true).
 Inline = tuple[str, Any] | None
 
@@ -194,7 +195,7 @@ def _inline_json_equal(value: Any) -> Inline:
     if isinstance(value, bool):
         return "({v} is {c})", value
     if isinstance(value, int | float):
-        return "({v} == {c} and ({v}.__class__ is int or {v}.__class__ is float))", value
+        return "({v} == {c} and {n})", value
     return None
 
 
@@ -236,8 +237,7 @@ def _inline_compare(symbol: str) -> Callable[[Any, bool], Inline]:
         if bound is None:
             return None
         # numbers inline; numeric strings (and anything else) through the predicate
-        return (f"({{v}} {symbol} {{c}} if ({{v}}.__class__ is int or {{v}}.__class__ is float) "
-                "else {p}({v}))"), bound
+        return f"({{v}} {symbol} {{c}} if {{n}} else {{p}}({{v}}))", bound
 
     return inline
 

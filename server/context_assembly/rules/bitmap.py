@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .engine import define_function
+from .engine import FLAGS, compile_generated, define_function
 from .lookup import Lookup
 from .trace import TraceProgram
 
@@ -78,7 +78,7 @@ def _function(made: TraceProgram) -> Bits:
     made.expressions()  # their predicates and constants are the function's globals, stored code or not
     code = made.codes.get("bits") or (None if made.kept is None else made.kept.code("bits"))
     if code is None:
-        code = compile(_source(made), "<rule-engine>", "exec")
+        code = compile_generated(_source(made))
         made.codes["bits"] = code
         if made.kept is not None:
             made.kept.store(made, "bits")
@@ -114,7 +114,7 @@ def _source(made: TraceProgram) -> str:
                   f"    k = {var} if {var}.__class__ is str or {var} is M else K({var})",
                   "    b = t.get(k)",
                   "    if b is None:",
-                  f"        s{n} = {var}.__class__ is str",
+                  *(f"        {kind}{n} = {test.format(v=var)}" for kind, test in FLAGS.items()),
                   f"        b = {' | '.join(tests)}",
                   f"        if k is not None and len(t) < {KEPT}:",
                   "            t[k] = b",

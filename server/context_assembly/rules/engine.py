@@ -15,6 +15,7 @@ import gc
 import itertools
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -170,18 +171,20 @@ class _Emitter:
             if node.inline is None:
                 test = f"{name}({var})"
             else:
-                template, constant = node.inline
-                self.globals[f"c{name}"] = shared(constant)
-                test = template.format(v=var, s=f"s{var[1:]}", c=f"c{name}", p=name)
+                template, value = node.inline
+                made = self.globals[f"c{name}"] = shared(value)
+                read = constant(f"c{name}") if made.__class__ in _PLAIN else f"c{name}"
+                test = template.format(v=var, s=f"s{var[1:]}", n=f"n{var[1:]}", c=read, p=name)
                 if template.startswith("not ({s} and " if node.operator.absent_matches else "({s} and "):
                     return test  # it answers an absent value itself
+            missing = constant("M")
             if test in ("True", "False"):  # presence alone decides (exists, not_exists)
                 if (test == "True") == node.operator.absent_matches:
                     return test
-                return f"({var} is {'not M' if test == 'True' else 'M'})"
+                return f"({var} is {'not ' if test == 'True' else ''}{missing})"
             if node.operator.absent_matches:
-                return f"({var} is M or {test})"
-            return f"({var} is not M and {test})"
+                return f"({var} is {missing} or {test})"
+            return f"({var} is not {missing} and {test})"
         if isinstance(node, Group):
             parts = [self.expr(child) for child in node.children]
             if node.kind == "not":
@@ -250,14 +253,14 @@ class _Emitter:
         return f"if {' and '.join(self.expr(node) for node in nodes) or 'True'}: {append}({index})"
 
     def _loads(self, names: set[str], have: set[str]) -> list[str]:
-        """Lines that define the variables `names` lists (`v3`, and `s3`: is v3 a str) but `have` does not."""
+        """Lines that define the variables `names` lists (`v3`, and its flags `s3`, `n3`: see
+        FLAGS) but `have` does not."""
         lines = []
         for var in self.keys.values():
-            flag = f"s{var[1:]}"
-            if (var in names or flag in names) and var not in have:
+            flags = [(f"{kind}{var[1:]}", test) for kind, test in FLAGS.items()]
+            if (var in names or any(flag in names for flag, _ in flags)) and var not in have:
                 lines.append(f"{var} = V[k{var}]")
-            if flag in names and flag not in have:
-                lines.append(f"{flag} = {var}.__class__ is str")
+            lines += [f"{flag} = {test.format(v=var)}" for flag, test in flags if flag in names and flag not in have]
         return lines
 
     def _dispatch(self, var: str, by_value: dict[str, list[str]], loaded: set[str]) -> list[str]:
@@ -267,19 +270,55 @@ class _Emitter:
         table = f"D{next(self._names)}"
         self.globals[table] = {shared(value): i for i, value in enumerate(by_value)}
         blocks = [self._loads(_names(tests), loaded) + tests for tests in by_value.values()]
-        return [f"b = {table}.get({var}, -1) if s{var[1:]} else -1",
+        return [f"b = {constant(table)}.get({var}, -1) if s{var[1:]} else -1",
                 "if b >= 0:", *_tree(blocks, 0, len(blocks), "    ")]
 
     def _define(self, source: str, name: str) -> Any:
-        self.code = compile(source, "<rule-engine>", "exec")
+        self.code = compile_generated(source)
         return define_function(self.code, self.globals, name)
 
 
+# Generated code reads a plain constant (the value of a test, a dispatch table, MISSING) as a
+# string literal that stands for its global, which `define_function` swaps for the value: a
+# constant load is 2 bytes of bytecode without cache entries, a global's load 12. A `medium`
+# matcher's code shrank by a fifth; it is read through once per request, from memory when the
+# sidecar was idle (bench/README.md, "Smaller matchers").
+PLACEHOLDER = "\x00"
+# A variable's flags, loaded once where a test reads them (`{s}`, `{n}` in an operator's inline
+# template): is the value a str; is it a number (an int or a float, not a bool).
+FLAGS = {"s": "{v}.__class__ is str", "n": "({v}.__class__ is int or {v}.__class__ is float)"}
+_PLAIN = (str, int, float, bool, frozenset, tuple, bytes, dict, type(None))
+
+
+def constant(name: str) -> str:
+    """How generated source reads the global `name` when its value never changes (not a
+    predicate, which a restored matcher's stand-in replaces in the globals on first call)."""
+    return repr(PLACEHOLDER + name)
+
+
+def placeholders(code: CodeType) -> set[str]:
+    """The globals a code object reads as constants (`constant`)."""
+    return {c[1:] for c in code.co_consts if c.__class__ is str and c[:1] == PLACEHOLDER}
+
+
 def define_function(code: CodeType, namespace: dict[str, Any], name: str) -> Any:
-    """The function `name` that running `code` (a module defining it) over `namespace` makes."""
+    """The function `name` that running `code` (a module defining it) over `namespace` makes,
+    each constant it reads through `constant` set to its value in `namespace`."""
     made: dict[str, Any] = {}
     exec(code, namespace, made)  # noqa: S102
-    return made[name]
+    function = made[name]
+    inner = function.__code__
+    if placeholders(inner):
+        function.__code__ = inner.replace(co_consts=tuple(
+            namespace[c[1:]] if c.__class__ is str and c[:1] == PLACEHOLDER else c for c in inner.co_consts))
+    return function
+
+
+def compile_generated(source: str) -> CodeType:
+    """Generated source as a module's code (a test `v is <constant>` is meant: no warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return compile(source, "<rule-engine>", "exec")
 
 
 def _needs(inline: list[str], buckets: dict[str, dict[str, list[str]]]) -> set[str]:
@@ -289,8 +328,8 @@ def _needs(inline: list[str], buckets: dict[str, dict[str, list[str]]]) -> set[s
 
 
 def _names(lines: list[str]) -> set[str]:
-    """The variables generated lines read: values (`v3`) and is-a-str flags (`s3`)."""
-    return set(re.findall(r"\b[vs]\d+\b", "\n".join(lines)))
+    """The variables generated lines read: values (`v3`) and their flags (`s3`, `n3`)."""
+    return set(re.findall(r"\b[vsn]\d+\b", "\n".join(lines)))
 
 
 def _tree(blocks: list[list[str]], lo: int, hi: int, indent: str) -> list[str]:

@@ -23,7 +23,7 @@ from ..model.rules import RuleEngine
 from ..registry.operators import lookup_operator
 from ..registry.values import MISSING
 from .compile import compile_conditions
-from .engine import CompiledEngine, CompiledRule, _Emitter, compile_with_emitter, define_function
+from .engine import CompiledEngine, CompiledRule, _Emitter, compile_with_emitter, define_function, placeholders
 from .lookup import shared
 
 FORMAT = "engine/1"
@@ -99,8 +99,9 @@ def entry_of(compiled: CompiledEngine, emitter: _Emitter) -> bytes | None:
 
 
 def used_names(code: CodeType) -> set[str]:
-    """The global names a module's code and the functions it defines read."""
-    names = set(code.co_names)
+    """The global names a module's code and the functions it defines read (as names, or as
+    constants: `engine.constant`)."""
+    names = set(code.co_names) | placeholders(code)
     for constant in code.co_consts:
         if isinstance(constant, CodeType):
             names |= used_names(constant)

@@ -25,7 +25,7 @@ from ..encoded import EncodedJSON, EncodedList, encoded
 from ..model.converter import unstructure
 from ..registry.values import MISSING
 from .compile import Broken, Group, Leaf, Node
-from .engine import CompiledEngine, CompiledRule, _Emitter, _names, define_function
+from .engine import CompiledEngine, CompiledRule, _Emitter, _names, compile_generated, define_function
 from .lookup import Lookup, complete
 
 EXPLAIN_MODES = ("all", "matched", "none")
@@ -157,7 +157,7 @@ class TraceProgram:
         source = "\n".join([f"def {name}({parameters}):",
                             *(f"    {line}" for line in [*emitter._loads(_names(body), set()), *body, *lines()])])
         # (compiled here, not by the emitter, whose `code` another thread's function may replace meanwhile)
-        code = self.codes[name] = compile(source, "<rule-engine>", "exec")
+        code = self.codes[name] = compile_generated(source)
         made = define_function(code, emitter.globals, name)
         if self.kept is not None:
             self.kept.store(self, name)
