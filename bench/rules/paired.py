@@ -163,21 +163,23 @@ def report(size: str, result: dict[str, Any]) -> list[str]:
         each = ", ".join(f"{s['ratio']:.1f}×" for s in slices)
         verdict = "PASS" if ratio >= goal else "MISS"
         lines.append(f"| {label} | {jre} | {ours} | {each} | {ratio:.1f}× | ≥ {goal:g}×: {verdict} |")
-        if all("floor_ratio" in s for s in slices):
-            floor = statistics.median(s["floor_ratio"] for s in slices)
-            floor_ms = ", ".join(f"{s['floor_ms']:.3f}" for s in slices)
-            floor_each = ", ".join(f"{s['floor_ratio']:.1f}×" for s in slices)
-            reach = "reachable" if floor >= goal else "out of reach"
-            lines.append(f"| floor: the same answers replayed at once | {jre} | {floor_ms} | {floor_each} "
-                         f"| {floor:.1f}× | {reach} |")
-        if all("matching_ratio" in s for s in slices):
-            least = statistics.median(s["matching_ratio"] for s in slices)
-            least_ms = ", ".join(f"{s['matching_ms']:.3f}" for s in slices)
-            least_each = ", ".join(f"{s['matching_ratio']:.1f}×" for s in slices)
-            reach = "reachable" if least >= goal else "out of reach"
-            lines.append(f"| matching floor: replayed after parsing, lookup and matching | {jre} | {least_ms} "
-                         f"| {least_each} | {least:.1f}× | {reach} with these matchers |")
+        for prefix, row, reachable in FLOORS:
+            if all(f"{prefix}_ratio" in s for s in slices):
+                lines.append(floor_line(prefix, row, reachable, slices, jre, goal))
     return lines
+
+
+# the floor rows: (key prefix in a slice, row label, what a median at the goal says)
+FLOORS = [("floor", "floor: the same answers replayed at once", "reachable"),
+          ("matching", "matching floor: replayed after parsing, lookup and matching", "reachable with these matchers")]
+
+
+def floor_line(prefix: str, label: str, reachable: str, slices: list[dict[str, float]], jre: str, goal: float) -> str:
+    median = statistics.median(s[f"{prefix}_ratio"] for s in slices)
+    times = ", ".join(f"{s[f'{prefix}_ms']:.3f}" for s in slices)
+    each = ", ".join(f"{s[f'{prefix}_ratio']:.1f}×" for s in slices)
+    verdict = reachable if median >= goal else reachable.replace("reachable", "out of reach")
+    return f"| {label} | {jre} | {times} | {each} | {median:.1f}× | {verdict} |"
 
 
 def main() -> int:
