@@ -280,9 +280,9 @@ class _Emitter:
 
 # Generated code reads a plain constant (the value of a test, a dispatch table, MISSING) as a
 # string literal that stands for its global, which `define_function` swaps for the value: a
-# constant load is 2 bytes of bytecode without cache entries, a global's load 12. A `medium`
-# matcher's code shrank by a fifth; it is read through once per request, from memory when the
-# sidecar was idle (bench/README.md, "Smaller matchers").
+# constant load is 2 bytes of bytecode without cache entries, a global's load 12. With the flags
+# below, the `medium` matchers' code shrank by a quarter; it is read through once per request, from
+# memory when the sidecar was idle (bench/README.md, "Smaller matchers").
 PLACEHOLDER = "\x00"
 # A variable's flags, loaded once where a test reads them (`{s}`, `{n}` in an operator's inline
 # template): is the value a str; is it a number (an int or a float, not a bool).
