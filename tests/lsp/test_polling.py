@@ -45,6 +45,13 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
     return seen
 
 
+def watching(reader: socket.socket, window: float) -> PollingSelector:
+    """A polling selector with `reader` registered for reading (use it with `with`)."""
+    selector = PollingSelector(window)
+    selector.register(reader, selectors.EVENT_READ)
+    return selector
+
+
 def event(selector: PollingSelector, writer: socket.socket, reader: socket.socket) -> None:
     """One event: a byte written, returned by `select`, read again."""
     writer.send(b"x")
@@ -54,8 +61,7 @@ def event(selector: PollingSelector, writer: socket.socket, reader: socket.socke
 
 def test_a_ready_socket_is_returned_at_once(pair: tuple[socket.socket, socket.socket]) -> None:
     reader, writer = pair
-    with PollingSelector(1.0) as selector:
-        selector.register(reader, selectors.EVENT_READ)
+    with watching(reader, 1.0) as selector:
         event(selector, writer, reader)
         writer.send(b"y")  # within the window: found by a poll
         assert [key.fileobj for key, _ in selector.select(None)] == [reader]
@@ -64,8 +70,7 @@ def test_a_ready_socket_is_returned_at_once(pair: tuple[socket.socket, socket.so
 def test_an_idle_selector_blocks_without_polling(pair: tuple[socket.socket, socket.socket],
                                                  waits: list[float | None]) -> None:
     reader, _ = pair
-    with PollingSelector(1.0) as selector:
-        selector.register(reader, selectors.EVENT_READ)
+    with watching(reader, 1.0) as selector:
         assert not selector.quick
         started = time.monotonic()
         assert selector.select(0.2) == []
@@ -76,8 +81,7 @@ def test_an_idle_selector_blocks_without_polling(pair: tuple[socket.socket, sock
 def test_after_an_event_it_polls_for_the_window_then_blocks(pair: tuple[socket.socket, socket.socket],
                                                            waits: list[float | None]) -> None:
     reader, writer = pair
-    with PollingSelector(0.05) as selector:
-        selector.register(reader, selectors.EVENT_READ)
+    with watching(reader, 0.05) as selector:
         event(selector, writer, reader)
         waits.clear()
         started = time.monotonic()
@@ -92,8 +96,7 @@ def test_a_slow_client_is_waited_for_without_polling(pair: tuple[socket.socket, 
                                                      waits: list[float | None]) -> None:
     """A wait for a message that outlasted the window turns polling off until a wait is short again."""
     reader, writer = pair
-    with PollingSelector(0.02) as selector:
-        selector.register(reader, selectors.EVENT_READ)
+    with watching(reader, 0.02) as selector:
         event(selector, writer, reader)
         assert selector.quick
         later = threading.Timer(0.15, writer.send, (b"x",))
@@ -111,8 +114,7 @@ def test_a_slow_client_is_waited_for_without_polling(pair: tuple[socket.socket, 
 
 def test_a_zero_timeout_is_one_poll(pair: tuple[socket.socket, socket.socket], waits: list[float | None]) -> None:
     reader, writer = pair
-    with PollingSelector(5.0) as selector:
-        selector.register(reader, selectors.EVENT_READ)
+    with watching(reader, 5.0) as selector:
         event(selector, writer, reader)
         waits.clear()
         assert selector.select(0) == []
