@@ -43,9 +43,9 @@ from typing import Any
 
 import orjson
 import peers
-from sidecar import PARAMS, as_request, cpu_s, workspace_for
+from sidecar import PARAMS, as_request, client_poll_option, cpu_s, workspace_for
 
-from context_assembly.client import ContextAssemblyClient
+from context_assembly.client import ContextAssemblyClient, run
 
 HERE = Path(__file__).resolve().parent
 # mode -> (row label, goal: minimum ratio to json-rules-engine)
@@ -151,7 +151,8 @@ async def measure(workload: Path, out: Path, modes: list[str], slices: int, coun
 def report(size: str, result: dict[str, Any]) -> list[str]:
     lines = [f"{size}: {result['slices']} slices, each one json-rules-engine run then per mode the median "
              f"of {result['passes']} sequential passes through the sidecar (timed once it was idle, "
-             f"{result['idle_after_s']} s after the warm-up pass); load {result['loadavg_1m']}", "",
+             f"{result['idle_after_s']} s after the warm-up pass); the client polls for each answer for up "
+             f"to {result['client_poll_ms']:g} ms; load {result['loadavg_1m']}", "",
              "| mode | json-rules-engine ms per request (slices) | ours ms per request (slices) "
              "| ratio per slice | median ratio | goal |",
              "| --- | --- | --- | --- | ---: | --- |"]
@@ -194,6 +195,7 @@ def main() -> int:
                     help="no matching-floor rows (replay_server.py --match)")
     ap.add_argument("--floor-max-mb", type=float, default=1000.0,
                     help="a mode's answers kept for its floor row at most (MB, all requests together)")
+    client_poll_option(ap)
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -201,8 +203,9 @@ def main() -> int:
         ap.error(f"unknown mode(s) {', '.join(unknown)}")
     out = args.out.resolve()
     floor_max_mb = None if args.no_floor else args.floor_max_mb
-    result = asyncio.run(measure(args.workload.resolve(), out, modes, args.slices, args.passes, floor_max_mb,
-                                 not args.no_matching_floor))
+    result = run(measure(args.workload.resolve(), out, modes, args.slices, args.passes, floor_max_mb,
+                         not args.no_matching_floor), busy_poll_ms=args.client_poll_ms)
+    result["client_poll_ms"] = args.client_poll_ms
     size = args.workload.name
     (out / f"{size}.paired.json").write_text(json.dumps(result, indent=2))
     print("\n".join(report(size, result)))

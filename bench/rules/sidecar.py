@@ -37,7 +37,8 @@ from typing import Any
 
 import orjson
 
-from context_assembly.client import ContextAssemblyClient
+from context_assembly.client import ContextAssemblyClient, run
+from context_assembly.lsp.polling import DEFAULT_MS
 
 ROWS = {"all": "ours via sidecar, full trace", "none": 'ours via sidecar, explain="none"',
         "compact": "ours via sidecar, full trace compact",  # trace_format "compact", the answer as received
@@ -254,6 +255,13 @@ async def measure_mode(workspace: Path, requests: list[dict[str, Any]], runs: in
                 out[f"{mode}:pipelined"] = [await timed(client, batch, in_flight, expand) for _ in range(runs)]
 
 
+def client_poll_option(ap: argparse.ArgumentParser) -> None:
+    """`--client-poll-ms`: the client's event loop, as an agent runs it (`context_assembly.client.run`)."""
+    ap.add_argument("--client-poll-ms", type=float, default=DEFAULT_MS, metavar="MS",
+                    help="the client's event loop polls for each answer for up to MS ms before it blocks, as "
+                         f"`context_assembly.client.run` does by default ({DEFAULT_MS:g}); 0: asyncio's default loop")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", type=Path, required=True)
@@ -263,16 +271,17 @@ def main() -> None:
     ap.add_argument("--in-flight", type=int, default=8, help="also time N requests in flight (1: sequential only)")
     ap.add_argument("--first-only", action="store_true", help="only spawn → first answer, cold and warm")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent / "out" / "sidecar-ws")
+    client_poll_option(ap)
     args = ap.parse_args()
     requests = [as_request(q) for q in json.loads((args.workload / "requests.json").read_text())]
     requests = requests[:args.requests] if args.requests else requests
     workspace = workspace_for(args.workload, args.root)
     cache = args.root / f"rule-cache-{args.workload.name}"  # the bench's own, never the user's
-    firsts = asyncio.run(first_answers(workspace, requests[0], cache))
+    firsts = run(first_answers(workspace, requests[0], cache), busy_poll_ms=args.client_poll_ms)
     if args.first_only:
         return report_first(firsts)
     os.environ[CACHE_ENV] = str(cache)  # the timed server below starts warm
-    result = asyncio.run(measure(workspace, requests, args.runs, args.in_flight))
+    result = run(measure(workspace, requests, args.runs, args.in_flight), busy_poll_ms=args.client_poll_ms)
     variants = []
     for mode, label in ROWS.items():
         timings = [(label, result[mode])]

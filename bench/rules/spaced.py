@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from paired import HERE, record, until_idle
-from sidecar import PARAMS, as_request, cpu_s, workspace_for
+from sidecar import PARAMS, as_request, client_poll_option, cpu_s, workspace_for
 
-from context_assembly.client import ContextAssemblyClient
+from context_assembly.client import ContextAssemblyClient, run
 
 
 async def round_trip(client: ContextAssemblyClient, request: dict[str, Any]) -> float:
@@ -91,9 +91,10 @@ def main() -> int:
     ap.add_argument("--mode", default="none", choices=("all", "none", "compact", "none-compact"))
     ap.add_argument("--gaps", default="0,1,10,100", help="comma-separated idle gaps before each request, ms")
     ap.add_argument("--requests", type=int, default=100, help="requests per gap (the workload's first ones)")
+    client_poll_option(ap)
     args = ap.parse_args()
     gaps = [float(g) for g in args.gaps.split(",") if g]
-    rows = asyncio.run(measure(args.workload.resolve(), args.mode, gaps, args.requests))
+    rows = run(measure(args.workload.resolve(), args.mode, gaps, args.requests), busy_poll_ms=args.client_poll_ms)
     print("\n".join(report(args.workload.name, args.mode, args.requests, rows)))
     return 0
 

@@ -53,9 +53,12 @@ def watching(reader: socket.socket, window: float) -> PollingSelector:
 
 
 def event(selector: PollingSelector, writer: socket.socket, reader: socket.socket) -> None:
-    """One event: a byte written, returned by `select`, read again."""
-    writer.send(b"x")
+    """One new event, soon: a byte written a millisecond after the wait began (one already there
+    would not count), returned by `select`, read again."""
+    soon = threading.Timer(0.001, writer.send, (b"x",))
+    soon.start()
     assert [key.fileobj for key, _ in selector.select(5)] == [reader]
+    soon.join()
     assert reader.recv(1) == b"x"
 
 
@@ -75,40 +78,59 @@ def test_an_idle_selector_blocks_without_polling(pair: tuple[socket.socket, sock
         started = time.monotonic()
         assert selector.select(0.2) == []
         assert time.monotonic() - started >= 0.2
-    assert waits == [0.2]  # no event yet: one blocking wait, the loop's timeout as given
+    assert waits == [0, 0.2]  # no event yet: a look, then one blocking wait with the loop's timeout
 
 
 def test_after_an_event_it_polls_for_the_window_then_blocks(pair: tuple[socket.socket, socket.socket],
                                                            waits: list[float | None]) -> None:
     reader, writer = pair
-    with watching(reader, 0.05) as selector:
+    with watching(reader, 0.1) as selector:
         event(selector, writer, reader)
         waits.clear()
         started = time.monotonic()
-        assert selector.select(0.3) == []
-        assert time.monotonic() - started >= 0.3  # the loop's timeout, not cut short by the window
+        assert selector.select(0.4) == []
+        assert time.monotonic() - started >= 0.4  # the loop's timeout, not cut short by the window
     *polls, blocking = waits
     assert polls and set(polls) == {0}
-    assert blocking is not None and 0 < blocking <= 0.3 - 0.04  # what was left of the timeout
+    assert blocking is not None and 0 < blocking <= 0.4 - 0.09  # what was left of the timeout
 
 
 def test_a_slow_client_is_waited_for_without_polling(pair: tuple[socket.socket, socket.socket],
                                                      waits: list[float | None]) -> None:
     """A wait for a message that outlasted the window turns polling off until a wait is short again."""
     reader, writer = pair
-    with watching(reader, 0.02) as selector:
+    with watching(reader, 0.1) as selector:
         event(selector, writer, reader)
         assert selector.quick
-        later = threading.Timer(0.15, writer.send, (b"x",))
+        later = threading.Timer(0.4, writer.send, (b"x",))
         later.start()
-        assert [key.fileobj for key, _ in selector.select(5)] == [reader]  # polled 0.02 s, then blocked
+        assert [key.fileobj for key, _ in selector.select(5)] == [reader]  # polled 0.1 s, then blocked
         later.join()
         reader.recv(1)
         assert not selector.quick
         waits.clear()
         assert selector.select(0.1) == []
-        assert waits == [0.1]  # no polling
+        assert waits == [0, 0.1]  # no polling
         event(selector, writer, reader)  # an answer at once: polling again
+        assert selector.quick
+
+
+def test_an_event_already_pending_does_not_turn_polling_on(pair: tuple[socket.socket, socket.socket],
+                                                          waits: list[float | None]) -> None:
+    """What is there before the wait begins (the rest of a large answer) says nothing of how fast the
+    peer answers: only a wait that ended in a new event does."""
+    reader, writer = pair
+    with watching(reader, 0.2) as selector:
+        writer.send(b"x")
+        time.sleep(0.05)  # there before the selector looks
+        waits.clear()
+        assert [key.fileobj for key, _ in selector.select(5)] == [reader]
+        reader.recv(1)
+        assert waits == [0] and not selector.quick  # found by one look, no blocking wait, no polling
+        later = threading.Timer(0.005, writer.send, (b"x",))
+        later.start()
+        assert [key.fileobj for key, _ in selector.select(5)] == [reader]  # a new event, within the window
+        later.join()
         assert selector.quick
 
 

@@ -2,7 +2,8 @@
 
 `ContextAssemblyClient` (async) and `SyncContextAssemblyClient` (blocking) start
 `python -m context_assembly serve`, initialise it on a workspace and call every custom method;
-errors are raised as the domain exceptions of `context_assembly.errors`. `TraceLayouts` expands
+errors are raised as the domain exceptions of `context_assembly.errors`. `run` runs a coroutine
+on an event loop that polls for the sidecar's answers (event_loop.py). `TraceLayouts` expands
 compact answers (`trace_format: "compact"`) into the full answer.
 """
 
@@ -18,6 +19,7 @@ from ..errors import (
 from .client import ContextAssemblyClient
 from .compact_trace import LayoutError, TraceLayouts
 from .connection import Connection, ConnectionLost, RpcError, error_from
+from .event_loop import event_loop_factory, run
 from .sync import SyncContextAssemblyClient
 
 __all__ = [
@@ -36,4 +38,6 @@ __all__ = [
     "TimeoutError_",
     "TraceLayouts",
     "error_from",
+    "event_loop_factory",
+    "run",
 ]

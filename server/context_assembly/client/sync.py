@@ -1,7 +1,8 @@
 """`SyncContextAssemblyClient`: the same client for code without an event loop.
 
 It runs its own event loop on a daemon thread; every method blocks until the sidecar answers.
-Event listeners and the `llm` callback run on that thread.
+Event listeners and the `llm` callback run on that thread. The loop polls for answers as
+`run`'s does (event_loop.py; `busy_poll_ms=0`: it does not).
 
     with SyncContextAssemblyClient("path/to/workspace") as client:
         context = client.assemble(request)
@@ -17,7 +18,9 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ..lsp.polling import DEFAULT_MS
 from .client import ContextAssemblyClient
+from .event_loop import event_loop_factory
 
 T = TypeVar("T")
 
@@ -37,9 +40,10 @@ class _Blocking:
 
 
 class SyncContextAssemblyClient:
-    def __init__(self, workspace: Any, **options: Any) -> None:
-        """The options of `ContextAssemblyClient`."""
-        self._loop = asyncio.new_event_loop()
+    def __init__(self, workspace: Any, *, busy_poll_ms: float = DEFAULT_MS, **options: Any) -> None:
+        """The options of `ContextAssemblyClient`; `busy_poll_ms`: how long the loop polls for an
+        answer before it blocks (0 to 1000, 0: not at all; ValueError outside that)."""
+        self._loop = event_loop_factory(busy_poll_ms)()
         self._thread = threading.Thread(target=self._loop.run_forever, name="context-assembly-client", daemon=True)
         self._thread.start()
         self._closed = False

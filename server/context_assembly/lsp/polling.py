@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-DEFAULT_MS = 0.5  # `serve --busy-poll-ms` (which reads it without importing asyncio)
+DEFAULT_MS = 0.5  # `serve --busy-poll-ms` and the client's (which read it without importing asyncio)
+MAX_MS = 1000.0
 _yield: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 Ready = list[tuple[selectors.SelectorKey, int]]
@@ -29,13 +30,13 @@ Ready = list[tuple[selectors.SelectorKey, int]]
 
 class PollingSelector(selectors.DefaultSelector):
     """The platform's default selector, polling for up to `window` seconds before a blocking wait
-    while the waits for an event are shorter than that; a timeout the event loop passes (its next
-    timer) is kept exactly."""
+    while the waits for an event are shorter than that (an event already there when the wait began
+    counts as neither); a timeout the event loop passes (its next timer) is kept exactly."""
 
     def __init__(self, window: float) -> None:
         super().__init__()
         self.window = window
-        self.quick = False  # the last wait that ended in an event was shorter than the window
+        self.quick = False  # the last wait that ended in a new event was shorter than the window
 
     def select(self, timeout: float | None = None) -> Ready:
         if timeout is not None and timeout <= 0:
@@ -47,6 +48,13 @@ class PollingSelector(selectors.DefaultSelector):
                 return ready
             if timeout is not None:
                 timeout = max(0.0, timeout - (time.monotonic() - start))
+        else:
+            # An event already pending says nothing of the peer's pace: counted, the rest of a large
+            # answer (asyncio reads a pipe 256 KiB at a time) turned polling on, and the poller then
+            # spun beside a peer busy with the next answer.
+            ready = super().select(0)
+            if ready:
+                return ready
         ready = super().select(timeout)
         if ready:
             self.quick = time.monotonic() - start < self.window
@@ -59,6 +67,13 @@ class PollingSelector(selectors.DefaultSelector):
             if ready or time.monotonic() >= until:
                 return ready
             _yield()  # another runnable process on this CPU goes first
+
+
+def window_s(ms: float) -> float:
+    """A polling window given in milliseconds, in seconds; ValueError outside 0 (no polling) to 1000."""
+    if not 0 <= ms <= MAX_MS:  # (NaN fails too)
+        raise ValueError(f"must be from 0 to {MAX_MS:g}, got {ms:g}")
+    return ms / 1000
 
 
 def loop_factory(window: float) -> Callable[[], Any] | None:
