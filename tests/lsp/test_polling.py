@@ -18,6 +18,7 @@ import pytest
 
 from context_assembly.cli.serve import busy_poll_ms
 from context_assembly.client.connection import Connection
+from context_assembly.lsp import polling
 from context_assembly.lsp.polling import PollingSelector, loop_factory
 
 from .support import REQUEST, SERVER
@@ -132,6 +133,24 @@ def test_an_event_already_pending_does_not_turn_polling_on(pair: tuple[socket.so
         assert [key.fileobj for key, _ in selector.select(5)] == [reader]  # a new event, within the window
         later.join()
         assert selector.quick
+
+
+def test_an_event_a_poll_finds_late_turns_polling_off(pair: tuple[socket.socket, socket.socket],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A yield between polls can give the CPU away for longer than the window (the peer on the same
+    CPU); the event found after it came late, as if waited for by blocking."""
+    reader, writer = pair
+    with watching(reader, 0.1) as selector:
+        event(selector, writer, reader)
+        assert selector.quick
+
+        def away() -> None:  # the peer runs for 0.2 s on this CPU and answers meanwhile
+            writer.send(b"x")
+            time.sleep(0.2)
+
+        monkeypatch.setattr(polling, "_yield", away)
+        assert [key.fileobj for key, _ in selector.select(5)] == [reader]
+        assert not selector.quick
 
 
 def test_a_zero_timeout_is_one_poll(pair: tuple[socket.socket, socket.socket], waits: list[float | None]) -> None:

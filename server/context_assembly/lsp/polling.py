@@ -44,10 +44,8 @@ class PollingSelector(selectors.DefaultSelector):
         start = time.monotonic()
         if self.quick:
             ready = self._poll(start + self.window if timeout is None else start + min(self.window, timeout))
-            if ready:
-                return ready
-            if timeout is not None:
-                timeout = max(0.0, timeout - (time.monotonic() - start))
+            if not ready:
+                ready = super().select(None if timeout is None else max(0.0, timeout - (time.monotonic() - start)))
         else:
             # An event already pending says nothing of the peer's pace: counted, the rest of a large
             # answer (asyncio reads a pipe 256 KiB at a time) turned polling on, and the poller then
@@ -55,8 +53,8 @@ class PollingSelector(selectors.DefaultSelector):
             ready = super().select(0)
             if ready:
                 return ready
-        ready = super().select(timeout)
-        if ready:
+            ready = super().select(timeout)
+        if ready:  # (a poll can find it late too: a yield gave the CPU away for longer than the window)
             self.quick = time.monotonic() - start < self.window
         return ready
 
