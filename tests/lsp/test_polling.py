@@ -153,6 +153,23 @@ def test_an_event_a_poll_finds_late_turns_polling_off(pair: tuple[socket.socket,
         assert not selector.quick
 
 
+def test_polling_stops_once_a_yield_gave_the_cpu_away(pair: tuple[socket.socket, socket.socket],
+                                                     waits: list[float | None],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process that needs this CPU (more busy processes than CPUs) gets it back from the
+    poller: after a yield that let another process run, the wait blocks."""
+    reader, writer = pair
+    with watching(reader, 0.2) as selector:
+        event(selector, writer, reader)
+        waits.clear()
+        monkeypatch.setattr(polling, "_yield", lambda: time.sleep(0.002))  # another process ran meanwhile
+        started = time.monotonic()
+        assert selector.select(0.3) == []
+        assert time.monotonic() - started >= 0.3
+    assert waits[0] == 0 and len(waits) == 2  # one poll, then the blocking wait for the rest of the timeout
+    assert waits[1] is not None and 0.25 < waits[1] < 0.3
+
+
 def test_a_zero_timeout_is_one_poll(pair: tuple[socket.socket, socket.socket], waits: list[float | None]) -> None:
     reader, writer = pair
     with watching(reader, 5.0) as selector:

@@ -9,7 +9,10 @@ before it blocks as the plain selector does, yielding the CPU between polls; it 
 the client answers quickly: when the last wait for a message outlasted the window, it blocks at
 once until a wait is short again. A client that reads a large answer for milliseconds before it
 sends the next request would only be slowed by a poller beside it on a shared core, and an agent
-that waits seconds for its model costs no polling at all.
+that waits seconds for its model costs no polling at all. It also stops polling, for that wait,
+as soon as a yield gave the CPU to another process: on a machine with more busy processes than
+CPUs (many sidecars, or the client on the same CPU) a poller would take time from one of them.
+The client's event loop polls the same way for answers (`client/event_loop.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any
 
 DEFAULT_MS = 0.5  # `serve --busy-poll-ms` and the client's (which read it without importing asyncio)
 MAX_MS = 1000.0
+# A yield that took longer than this gave the CPU to another process (alone, one takes ~0.5 µs here;
+# another process keeps a CPU it was given for a time slice, a millisecond or more).
+SHARED_S = 50e-6
 _yield: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 Ready = list[tuple[selectors.SelectorKey, int]]
@@ -62,9 +68,12 @@ class PollingSelector(selectors.DefaultSelector):
         poll = super().select
         while True:
             ready = poll(0)
-            if ready or time.monotonic() >= until:
+            now = time.monotonic()
+            if ready or now >= until:
                 return ready
             _yield()  # another runnable process on this CPU goes first
+            if time.monotonic() - now > SHARED_S:  # and one did: this CPU has better use than a poller
+                return ready
 
 
 def window_s(ms: float) -> float:
