@@ -61,7 +61,7 @@ def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request
                                                  traced: bool) -> None:
     """`encoded=True` (the JSON-RPC layer's calls): a "none" answer's engines as their bytes alone,
     written byte for byte as the answer with Python values, first use and reuse (every piece made
-    before: `_known_pieces`), in either order, with the engines' templates their own or their
+    before: `_known_json`), in either order, with the engines' templates their own or their
     trace programs' (`traced`: a full trace answered first)."""
     rule_set = rule_set_of(engine_docs)
     for n, request_doc in enumerate(request_docs):
@@ -75,10 +75,10 @@ def test_an_answer_only_written_is_the_same_json(engine_docs: list[Any], request
 
 
 def test_a_steady_none_answer_reads_every_engine_in_one_loop() -> None:
-    """Once every piece was made, the engines' bytes come from `_known_pieces` (no call per
+    """Once every piece was made, the engines' bytes come from `_known_json` (no call per
     engine); until then, and for an engine whose pieces are not all made, from the loop that makes
     them. Both write the same JSON."""
-    from context_assembly.rules.trace import _known_pieces
+    from context_assembly.rules.trace import _known_json
 
     rule_set = rule_set_of([[{"id": "a", "when": [], "then": {"add_memories": ["m1"]}}],
                             [{"id": "b", "when": [{"field": "addVar.x", "operator": "exists"}],
@@ -87,12 +87,13 @@ def test_a_steady_none_answer_reads_every_engine_in_one_loop() -> None:
     with_x = structure({"additional_variables": {"x": 1}}, AssemblyRequest)
     selection = rule_set._selection(None)
     first = rule_set.evaluate_wire(plain_request, explain="none", encoded=True)  # makes engine a's pieces
-    assert _known_pieces(rule_set._match(selection, {})) is not None
-    assert _known_pieces(rule_set._match(selection, {"addVar.x": 1})) is None  # rule b never matched yet
+    assert _known_json(rule_set._match(selection, {})) is not None
+    assert _known_json(rule_set._match(selection, {"addVar.x": 1})) is None  # rule b never matched yet
     second = rule_set.evaluate_wire(with_x, explain="none", encoded=True)
-    assert _known_pieces(rule_set._match(selection, {"addVar.x": 1})) is not None
+    assert _known_json(rule_set._match(selection, {"addVar.x": 1})) is not None
     assert orjson.loads(encode_json(first)) == plain(rule_set.evaluate_wire(plain_request, explain="none"))
     assert orjson.loads(encode_json(second)) == plain(rule_set.evaluate_wire(with_x, explain="none"))
+    assert _known_json([]) == b"[]"  # no engine enabled
 
 
 def test_encoded_json_is_written_as_its_bytes_by_either_encoder() -> None:

@@ -337,30 +337,33 @@ def matched_engines(found: list[tuple[CompiledEngine, list[int]]],
     written): the pieces alone, as one `EncodedJSON`, without the entries and their lists (3-7%
     of a round trip through the sidecar). A plain list of `matched_rules` entries when a template
     or an engine id orjson cannot encode is among them."""
+    if bytes_only:
+        known = _known_json(found)
+        if known is not None:
+            return EncodedJSON(known)
     entries: list[Wire] = []
-    pieces = _known_pieces(found) if bytes_only else None
-    if pieces is None:  # something still to make (or the entries wanted): the loop that makes it
-        pieces = []
-        for engine, hits in found:
-            templates = templates_of(engine)
-            ends = templates.frame(engine)
-            parts = templates.pieces(hits)
-            if parts is None or ends is None:
-                return [matched_rules(engine, hits) for engine, hits in found]
-            if not bytes_only:
-                entries.append({"engine_id": engine.id, "rules": templates.entries(hits, with_pieces=False),
-                                "enabled": engine.enabled})
-            pieces.append(ends[0] + b",".join(parts) + ends[1])
+    pieces: list[bytes] = []  # something still to make (or the entries wanted): the loop that makes it
+    for engine, hits in found:
+        templates = templates_of(engine)
+        ends = templates.frame(engine)
+        parts = templates.pieces(hits)
+        if parts is None or ends is None:
+            return [matched_rules(engine, hits) for engine, hits in found]
+        if not bytes_only:
+            entries.append({"engine_id": engine.id, "rules": templates.entries(hits, with_pieces=False),
+                            "enabled": engine.enabled})
+        pieces.append(ends[0] + b",".join(parts) + ends[1])
     if bytes_only:
         return EncodedJSON(b"[" + b",".join(pieces) + b"]")
     return EncodedList(entries, pieces)
 
 
-def _known_pieces(found: list[tuple[CompiledEngine, list[int]]]) -> list[bytes] | None:
-    """Each engine's entry as JSON when every part of it was made before (the steady state), read
-    in one loop with no call per engine (three per engine were a third of the time); None when
-    anything is still to make (the loop above makes it)."""
-    pieces = []
+def _known_json(found: list[tuple[CompiledEngine, list[int]]]) -> bytes | None:
+    """The engines' entries as one JSON array when every part of them was made before (the steady
+    state), read in one loop with no call per engine (three per engine were a third of the time)
+    and joined once (joining each engine's entry, then the array, copied the answer's bytes five
+    times: 27 → 21 µs on `medium`); None when anything is still to make (the loop above makes it)."""
+    parts: list[bytes] = []
     try:
         for engine, hits in found:
             templates = engine.trace
@@ -369,10 +372,14 @@ def _known_pieces(found: list[tuple[CompiledEngine, list[int]]]) -> list[bytes] 
             known = templates._frame
             if known[0] != engine.id or known[1] is not engine.enabled:
                 return None
-            pieces.append(known[2] + b",".join(map(templates._pieces.__getitem__, hits)) + known[3])
+            parts += (b",", known[2], b",".join(map(templates._pieces.__getitem__, hits)), known[3])
     except (AttributeError, TypeError, KeyError):  # no templates, no frame yet, a rule's piece not made (or None)
         return None
-    return pieces
+    if not parts:
+        return b"[]"
+    parts[0] = b"["  # the first engine's separator
+    parts.append(b"]")
+    return b"".join(parts)
 
 
 def templates_of(engine: CompiledEngine) -> MatchedTemplates:
