@@ -37,6 +37,8 @@ from typing import Any
 
 import orjson
 
+from context_assembly.lsp.polling import SHARED_S
+
 STDIN, STDOUT = 0, 1
 HEADER_END = b"\r\n\r\n"
 
@@ -59,8 +61,8 @@ def refuse(msg_id: object, message: str) -> None:
 
 def reader(window_s: float) -> Callable[[], bytes]:
     """What reads stdin: it polls for up to `window_s` before it blocks while the last wait was
-    shorter than that, as the sidecar's event loop does (`serve --busy-poll-ms`, lsp/polling.py),
-    so the floor keeps what the sidecar gains."""
+    shorter than that, by the rules the sidecar's event loop follows (`serve --busy-poll-ms`,
+    lsp/polling.py), so the floor keeps what the sidecar gains."""
     if window_s <= 0:
         return lambda: os.read(STDIN, 1 << 20)
     os.set_blocking(STDIN, False)
@@ -69,16 +71,21 @@ def reader(window_s: float) -> Callable[[], bytes]:
     def read() -> bytes:
         nonlocal quick
         start = time.monotonic()
+        polling, waited = quick, False
         while True:
             try:
                 chunk = os.read(STDIN, 1 << 20)
             except BlockingIOError:
-                if quick and time.monotonic() < start + window_s:
+                waited = True
+                now = time.monotonic()
+                if polling and now < start + window_s:
                     os.sched_yield()
+                    polling = time.monotonic() - now <= SHARED_S  # another process wanted this CPU: block
                 else:
                     select.select([STDIN], [], [])
                 continue
-            quick = time.monotonic() - start < window_s
+            if waited:  # (what was there already says nothing of the client's pace)
+                quick = time.monotonic() - start < window_s
             return chunk
 
     return read

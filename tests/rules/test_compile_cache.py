@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from context_assembly.model import AssemblyRequest, RuleEngine, structure, unstructure
 from context_assembly.registry.operators import all_spellings
 from context_assembly.registry.values import MISSING
-from context_assembly.rules.engine import compile_engine
+from context_assembly.rules.engine import compile_engine, compile_generated, constant, define_function
 from context_assembly.rules.evaluate import RuleSet
 from context_assembly.rules.persist import compile_entry, restore_engine
 
@@ -130,6 +130,16 @@ def test_an_entry_that_is_not_one_raises_for_the_caller_to_compile() -> None:
         except Exception:  # noqa: BLE001 (any error: the loader then compiles)
             continue
         raise AssertionError(f"{payload!r} restored")
+
+
+def test_constants_are_bound_in_nested_code_too() -> None:
+    """A placeholder constant inside a comprehension or a lambda of generated code is bound as the
+    function's own are (a nested code object keeps its own constants)."""
+    source = (f"def f(xs):\n    g = lambda x: x is {constant('M')}\n"
+              f"    return [x for x in xs if x != {constant('c')}], g(xs[0]), {constant('c')}")
+    namespace: dict[str, Any] = {"M": MISSING, "c": 7}
+    f = define_function(compile_generated(source), namespace, "f")
+    assert f([MISSING, 7, 8]) == ([MISSING, 8], True, 7)
 
 
 def test_generated_matchers_read_plain_constants_as_constants() -> None:

@@ -296,9 +296,23 @@ def constant(name: str) -> str:
     return repr(PLACEHOLDER + name)
 
 
+def _placeholder(value: Any) -> bool:
+    return value.__class__ is str and value[:1] == PLACEHOLDER
+
+
 def placeholders(code: CodeType) -> set[str]:
     """The globals a code object reads as constants (`constant`)."""
-    return {c[1:] for c in code.co_consts if c.__class__ is str and c[:1] == PLACEHOLDER}
+    return {c[1:] for c in code.co_consts if _placeholder(c)}
+
+
+def _bound(code: CodeType, namespace: dict[str, Any]) -> CodeType:
+    """`code` with each placeholder constant swapped for its value in `namespace`, nested code
+    (a comprehension, a lambda) included; the same object when it has none."""
+    consts = tuple(namespace[c[1:]] if _placeholder(c) else _bound(c, namespace) if isinstance(c, CodeType) else c
+                   for c in code.co_consts)
+    if all(new is old for new, old in zip(consts, code.co_consts, strict=True)):
+        return code
+    return code.replace(co_consts=consts)
 
 
 def define_function(code: CodeType, namespace: dict[str, Any], name: str) -> Any:
@@ -307,10 +321,7 @@ def define_function(code: CodeType, namespace: dict[str, Any], name: str) -> Any
     made: dict[str, Any] = {}
     exec(code, namespace, made)  # noqa: S102
     function = made[name]
-    inner = function.__code__
-    if placeholders(inner):
-        function.__code__ = inner.replace(co_consts=tuple(
-            namespace[c[1:]] if c.__class__ is str and c[:1] == PLACEHOLDER else c for c in inner.co_consts))
+    function.__code__ = _bound(function.__code__, namespace)
     return function
 
 
