@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -348,14 +350,46 @@ def test_generation_bumps_on_writes_and_is_shared(graph: KuzuGraph, layout: Work
     other.close()
 
 
-def test_session_lets_go_of_the_lock_when_idle(layout: WorkspaceLayout) -> None:
+def _lock_is_free(layout: WorkspaceLayout) -> bool:
+    """Probe the graph's lock from another thread without waiting (and so without asking for it)."""
+    from filelock import FileLock, Timeout
+
+    free: list[bool] = []
+
+    def probe() -> None:
+        lock = FileLock(layout.locks_dir / "kuzu.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            free.append(False)
+        else:
+            lock.release()
+            free.append(True)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return free[0]
+
+
+def test_session_keeps_the_database_between_uses_while_nobody_waits(layout: WorkspaceLayout) -> None:
+    graph = KuzuGraph(layout, settings=SessionSettings(hold_s=0.05, poll_s=0.01))
+    graph.upsert_node("default", "a", "module", "a", {})
+    time.sleep(0.3)  # long past hold_s: an agent's next turn comes seconds later
+    assert not _lock_is_free(layout)  # still open: the next call does not reopen it
+    assert graph.get_node("default", "a") is not None
+    graph.close()
+    assert _lock_is_free(layout)
+
+
+def test_session_lets_go_of_the_lock_for_a_waiter(layout: WorkspaceLayout) -> None:
     graph = KuzuGraph(layout, settings=SessionSettings(hold_s=0.05))
     graph.upsert_node("default", "a", "module", "a", {})
     time.sleep(0.3)
     taken = threading.Event()
 
     def take() -> None:  # another thread takes its own OS lock, as another process would
-        with workspace_lock(layout, "kuzu", timeout=1.0):
+        with workspace_lock(layout, "kuzu", timeout=10.0):
             taken.set()
 
     thread = threading.Thread(target=take)
@@ -364,6 +398,28 @@ def test_session_lets_go_of_the_lock_when_idle(layout: WorkspaceLayout) -> None:
     assert taken.is_set()
     assert graph.get_node("default", "a") is not None  # and the store opens a new session
     graph.close()
+
+
+def test_session_ends_once_idle_for_idle_hold(layout: WorkspaceLayout) -> None:
+    graph = KuzuGraph(layout, settings=SessionSettings(hold_s=0.05, idle_hold_s=0.2, poll_s=0.01))
+    graph.upsert_node("default", "a", "module", "a", {})
+    deadline = time.monotonic() + 10
+    while not _lock_is_free(layout):
+        assert time.monotonic() < deadline, "the idle session kept the database"
+        time.sleep(0.05)
+    assert graph.get_node("default", "a") is not None
+    graph.close()
+
+
+def test_an_exiting_process_ends_its_session(layout: WorkspaceLayout) -> None:
+    """Held for idle_hold_s (60 s by default) while the process lives, but its exit does not wait for it."""
+    code = ("import sys; from context_assembly.stores.kuzu import KuzuGraph; "
+            "from context_assembly.workspace.layout import WorkspaceLayout; "
+            "KuzuGraph(WorkspaceLayout(sys.argv[1])).upsert_node('default', 'kept', 'module', 'kept', {})")
+    subprocess.run([sys.executable, "-c", code, str(layout.root)], check=True, timeout=30)
+    assert _lock_is_free(layout)
+    with KuzuGraph(layout, settings=FAST) as graph:
+        assert graph.get_node("default", "kept") is not None
 
 
 def test_busy_lock_is_a_storage_error(layout: WorkspaceLayout) -> None:

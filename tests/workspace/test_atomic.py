@@ -14,7 +14,7 @@ import pytest
 
 from context_assembly.errors import StorageError
 from context_assembly.workspace import atomic
-from context_assembly.workspace.atomic import remove_file, workspace_lock, write_atomic
+from context_assembly.workspace.atomic import lock_wanted, remove_file, workspace_lock, write_atomic
 from context_assembly.workspace.layout import WorkspaceLayout
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -181,3 +181,89 @@ def test_lock_of_a_killed_process_is_released(tmp_path: Path) -> None:
     holder.join(30)
     with workspace_lock(tmp_path, "x", timeout=5):
         pass
+
+
+# -- lock_wanted: a waiter says so, so that a holder keeping the lock between uses lets go
+
+
+def _wait_in_thread(where: Path, name: str, timeout: float) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def wait() -> None:
+        try:
+            with workspace_lock(where, name, timeout=timeout):
+                outcome["got"] = True
+        except StorageError as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    return thread, outcome
+
+
+def _until(condition: Any, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_nobody_wants_a_free_or_quietly_held_lock(tmp_path: Path) -> None:
+    assert not lock_wanted(tmp_path, "x")
+    with workspace_lock(tmp_path, "x"):
+        assert not lock_wanted(tmp_path, "x")  # held, and nobody waits for it
+        with workspace_lock(tmp_path, "x"):  # nested use in one thread never waits
+            assert not lock_wanted(tmp_path, "x")
+    assert not lock_wanted(tmp_path, "x")
+
+
+def test_a_waiting_thread_is_seen_until_it_has_the_lock(tmp_path: Path) -> None:
+    with workspace_lock(tmp_path, "x"):
+        thread, outcome = _wait_in_thread(tmp_path, "x", timeout=30)
+        assert _until(lambda: lock_wanted(tmp_path, "x"))
+        assert "got" not in outcome
+    thread.join(30)
+    assert outcome == {"got": True}
+    assert not lock_wanted(tmp_path, "x")
+
+
+def test_a_waiter_that_gives_up_stops_wanting(tmp_path: Path) -> None:
+    with workspace_lock(tmp_path, "x"):
+        thread, outcome = _wait_in_thread(tmp_path, "x", timeout=0.3)
+        assert _until(lambda: lock_wanted(tmp_path, "x"))
+        thread.join(30)
+        assert isinstance(outcome.get("error"), StorageError)
+        assert not lock_wanted(tmp_path, "x")
+
+
+def test_a_waiting_process_is_seen(tmp_path: Path) -> None:
+    held, release = SPAWN.Event(), SPAWN.Event()
+    with workspace_lock(tmp_path, "x"):
+        waiter = SPAWN.Process(target=_hold_lock, args=(str(tmp_path), "x", held, release))
+        waiter.start()
+        try:
+            assert _until(lambda: lock_wanted(tmp_path, "x"), within=30)
+            assert not held.is_set()
+        finally:
+            release.set()
+    assert held.wait(30)
+    waiter.join(30)
+    assert waiter.exitcode == 0
+    assert not lock_wanted(tmp_path, "x")
+
+
+def test_several_waiters_all_get_their_turn(tmp_path: Path) -> None:
+    with workspace_lock(tmp_path, "x"):
+        waiting = [_wait_in_thread(tmp_path, "x", timeout=30) for _ in range(3)]
+        assert _until(lambda: lock_wanted(tmp_path, "x"))
+    for thread, outcome in waiting:
+        thread.join(30)
+        assert outcome == {"got": True}
+    assert not lock_wanted(tmp_path, "x")
+
+
+def test_lock_wanted_refuses_unsafe_names(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        lock_wanted(tmp_path, "../x")

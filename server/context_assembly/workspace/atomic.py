@@ -14,9 +14,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from .layout import WorkspaceLayout
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 
@@ -166,20 +170,20 @@ def workspace_lock(
 
     `where` is a layout (its `.codebolt/.locks/`) or the locks directory itself. Nested use in one
     thread is re-entrant; other threads and processes wait up to `timeout` seconds (negative: for
-    ever), then StorageError.
+    ever), then StorageError. One that has to wait holds `<name>.want` meanwhile, so that a holder
+    which keeps the lock between uses (the graph's session) sees `lock_wanted` and lets go.
     """
-    if not _LOCK_NAME.fullmatch(name):
-        raise ValueError(f"unsafe lock name {name!r}")
     from filelock import FileLock, Timeout  # here: a first `evaluateRules` takes no lock
 
-    lock_dir = where.locks_dir if isinstance(where, WorkspaceLayout) else Path(where)
+    lock_dir = _locks_dir(where, name)
     lock_path = lock_dir / f"{name}.lock"
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
         # One instance per path makes nested use re-entrant; its per-thread context means each thread
         # takes its own OS lock, so threads exclude each other as processes do.
         lock = FileLock(lock_path, is_singleton=True)
-        lock.acquire(timeout=timeout)
+        if not _taken_now(lock):
+            _wait_saying_so(lock, FileLock(lock_dir / f"{name}.want", is_singleton=True), timeout)
     except Timeout as exc:
         raise StorageError(f"workspace lock {name!r} still busy after {timeout:g} s", {"lock": str(lock_path)}) from exc
     except OSError as exc:
@@ -188,6 +192,49 @@ def workspace_lock(
         yield
     finally:
         lock.release()
+
+
+def lock_wanted(where: WorkspaceLayout | Path | str, name: str) -> bool:
+    """True while another thread or process waits for `workspace_lock(where, name)`: its holder
+    should let go. One non-blocking try of `<name>.want` (a waiter holds it while it waits)."""
+    from filelock import FileLock, Timeout
+
+    want = FileLock(_locks_dir(where, name) / f"{name}.want", is_singleton=True)
+    try:
+        want.acquire(timeout=0)
+    except Timeout:
+        return True
+    except OSError:  # the locks folder is gone or unwritable: nobody can be waiting through it
+        return False
+    want.release()
+    return False
+
+
+def _locks_dir(where: WorkspaceLayout | Path | str, name: str) -> Path:
+    if not _LOCK_NAME.fullmatch(name):
+        raise ValueError(f"unsafe lock name {name!r}")
+    return where.locks_dir if isinstance(where, WorkspaceLayout) else Path(where)
+
+
+def _taken_now(lock: BaseFileLock) -> bool:
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    return True
+
+
+def _wait_saying_so(lock: BaseFileLock, want: BaseFileLock, timeout: float) -> None:
+    """Wait for `lock` holding `want` (waiters queue on it; one at a time waits for the lock), both
+    within `timeout` (negative: for ever); filelock's Timeout when it runs out."""
+    deadline = time.monotonic() + timeout
+    want.acquire(timeout=timeout)
+    try:
+        lock.acquire(timeout=timeout if timeout < 0 else max(deadline - time.monotonic(), 0.0))
+    finally:
+        want.release()
 
 
 def _write_all(fd: int, data: bytes) -> None:

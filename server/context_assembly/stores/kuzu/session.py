@@ -9,20 +9,25 @@ readable and committed writes stay.
 Cost, measured on the reference machine (2 cores, 12 to 10k nodes, medians, noisy): opening takes
 3–11 ms and closing 2–25 ms (the checkpoint and its fsync). Open → work → close per operation made
 a node lookup cost 9–35 ms and an upsert 13–55 ms; on a database kept open the lookup takes ~0.5 ms
-and the upsert 3–15 ms (two fsyncs). So a process keeps the database (and the lock) for `hold_s`
-after its last operation, at most `max_hold_s` in a row while busy, then closes it. The trade-off:
-another process waits up to `hold_s` (plus the lock's 50 ms poll) for its turn, and a crash inside
-that window leaves a WAL for the next opener to replay; `hold_s=0` gives strict open → work → close
-for each batch of queued calls.
+and the upsert 3–15 ms (two fsyncs). So a process keeps the database (and the lock) while nobody
+else asks for it: a process waiting for the lock says so (`lock_wanted`), and the holder then
+closes once it has been idle for `hold_s`, or after the job at hand once it has held the database
+`max_hold_s` in a row. Nobody waiting, it closes after `idle_hold_s` without work (an agent's
+next turn, seconds later, finds it open: reopening cost ~5 ms of a ~10 ms assembly), or when the
+process is exiting. An idle holder looks for a waiter every `poll_s`, so a waiter's turn comes
+within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a WAL for
+the next opener to replay; `hold_s=0` gives strict open → work → close for each batch of queued
+calls.
 
 All work of one `KuzuSessions` runs on an owner thread: the file lock is per thread and must be
 released by the thread that took it, and engine connections are then only ever used by one thread.
-The thread lives only as long as a session, so nothing lingers (or holds the lock) once idle.
+The thread lives only as long as a session, so nothing lingers (or holds the lock) once closed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import queue
 import threading
 import time
@@ -35,7 +40,7 @@ import ladybug
 from attrs import define, frozen
 
 from ...errors import ContextAssemblyError, StorageError
-from ...workspace.atomic import workspace_lock
+from ...workspace.atomic import lock_wanted, workspace_lock
 from ...workspace.layout import WorkspaceLayout
 from .migrate import migrate_from_kuzu, written_by_kuzu
 
@@ -49,12 +54,21 @@ _YIELD_S = 0.06
 
 @frozen
 class SessionSettings:
-    hold_s: float = 0.2
-    max_hold_s: float = 2.0
+    hold_s: float = 0.2  # someone waiting: how long an idle session still waits for work (0: close at once)
+    max_hold_s: float = 2.0  # someone waiting: how long a busy session keeps the database in a row
+    idle_hold_s: float = 60.0  # nobody waiting: how long an idle session keeps the database
+    poll_s: float = 0.05  # how often an idle session looks for a waiting process (and the process's exit)
     lock_timeout_s: float = 10.0
     query_timeout_s: float = 10.0
     buffer_pool_bytes: int = 64 * 1024 * 1024  # Kuzu's default is 80% of RAM, per process
     max_threads: int = 2
+
+
+class _End(enum.Enum):
+    """Why `_next` ends a session."""
+
+    IDLE = "idle"  # nobody needs it: no job without a session, unused for `idle_hold_s`, or the process exits
+    WANTED = "wanted"  # another process waits, and this one has been idle for `hold_s`
 
 
 @define
@@ -67,7 +81,8 @@ class _Job:
 class _Session:
     stack: contextlib.ExitStack
     conn: ladybug.Connection
-    since: float
+    since: float  # opened (monotonic)
+    last: float  # its last job ended (monotonic)
 
 
 class KuzuSessions:
@@ -116,10 +131,11 @@ class KuzuSessions:
         session: _Session | None = None
         try:
             while True:
-                try:
-                    job = self._jobs.get(timeout=max(self.settings.hold_s, 0.0)) if session else self._jobs.get_nowait()
-                except queue.Empty:
+                job = self._next(session)
+                if isinstance(job, _End):
                     session = self._end(session)
+                    if job is _End.WANTED and not self._jobs.empty():
+                        time.sleep(_YIELD_S)  # the waiting process's turn before this one's next session
                     with self._mutex:
                         if self._jobs.empty():
                             self._owner = None
@@ -128,9 +144,10 @@ class KuzuSessions:
                 if job is None:  # close(): end the session; the thread goes once the queue is empty
                     session = self._end(session)
                     continue
-                if session is not None and time.monotonic() - session.since > self.settings.max_hold_s:
+                if session is not None and time.monotonic() - session.since > self.settings.max_hold_s \
+                        and self._wanted():
                     session = self._end(session)
-                    time.sleep(_YIELD_S)  # give other processes their turn
+                    time.sleep(_YIELD_S)  # give the waiting process its turn
                 if session is None:
                     try:
                         session = self._begin()
@@ -138,6 +155,8 @@ class KuzuSessions:
                         job.future.set_exception(exc)
                         continue
                 session = self._do(job, session)
+                if session is not None:
+                    session.last = time.monotonic()
                 if self.settings.hold_s <= 0 and self._jobs.empty():
                     session = self._end(session)
         finally:
@@ -145,6 +164,31 @@ class KuzuSessions:
             with self._mutex:
                 if self._owner is threading.current_thread():
                     self._owner = None
+
+    def _next(self, session: _Session | None) -> _Job | _End | None:
+        """The next job, None (close), or why the session ends (`_End`)."""
+        if session is None:
+            try:
+                return self._jobs.get_nowait()
+            except queue.Empty:
+                return _End.IDLE
+        settings = self.settings
+        while True:
+            idle = time.monotonic() - session.last
+            if idle >= settings.idle_hold_s or not threading.main_thread().is_alive():
+                return _End.IDLE
+            if idle >= settings.hold_s and self._wanted():
+                return _End.WANTED
+            wait = min(settings.poll_s, settings.idle_hold_s - idle)
+            if idle < settings.hold_s:
+                wait = min(wait, settings.hold_s - idle)
+            try:
+                return self._jobs.get(timeout=max(wait, 0.001))
+            except queue.Empty:
+                continue
+
+    def _wanted(self) -> bool:
+        return lock_wanted(self.layout, LOCK_NAME)
 
     def _do(self, job: _Job, session: _Session) -> _Session | None:
         self._current = session.conn
@@ -190,7 +234,8 @@ class KuzuSessions:
         except BaseException:
             stack.close()
             raise
-        return _Session(stack=stack, conn=conn, since=time.monotonic())
+        now = time.monotonic()
+        return _Session(stack=stack, conn=conn, since=now, last=now)
 
     @staticmethod
     def _end(session: _Session | None) -> None:
