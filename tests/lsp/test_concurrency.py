@@ -29,10 +29,14 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"),
 
 @contextlib.asynccontextmanager
 async def graph_locked(workspace: Path) -> AsyncIterator[None]:
-    path = workspace / ".codebolt" / ".locks" / "kuzu.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Take the graph's lock as another process would: saying so meanwhile (`<name>.want`, as
+    `workspace_lock` does), since a sidecar keeps the graph open until someone asks for it."""
+    locks = workspace / ".codebolt" / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    fd = os.open(locks / "kuzu.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    want = os.open(locks / "kuzu.want", os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        fcntl.flock(want, fcntl.LOCK_EX)
         for _ in range(1000):  # the server lets go of the graph within its hold time
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -41,10 +45,12 @@ async def graph_locked(workspace: Path) -> AsyncIterator[None]:
                 await asyncio.sleep(0.02)
         else:
             raise AssertionError("the graph lock stayed busy")
+        fcntl.flock(want, fcntl.LOCK_UN)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+        os.close(want)
 
 
 async def until(condition: object, timeout: float = 15.0) -> None:
