@@ -400,6 +400,31 @@ def test_session_lets_go_of_the_lock_for_a_waiter(layout: WorkspaceLayout) -> No
     graph.close()
 
 
+def _hold_graph_open(root: str, ready: Any, done: Any) -> None:
+    """Child process: use the graph, then stay alive without closing it (held for idle_hold_s)."""
+    graph = KuzuGraph(WorkspaceLayout(root))
+    graph.upsert_node("default", "from-child", "module", "child", {})
+    ready.set()
+    done.wait(60)
+    graph.close()
+
+
+def test_another_process_gets_the_graph_a_process_keeps_open(layout: WorkspaceLayout) -> None:
+    ready, done = SPAWN.Event(), SPAWN.Event()
+    child = SPAWN.Process(target=_hold_graph_open, args=(str(layout.root), ready, done))
+    child.start()
+    try:
+        assert ready.wait(60)
+        assert not _lock_is_free(layout)  # kept open: it would be for a minute
+        # a lock timeout far below the child's idle hold: only asking for the lock gets it in time
+        with KuzuGraph(layout, settings=SessionSettings(hold_s=0.05, lock_timeout_s=5.0)) as graph:
+            assert graph.get_node("default", "from-child") is not None
+    finally:
+        done.set()
+        child.join(60)
+    assert child.exitcode == 0
+
+
 def test_session_ends_once_idle_for_idle_hold(layout: WorkspaceLayout) -> None:
     graph = KuzuGraph(layout, settings=SessionSettings(hold_s=0.05, idle_hold_s=0.2, poll_s=0.01))
     graph.upsert_node("default", "a", "module", "a", {})
