@@ -425,6 +425,33 @@ def test_another_process_gets_the_graph_a_process_keeps_open(layout: WorkspaceLa
     assert child.exitcode == 0
 
 
+def _take_turns(root: str, prefix: str, turns: int, start: Any) -> None:
+    """Child process: an agent's turns, each a read and a write, with pauses longer than `hold_s`
+    (default holds otherwise). Its turns together take longer than its 2 s lock timeout."""
+    graph = KuzuGraph(WorkspaceLayout(root), settings=SessionSettings(lock_timeout_s=2.0))
+    start.wait(30)
+    for turn in range(turns):
+        graph.list_nodes("default")
+        graph.upsert_node("default", f"{prefix}-{turn}", "module", prefix, {"turn": turn})
+        time.sleep(0.25 + 0.1 * (turn % 3))
+    graph.close()
+
+
+def test_processes_taking_turns_share_a_graph_each_keeps_open(layout: WorkspaceLayout) -> None:
+    """Two sidecars' agents with pauses between turns: each keeps the graph open after its turn (for
+    up to a minute), and each turn of the other still gets it within its 2 s lock timeout."""
+    start = SPAWN.Event()
+    workers = [SPAWN.Process(target=_take_turns, args=(str(layout.root), prefix, 8, start)) for prefix in "xy"]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    with KuzuGraph(layout, settings=FAST) as graph:
+        assert set(node_ids(graph)) == {f"{prefix}-{turn}" for prefix in "xy" for turn in range(8)}
+
+
 def test_session_ends_once_idle_for_idle_hold(layout: WorkspaceLayout) -> None:
     graph = KuzuGraph(layout, settings=SessionSettings(hold_s=0.05, idle_hold_s=0.2, poll_s=0.01))
     graph.upsert_node("default", "a", "module", "a", {})
