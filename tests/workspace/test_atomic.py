@@ -14,7 +14,7 @@ import pytest
 
 from context_assembly.errors import StorageError
 from context_assembly.workspace import atomic
-from context_assembly.workspace.atomic import lock_wanted, remove_file, workspace_lock, write_atomic
+from context_assembly.workspace.atomic import WantProbe, lock_wanted, remove_file, workspace_lock, write_atomic
 from context_assembly.workspace.layout import WorkspaceLayout
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -267,3 +267,33 @@ def test_several_waiters_all_get_their_turn(tmp_path: Path) -> None:
 def test_lock_wanted_refuses_unsafe_names(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         lock_wanted(tmp_path, "../x")
+
+
+def test_want_probe_answers_as_lock_wanted(tmp_path: Path) -> None:
+    probe = WantProbe(tmp_path, "x")
+    assert not probe.wanted()  # no want file yet: nobody ever waited
+    with workspace_lock(tmp_path, "x"):
+        assert not probe.wanted()
+        thread, outcome = _wait_in_thread(tmp_path, "x", timeout=30)
+        assert _until(probe.wanted)
+        assert lock_wanted(tmp_path, "x")
+    thread.join(30)
+    assert outcome == {"got": True}
+    assert not probe.wanted()
+    probe.close()
+    probe.close()  # closing twice is fine
+    assert not probe.wanted()  # and it opens the file again when asked again
+
+
+def test_want_probe_follows_a_replaced_want_file(tmp_path: Path) -> None:
+    probe = WantProbe(tmp_path, "x")
+    lock_wanted(tmp_path, "x")  # makes the want file
+    assert not probe.wanted()  # the probe now has it open
+    (tmp_path / "x.want").unlink()  # someone cleans the locks folder; the probe has not looked since
+    with workspace_lock(tmp_path, "x"):
+        thread, outcome = _wait_in_thread(tmp_path, "x", timeout=30)  # its waiter makes a new want file
+        assert _until(lambda: lock_wanted(tmp_path, "x"))  # (asked by path, so not by the probe)
+        assert probe.wanted()
+    thread.join(30)
+    assert outcome == {"got": True}
+    probe.close()

@@ -19,6 +19,11 @@ from typing import TYPE_CHECKING
 from ..errors import StorageError
 from .layout import WorkspaceLayout
 
+try:
+    import fcntl
+except ImportError:  # Windows: `WantProbe` asks through filelock
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
@@ -208,6 +213,52 @@ def lock_wanted(where: WorkspaceLayout | Path | str, name: str) -> bool:
         return False
     want.release()
     return False
+
+
+class WantProbe:
+    """`lock_wanted` for a holder that asks often (an idle graph session, every tick): the want
+    file is kept open and tested with `flock` directly, ~5 µs where filelock's acquire and
+    release take ~0.1 ms (a sidecar idle with the graph open spent 1.5% of a core on it). The
+    file is reopened when a different one took its place. Without `fcntl`: `lock_wanted`."""
+
+    def __init__(self, where: WorkspaceLayout | Path | str, name: str) -> None:
+        self._where, self._name = where, name
+        self._path = _locks_dir(where, name) / f"{name}.want"
+        self._fd: int | None = None
+
+    def wanted(self) -> bool:
+        if fcntl is None:
+            return lock_wanted(self._where, self._name)
+        fd = self._open()
+        if fd is None:  # no want file: nobody has ever waited here
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def _open(self) -> int | None:
+        try:
+            current = os.stat(self._path)
+        except OSError:
+            self.close()
+            return None
+        if self._fd is not None and os.path.samestat(os.fstat(self._fd), current):
+            return self._fd
+        self.close()
+        with contextlib.suppress(OSError):
+            self._fd = os.open(self._path, os.O_RDONLY)
+        return self._fd
 
 
 def _locks_dir(where: WorkspaceLayout | Path | str, name: str) -> Path:

@@ -40,7 +40,7 @@ import ladybug
 from attrs import define, frozen
 
 from ...errors import ContextAssemblyError, StorageError
-from ...workspace.atomic import lock_wanted, workspace_lock
+from ...workspace.atomic import WantProbe, workspace_lock
 from ...workspace.layout import WorkspaceLayout
 from .migrate import migrate_from_kuzu, written_by_kuzu
 
@@ -57,7 +57,7 @@ class SessionSettings:
     hold_s: float = 0.2  # someone waiting: how long an idle session still waits for work (0: close at once)
     max_hold_s: float = 2.0  # someone waiting: how long a busy session keeps the database in a row
     idle_hold_s: float = 60.0  # nobody waiting: how long an idle session keeps the database
-    poll_s: float = 0.05  # how often an idle session looks for a waiting process (and the process's exit)
+    poll_s: float = 0.1  # how often an idle session looks for a waiting process (and the process's exit)
     lock_timeout_s: float = 10.0
     query_timeout_s: float = 10.0
     buffer_pool_bytes: int = 64 * 1024 * 1024  # Kuzu's default is 80% of RAM, per process
@@ -129,9 +129,10 @@ class KuzuSessions:
 
     def _serve(self) -> None:
         session: _Session | None = None
+        waiting = WantProbe(self.layout, LOCK_NAME)  # whether another process asks for the lock
         try:
             while True:
-                job = self._next(session)
+                job = self._next(session, waiting)
                 if isinstance(job, _End):
                     session = self._end(session)
                     if job is _End.WANTED and not self._jobs.empty():
@@ -145,7 +146,7 @@ class KuzuSessions:
                     session = self._end(session)
                     continue
                 if session is not None and time.monotonic() - session.since > self.settings.max_hold_s \
-                        and self._wanted():
+                        and waiting.wanted():
                     session = self._end(session)
                     time.sleep(_YIELD_S)  # give the waiting process its turn
                 if session is None:
@@ -161,11 +162,12 @@ class KuzuSessions:
                     session = self._end(session)
         finally:
             self._end(session)
+            waiting.close()
             with self._mutex:
                 if self._owner is threading.current_thread():
                     self._owner = None
 
-    def _next(self, session: _Session | None) -> _Job | _End | None:
+    def _next(self, session: _Session | None, waiting: WantProbe) -> _Job | _End | None:
         """The next job, None (close), or why the session ends (`_End`)."""
         if session is None:
             try:
@@ -177,7 +179,7 @@ class KuzuSessions:
             idle = time.monotonic() - session.last
             if idle >= settings.idle_hold_s or not threading.main_thread().is_alive():
                 return _End.IDLE
-            if idle >= settings.hold_s and self._wanted():
+            if idle >= settings.hold_s and waiting.wanted():
                 return _End.WANTED
             wait = min(settings.poll_s, settings.idle_hold_s - idle)
             if idle < settings.hold_s:
@@ -186,9 +188,6 @@ class KuzuSessions:
                 return self._jobs.get(timeout=max(wait, 0.001))
             except queue.Empty:
                 continue
-
-    def _wanted(self) -> bool:
-        return lock_wanted(self.layout, LOCK_NAME)
 
     def _do(self, job: _Job, session: _Session) -> _Session | None:
         self._current = session.conn
