@@ -10,12 +10,12 @@ Cost, measured on the reference machine (2 cores, 12 to 10k nodes, medians, nois
 3–11 ms and closing 2–25 ms (the checkpoint and its fsync). Open → work → close per operation made
 a node lookup cost 9–35 ms and an upsert 13–55 ms; on a database kept open the lookup takes ~0.5 ms
 and the upsert 3–15 ms (two fsyncs). So a process keeps the database (and the lock) while nobody
-else asks for it: a process waiting for the lock says so (`lock_wanted`), and the holder then
-closes once it has been idle for `hold_s`, or after the job at hand once it has held the database
-`max_hold_s` in a row. Nobody waiting, it closes after `idle_hold_s` without work (an agent's
-next turn, seconds later, finds it open: reopening cost ~5 ms of a ~10 ms assembly), or when the
-process is exiting. An idle holder looks for a waiter every `poll_s`, so a waiter's turn comes
-within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a WAL for
+else asks for it: a process waiting for the lock says so (`workspace_lock`), and the holder (its
+`WantProbe`) closes once it has been idle for `hold_s`, or after the job at hand once it has held
+the database `max_hold_s` in a row. Nobody waiting, it closes after `idle_hold_s` without work
+(an agent's next turn, seconds later, finds it open: reopening cost ~5 ms of a ~10 ms assembly),
+or when the process is exiting. An idle holder looks for a waiter every `poll_s`, so a waiter's
+turn comes within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a WAL for
 the next opener to replay; `hold_s=0` gives strict open → work → close for each batch of queued
 calls.
 
