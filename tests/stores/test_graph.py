@@ -425,6 +425,18 @@ def test_another_process_gets_the_graph_a_process_keeps_open(layout: WorkspaceLa
     assert child.exitcode == 0
 
 
+def _run_at_once(target: Any, layout: WorkspaceLayout, prefixes: str, count: int, within: float) -> None:
+    """`target(root, prefix, count, start)` in a process per prefix, all let go at once; each must succeed."""
+    start = SPAWN.Event()
+    workers = [SPAWN.Process(target=target, args=(str(layout.root), prefix, count, start)) for prefix in prefixes]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(within)
+        assert worker.exitcode == 0
+
+
 def _take_turns(root: str, prefix: str, turns: int, start: Any) -> None:
     """Child process: an agent's turns, each a read and a write, with pauses longer than `hold_s`
     (default holds otherwise). Its turns together take longer than its 2 s lock timeout."""
@@ -440,14 +452,7 @@ def _take_turns(root: str, prefix: str, turns: int, start: Any) -> None:
 def test_processes_taking_turns_share_a_graph_each_keeps_open(layout: WorkspaceLayout) -> None:
     """Two sidecars' agents with pauses between turns: each keeps the graph open after its turn (for
     up to a minute), and each turn of the other still gets it within its 2 s lock timeout."""
-    start = SPAWN.Event()
-    workers = [SPAWN.Process(target=_take_turns, args=(str(layout.root), prefix, 8, start)) for prefix in "xy"]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(120)
-        assert worker.exitcode == 0
+    _run_at_once(_take_turns, layout, "xy", 8, within=120)
     with KuzuGraph(layout, settings=FAST) as graph:
         assert set(node_ids(graph)) == {f"{prefix}-{turn}" for prefix in "xy" for turn in range(8)}
 
@@ -506,14 +511,7 @@ def _write_nodes(root: str, prefix: str, count: int, start: Any) -> None:
 
 
 def test_two_processes_writing_at_once_lose_nothing(layout: WorkspaceLayout) -> None:
-    start = SPAWN.Event()
-    workers = [SPAWN.Process(target=_write_nodes, args=(str(layout.root), prefix, 15, start)) for prefix in "pq"]
-    for worker in workers:
-        worker.start()
-    start.set()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
+    _run_at_once(_write_nodes, layout, "pq", 15, within=60)
     with KuzuGraph(layout) as graph:
         ids = set(node_ids(graph))
         assert ids == {f"{prefix}-{index}" for prefix in "pq" for index in range(15)}

@@ -297,3 +297,14 @@ def test_want_probe_follows_a_replaced_want_file(tmp_path: Path) -> None:
     thread.join(30)
     assert outcome == {"got": True}
     probe.close()
+
+
+def test_nobody_can_be_waiting_where_no_lock_can_be_taken(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    assert not lock_wanted(not_a_folder, "x")
+    probe = WantProbe(not_a_folder, "x")
+    assert not probe.wanted()
+    probe.close()
+    with pytest.raises(StorageError, match="cannot lock"), workspace_lock(not_a_folder, "x"):
+        pass
