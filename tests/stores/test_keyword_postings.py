@@ -3,6 +3,7 @@ kept in step with writes from this and other processes and with batches, rebuilt
 
 from __future__ import annotations
 
+import io
 import logging
 import random
 import subprocess
@@ -10,13 +11,15 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.stores.embedding import HASHING
-from context_assembly.stores.sqlite import postings_keeper
+from context_assembly.stores.sqlite import postings_files, postings_keeper
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -249,3 +252,158 @@ def test_searches_during_concurrent_writes_never_fail_and_end_in_step(tmp_path: 
         thread.join(120)
     assert not errors
     assert len(agrees(s, "c", "written plain item", 500)) == 100 - 15 + 60
+
+
+# --- saved postings: a new process starts from what a build saved ----------------------------------
+
+
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the reads of the postings from the FTS index (a build), in any store from now on."""
+    calls: list[int] = []
+    read = postings_keeper.PostingsKeeper._read
+
+    def counted(self: postings_keeper.PostingsKeeper) -> Any:
+        calls.append(1)
+        return read(self)
+
+    monkeypatch.setattr(postings_keeper.PostingsKeeper, "_read", counted)
+    return calls
+
+
+def saved_file(root: Path) -> Path:
+    return WorkspaceLayout(root).db_path.parent / postings_files.FOLDER / postings_files.FILE
+
+
+QUERIES = ("w1 w2", "w3 rare_word", "w1_w2 w7", "naive replaced", "w0 w5 w9 w13 w100", "absent")
+
+
+def seeded_store(root: Path, documents: int = 300) -> SqliteVectorStore:
+    s = postings_store(root)
+    rng = random.Random(5)
+    s.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(documents)])
+    s.upsert_many("b", [(f"d{i}", zipf_text(rng, i), {}) for i in range(documents // 3)])
+    assert s.index.build_postings()
+    return s
+
+
+def test_a_build_saves_the_postings_and_a_new_process_starts_from_them(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    first = seeded_store(tmp_path)
+    assert saved_file(tmp_path).is_file()
+    built = reads(monkeypatch)
+    second = postings_store(tmp_path)  # another process's view: its own database connection and keeper
+    for collection in "ab":
+        for query in QUERIES:
+            assert agrees(second, collection, query, 40) == agrees(first, collection, query, 40)
+    assert built == []  # loaded, not read from the FTS index
+
+
+def test_a_saved_file_is_caught_up_with_the_writes_made_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = seeded_store(tmp_path)
+    rng = random.Random(9)
+    first.upsert_many("a", [(f"n{i}", zipf_text(rng, i), {}) for i in range(40)])
+    for i in range(0, 300, 11):
+        first.delete("a", f"d{i}")
+    first.upsert("b", "d3", "w1 w2 replaced w1_w2 naïve", {})
+    built = reads(monkeypatch)
+    second = postings_store(tmp_path)
+    for collection in "ab":
+        for query in (*QUERIES, "w2 w4 w8"):
+            agrees(second, collection, query, 60)
+    snapshot = second.index.postings.current()
+    assert snapshot is not None and snapshot.tail.entries and not snapshot.live.all()  # caught up from the file
+    assert built == []
+
+
+def test_a_saved_file_of_another_database_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded_store(tmp_path)
+    saved = saved_file(tmp_path).read_bytes()
+    for suffix in ("", "-wal", "-shm"):  # the database is made anew, with other texts under the same ids
+        Path(f"{WorkspaceLayout(tmp_path).db_path}{suffix}").unlink(missing_ok=True)
+    s = postings_store(tmp_path)
+    s.upsert_many("a", [(f"d{i}", f"fresh text {i} about w{i % 9}", {}) for i in range(300)])
+    assert saved_file(tmp_path).read_bytes() == saved  # still there: the store has not searched yet
+    built = reads(monkeypatch)
+    for query in ("fresh w3", "w1 w2", "about"):
+        agrees(s, "a", query, 40)
+    assert built == [1]  # the new database has no token: read from its FTS index
+
+
+def restored_from_an_older_copy(root: Path) -> None:
+    """A database with postings saved, then restored from a copy taken before its last writes (the
+    newer file stays)."""
+    first = seeded_store(root)
+    db_path = WorkspaceLayout(root).db_path
+    first.index._db.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file
+    copy = db_path.read_bytes()
+    rng = random.Random(3)
+    first.upsert_many("a", [(f"n{i}", zipf_text(rng, i), {}) for i in range(30)])
+    assert first.index.build_postings()  # the file now holds chunks the copy never had
+    first.index._db.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    db_path.write_bytes(copy)
+
+
+def test_a_database_restored_from_an_older_copy_ignores_a_newer_file(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    restored_from_an_older_copy(tmp_path)
+    built = reads(monkeypatch)
+    behind = postings_store(tmp_path)
+    for query in ("w1 w2", "w3 w5 w7"):
+        agrees(behind, "a", query, 40)
+    assert built == [1]  # its generation is behind the file's
+
+
+def test_a_restored_database_written_past_the_file_ignores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    restored_from_an_older_copy(tmp_path)
+    writer = postings_store(tmp_path)
+    rng = random.Random(3)  # the same number of chunks and of words as the file's newest, other words:
+    for i in range(30):  # the ids the file gives to those texts, and the same totals
+        writer.upsert("a", f"m{i}", zipf_text(rng, i).replace("w", "z"), {})
+    built = reads(monkeypatch)
+    again = postings_store(tmp_path)
+    for query in ("z1 z2", "w1 w2", "z3 w5 z7"):
+        agrees(again, "a", query, 80)
+    assert built == [1]
+
+
+def test_an_unreadable_saved_file_is_read_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    seeded_store(tmp_path)
+    path = saved_file(tmp_path)
+    whole = path.read_bytes()
+    with np.load(path) as saved:
+        arrays = {name: saved[name] for name in saved.files}
+    inconsistent, plain_array = io.BytesIO(), io.BytesIO()
+    np.savez(inconsistent, **{**arrays, "docs": arrays["docs"][:-1]})
+    np.save(plain_array, arrays["ids"])
+    for damaged in (whole[: len(whole) // 2], b"not a zip file", b"", inconsistent.getvalue(), plain_array.getvalue()):
+        path.write_bytes(damaged)
+        built = reads(monkeypatch)
+        s = postings_store(tmp_path)
+        with caplog.at_level(logging.WARNING):
+            agrees(s, "a", "w1 w2 w3", 30)
+        assert built == [1] and "cannot be used" in caplog.text
+        monkeypatch.undo()
+        caplog.clear()
+    assert path.read_bytes() != b""  # the last build saved a good file again
+    assert postings_store(tmp_path).index.postings.current() is not None
+
+
+def test_postings_that_cannot_be_saved_still_serve(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = saved_file(tmp_path).parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the folder goes")
+    with caplog.at_level(logging.WARNING):
+        s = seeded_store(tmp_path)
+    assert "could not be saved" in caplog.text
+    agrees(s, "a", "w1 w2", 30)
+
+
+def test_a_keeper_told_not_to_save_writes_nothing(tmp_path: Path) -> None:
+    s = SqliteVectorStore.for_workspace(WorkspaceLayout(tmp_path), default_model=HASHING)
+    s.index._keywords.postings = postings_keeper.PostingsKeeper(s.index._db, 0, background=False, saved=False)
+    s.upsert_many("a", [(f"d{i}", f"plain text {i}", {}) for i in range(30)])
+    agrees(s, "a", "plain text")
+    assert not saved_file(tmp_path).parent.exists()

@@ -36,12 +36,23 @@ from attrs import define, field
 
 from ..vector_index import Ranked
 from .database import Database
-from .postings import FTS, K1, B, Snapshot, fts_totals, idf, occurrences, query_tokens, tokenize
-from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper, read_transaction
+from .postings import (
+    FTS,
+    K1,
+    STORE,
+    B,
+    Snapshot,
+    fts_totals,
+    idf,
+    occurrences,
+    query_tokens,
+    read_transaction,
+    tokenize,
+)
+from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
 
 __all__ = ["KeywordSearch", "fts_query", "idf"]
 
-STORE = "vector"
 MIN_CHUNKS_TO_SPLIT = 1000  # below this, plain BM25 over every match is cheap enough
 MAX_RARE_SHARE = 0.05  # R: the rarest words, together in at most this share of all chunks
 MAX_CANDIDATES = 1000  # at most this many chunks re-scored over every word (~20 us each)

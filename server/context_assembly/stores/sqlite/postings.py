@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from attrs import define, field, frozen
@@ -30,6 +31,7 @@ from numpy.typing import NDArray
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 TOKENIZE = "unicode61 remove_diacritics 2"
 FTS = "vector_chunks_fts"
+STORE = "vector"  # the `generations` row every write to the vector store bumps
 
 Ranked = list[tuple[int, float]]
 Terms = list[str]
@@ -235,3 +237,29 @@ class Snapshot:
             found = found[values >= kth]
         order = found[np.lexsort((self.ids[found], -scores[found]))][:limit]
         return [(int(self.ids[p]), float(scores[p])) for p in order]
+
+
+def indexed_ids(conn: sqlite3.Connection, max_id: int) -> Ints:
+    """The chunk ids up to `max_id` that the FTS index holds (its small per-chunk size rows, read
+    as one string: ~10 ms for 100k ids where fetching them as rows took 200)."""
+    text = conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0]
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
+def store_generation(conn: sqlite3.Connection) -> int:
+    """The vector store's write generation (`generations` row `vector`)."""
+    row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """Every SELECT inside sees one committed state."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")

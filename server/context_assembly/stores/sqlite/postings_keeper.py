@@ -21,16 +21,27 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 
 from .database import Database
-from .postings import EMPTY, FTS, Postings, Snapshot, fts_totals, postings_of, tokenize
+from .postings import (
+    EMPTY,
+    FTS,
+    STORE,
+    Postings,
+    Snapshot,
+    fts_totals,
+    indexed_ids,
+    postings_of,
+    read_transaction,
+    store_generation,
+    tokenize,
+)
+from .postings_files import FOLDER, PostingsFiles, save_quietly
 
 log = logging.getLogger(__name__)
 
-STORE = "vector"
 POSTINGS_MIN_CHUNKS = 5_000  # below this, FTS5's bm25() over every match takes a few ms at most (bench/README)
 CATCH_UP_MAX = 5_000  # chunks tokenized in the searching thread; more, and the index is rebuilt
 TAIL_SHARE = 0.2  # chunks added since the build, as a share of it, before a rebuild folds them in
@@ -45,10 +56,14 @@ class OutOfStep(Exception):
 class PostingsKeeper:
     """The postings snapshot of one database, built on first need and kept current."""
 
-    def __init__(self, db: Database, min_chunks: int = POSTINGS_MIN_CHUNKS, background: bool = True) -> None:
+    def __init__(self, db: Database, min_chunks: int = POSTINGS_MIN_CHUNKS, background: bool = True,
+                 saved: bool = True) -> None:
         self._db = db
         self.min_chunks = min_chunks
         self.background = background  # False: the search that needs the postings reads them (tests)
+        # saved: a build saves its postings, and the first need loads them (postings_files.py)
+        self.files = PostingsFiles(db.path.parent / FOLDER) if saved else None
+        self._file_tried = False
         self._snapshot: Snapshot | None = None
         self._removed: set[int] = set()  # ids this process deleted (committed) since the last catch-up
         self._lock = threading.RLock()
@@ -64,6 +79,8 @@ class PostingsKeeper:
             return snapshot
         with self._lock:
             snapshot = self._snapshot
+            if snapshot is None and self._build is None and not self._file_tried and self._large_enough():
+                snapshot = self._snapshot = self._saved()
             if snapshot is not None and snapshot.generation != generation:
                 try:
                     snapshot = self._catch_up(snapshot)
@@ -83,6 +100,11 @@ class PostingsKeeper:
         if ids and self._snapshot is not None:
             with self._lock:
                 self._removed.update(ids)
+
+    def _saved(self) -> Snapshot | None:
+        """The postings a build saved, looked for once per process (then caught up as usual)."""
+        self._file_tried = True
+        return self.files.load(self._db.connection()) if self.files is not None else None
 
     def _large_enough(self) -> bool:
         rows, _ = fts_totals(self._db.connection())
@@ -120,6 +142,8 @@ class PostingsKeeper:
                 if current is None or current.generation <= snapshot.generation:
                     self._snapshot = snapshot
                     self._removed.clear()
+            if self.files is not None:  # (outside the lock: searches go on while it is written)
+                save_quietly(self.files, self._db, snapshot)
         except Exception:  # FTS5 keeps answering; the next search after a write tries again
             log.exception("building the keyword postings failed")
         finally:
@@ -130,7 +154,7 @@ class PostingsKeeper:
         conn = self._db.connection()
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{INSTANCES} USING fts5vocab(main, {FTS}, instance)")
         with read_transaction(conn):
-            generation = _generation(conn)
+            generation = store_generation(conn)
             rows, tokens = fts_totals(conn)
             chunks = conn.execute("SELECT id, collection FROM vector_chunks ORDER BY id").fetchall()
             words = conn.execute("SELECT term, cnt FROM vector_chunks_vocab").fetchall()
@@ -159,7 +183,7 @@ class PostingsKeeper:
         """`old` brought to the table's state, or None when that takes a rebuild."""
         conn = self._db.connection()
         with read_transaction(conn):
-            generation = _generation(conn)
+            generation = store_generation(conn)
             rows, tokens = fts_totals(conn)
             added = conn.execute("SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id",
                                  (old.max_id,)).fetchmany(CATCH_UP_MAX + 1)
@@ -170,7 +194,7 @@ class PostingsKeeper:
             if self._removed:
                 live[np.isin(old.ids, np.fromiter(self._removed, dtype=np.int64))] = False
             if rows != int(np.count_nonzero(live)) + len(added):  # deleted by another process (or a batch)
-                live &= np.isin(old.ids, _indexed(conn, old.max_id))
+                live &= np.isin(old.ids, indexed_ids(conn, old.max_id))
             tokens_of = tokenize(conn, [(int(r[0]), str(r[2])) for r in added])
         self._removed.clear()
         codes = dict(old.codes)
@@ -227,28 +251,3 @@ def _instances(conn: sqlite3.Connection, first: tuple[str, int], last: tuple[str
     text = conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
                         (first[0], last[0])).fetchone()[0]
     return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
-
-
-def _indexed(conn: sqlite3.Connection, max_id: int) -> np.ndarray:
-    """The chunk ids up to `max_id` that the FTS index holds (its small per-chunk size rows, read
-    as one string: ~10 ms for 100k ids where fetching them as rows took 200)."""
-    text = conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0]
-    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
-
-
-def _generation(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
-    return int(row[0]) if row else 0
-
-
-@contextmanager
-def read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """Every SELECT inside sees one committed state."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")

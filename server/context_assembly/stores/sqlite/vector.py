@@ -79,6 +79,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
         "INSERT INTO vector_chunks_fts(vector_chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
         # The token an ANN index file must carry to be trusted (a recreated database has none).
         "CREATE TABLE IF NOT EXISTS vector_ann (collection TEXT PRIMARY KEY, token TEXT NOT NULL)",
+        # The token the saved keyword postings must carry to be trusted (postings_files.py).
+        "CREATE TABLE IF NOT EXISTS vector_postings (id INTEGER PRIMARY KEY CHECK (id = 1), token TEXT NOT NULL)",
     ):
         conn.execute(statement)
 
