@@ -7,7 +7,8 @@ An agent starts its sidecar and sends its first turns at once. On the full-size 
 which a process used to read from the FTS index itself (seconds), FTS5 answering meanwhile (~100
 ms a query holding common words). Now a build saves them (`stores/sqlite/postings_files.py`) and a
 new process loads them. Per round, two new sidecars one after the other, each sent the same
-`--requests` assemblies back to back from its first:
+`--requests` assemblies back to back from its first (`--pause-ms` after `initialize`; meanwhile
+the sidecar's warm-up prepares the searches its memories make, `Runtime.prepare_searches`):
 
 - *read anew*: the saved postings deleted before it starts, as before they were saved (it reads
   them, and saves them again, while it answers);
@@ -40,11 +41,13 @@ HERE = Path(__file__).resolve().parent
 CASES = ("read anew", "saved")
 
 
-async def first_turns(root: Path, requests: list[dict[str, Any]]) -> list[float]:
-    """A new sidecar, then each request as soon as the previous answer came: round trips in ms."""
+async def first_turns(root: Path, requests: list[dict[str, Any]], pause_s: float) -> list[float]:
+    """A new sidecar, `pause_s` after `initialize` its first request, then each request as soon
+    as the previous answer came: round trips in ms."""
     trips = []
     with open(os.devnull, "w") as log:
         async with ContextAssemblyClient(root, stderr=log) as client:
+            await asyncio.sleep(pause_s)
             for request in requests:
                 started = time.perf_counter()
                 await client.assemble(request)
@@ -62,22 +65,22 @@ def save_postings(root: Path) -> None:
         store.index._db.close()
 
 
-async def measure(root: Path, count: int, rounds: int) -> dict[str, list[list[float]]]:
+async def measure(root: Path, count: int, rounds: int, pause_s: float) -> dict[str, list[list[float]]]:
     requests = workspace.requests(count, workspace.Sizes.full(), workspace.SEED)
     saved = WorkspaceLayout(root).db_path.parent / FOLDER
     out: dict[str, list[list[float]]] = {case: [] for case in CASES}
     for _ in range(rounds):
         shutil.rmtree(saved, ignore_errors=True)
-        out["read anew"].append(await first_turns(root, requests))
+        out["read anew"].append(await first_turns(root, requests, pause_s))
         if not saved.is_dir():  # the sidecar exited before it had read them: read (and saved) here
             save_postings(root)
-        out["saved"].append(await first_turns(root, requests))
+        out["saved"].append(await first_turns(root, requests, pause_s))
     return out
 
 
-def report(result: dict[str, list[list[float]]], count: int, rounds: int) -> list[str]:
-    lines = [f"a new sidecar's first {count} assemblies back to back, full-size bench workspace, {rounds} rounds "
-             f"(load {os.getloadavg()[0]:.2f})", "",
+def report(result: dict[str, list[list[float]]], count: int, rounds: int, pause_ms: float) -> list[str]:
+    lines = [f"a new sidecar's first {count} assemblies back to back, the first {pause_ms:g} ms after `initialize`, "
+             f"full-size bench workspace, {rounds} rounds (load {os.getloadavg()[0]:.2f})", "",
              "| postings | first answer ms | p50 ms | p90 ms | worst ms | all answered s |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     totals = {}
@@ -96,12 +99,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble", help="run.py's output folder")
     ap.add_argument("--requests", type=int, default=60, help="assemblies per sidecar")
     ap.add_argument("--rounds", type=int, default=3, help="pairs of sidecars")
+    ap.add_argument("--pause-ms", type=float, default=0.0,
+                    help="between `initialize` answered and the first request (an agent's user typing)")
     args = ap.parse_args()
     root = args.out.resolve() / "ws" / "full"
     workspace.ensure(root, workspace.Sizes.full(), workspace.SEED)
     workspace.write_definitions(root, hybrid=True)
-    result = run(measure(root, args.requests, args.rounds))
-    print("\n".join(report(result, args.requests, args.rounds)))
+    result = run(measure(root, args.requests, args.rounds, args.pause_ms / 1000))
+    print("\n".join(report(result, args.requests, args.rounds, args.pause_ms)))
     return 0
 
 

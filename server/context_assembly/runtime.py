@@ -37,6 +37,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def searched_collections(workspace: Workspace) -> dict[str, bool]:
+    """The collections the enabled memories' `vector_search` steps name literally (a `${...}` name
+    is known only per request), each with whether one of them searches it hybrid."""
+    found: dict[str, bool] = {}
+    for memory in workspace.memories.values():
+        if memory.status == "disabled":
+            continue
+        for step in memory.steps or []:
+            if not isinstance(step, dict) or step.get("type") != "vector_search":
+                continue
+            collection = step.get("collection")
+            if isinstance(collection, str) and "${" not in collection:
+                found[collection] = found.get(collection, False) or step.get("mode") == "hybrid"
+    return found
+
+
 class Runtime:
     def __init__(self, root: Path | str, background_compile: bool = False) -> None:
         """`background_compile`: a long-lived runtime (the sidecar's) compiles a cold start's rule
@@ -134,6 +150,27 @@ class Runtime:
             return self.loader.settled()
         finally:
             self._lock.release()
+
+    def prepare_searches(self, workspace: Workspace) -> list[str]:
+        """Load what the workspace's vector searches read (each collection's embedding model, its
+        vectors and, for a hybrid search, its keyword postings), so that a first assembly does not
+        wait for them (~0.5 s at 100k chunks): the sidecar's warm-up after `initialize`. Only on
+        the embedded stores, once their database exists (nothing is created); a collection that
+        cannot be prepared is logged and left to the first search. The collections prepared."""
+        settings, refused = self._store_settings
+        wanted = searched_collections(workspace)
+        if not wanted or refused or settings.stores.backend != "embedded" \
+                or nothing_stored(self.layout, settings.stores):
+            return []
+        vectors = self.memory.vectors
+        done = []
+        for collection, keyword in wanted.items():
+            try:
+                if vectors is not None and vectors.prepare(collection, keyword):
+                    done.append(collection)
+            except Exception as exc:  # (the first search meets it again, and says so in its answer)
+                logger.warning("could not prepare the searches of collection %r: %s", collection, exc)
+        return done
 
     def compacted(self, kind: str) -> bool:
         """Whether the workspace as last loaded made a compact answer of this kind ("none"; "trace":

@@ -294,11 +294,16 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
 def _warm_up(server: ContextAssemblyServer) -> None:
     """Build the session, load and compile the definitions: before the first request. An editor (a
     client with text document capabilities) also gets the editor features imported; a sidecar
-    client's first request imports only its method family (`tests/lsp/test_first_evaluation.py`)."""
-    server.require_session().workspace()
+    client's first request imports only its method family (`tests/lsp/test_first_evaluation.py`),
+    and the vector searches its memories make are prepared (`Runtime.prepare_searches`: only where
+    the embedded database exists)."""
+    session = server.require_session()
+    workspace = session.workspace()
     capabilities = getattr(server.protocol, "client_capabilities", None)
     if getattr(capabilities, "text_document", None) is not None:
         server.require_editor()
+    else:  # an agent's sidecar: its first assembly finds its searches ready
+        session.runtime.prepare_searches(workspace)
 
 
 def _register_lifecycle(server: ContextAssemblyServer) -> None:

@@ -100,6 +100,12 @@ class VectorStore(Protocol):
         """The collection's documents, or all collections when `collection` is None."""
         ...
 
+    def prepare(self, collection: str, keyword: bool = False) -> bool:
+        """Load what searching the collection reads (its embedding model and, where the backend
+        keeps them in this process, its vectors and, with `keyword`, its keyword index), so that a
+        first search does not; False when the collection holds nothing yet."""
+        ...
+
     def generation(self) -> int:
         """Counts writes to any collection, in any process."""
         ...

@@ -159,6 +159,15 @@ class VectorCollections:
     def generation(self) -> int:
         return self.index.generation()
 
+    def prepare(self, collection: str, keyword: bool = False) -> bool:
+        validate_collection(collection)
+        claimed = self.index.claimed_model(collection)
+        if claimed is None:
+            return False
+        get_embedder(claimed[0])
+        self.index.prepare(collection, keyword)
+        return True
+
     def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
                mode: str | None = "vector") -> Hits:
         validate_collection(collection)

@@ -82,3 +82,8 @@ class VectorIndex(Protocol):
     def generation(self) -> int:
         """Counts writes to any collection, in any process."""
         ...
+
+    def prepare(self, collection: str, keyword: bool) -> None:
+        """Load what `nearest` (and with `keyword`, `full_text`) reads for the collection in this
+        process, if anything: a backend that keeps nothing in memory does nothing."""
+        ...

@@ -125,3 +125,12 @@ def test_bulk_upsert_and_chunking(stores: StoreSet) -> None:
     assert len(stores.vectors.list("big")) == 30
     hits = stores.vectors.search("big", "marker7", top_k=3, mode="hybrid")
     assert hits and hits[0]["doc_uri"] == "d7"
+
+
+def test_prepare_loads_a_written_collection_and_not_an_unknown_one(vectors: VectorStore, stores: StoreSet) -> None:
+    assert vectors.prepare("nowhere") is False
+    assert vectors.prepare("docs") is True
+    assert vectors.prepare("docs", keyword=True) is True
+    assert uris(vectors.search("docs", "authentication timeout", top_k=1, mode="hybrid")) == ["auth.md"]
+    with pytest.raises(InvalidParamsError):
+        vectors.prepare("../escape")

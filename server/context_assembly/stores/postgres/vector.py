@@ -176,6 +176,9 @@ class PgVectorIndex:
     def generation(self) -> int:
         return self.db.generation(STORE)
 
+    def prepare(self, collection: str, keyword: bool) -> None:
+        """Nothing: PostgreSQL keeps the vectors and the text index, this process nothing of them."""
+
 
 class PgVectorStore(VectorCollections):
     def __init__(self, db: PgDatabase, vectordb_dir: Path | str, default_model: str | None = None,

@@ -300,6 +300,17 @@ class SqliteVectorIndex:
         """The keyword leg's in-memory postings (their size threshold and build mode can be set)."""
         return self._keywords.postings
 
+    def prepare(self, collection: str, keyword: bool) -> None:
+        """The collection's ANN index or matrix loaded (an ANN build started where `_vector` would
+        start one), and with `keyword` the keyword postings (loaded from their file, or their read
+        started), as a first search would."""
+        if self.ann_min_chunks is None or self.ann.current(collection) is None:
+            index = self._index(collection)
+            if index is not None and self.ann_min_chunks is not None and len(index.ids) >= self.ann_min_chunks:
+                self.ann.start_build(collection, index)
+        if keyword:
+            self._keywords.postings.current()
+
     def build_postings(self) -> bool:
         """Read the keyword postings now, in this thread, whatever the index's size (bench and tests)."""
         return self._keywords.postings.build_now()
