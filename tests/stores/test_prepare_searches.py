@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,68 +46,57 @@ def workspace(root: Path) -> Path:
     return root
 
 
+@contextmanager
+def opened(root: Path) -> Iterator[Runtime]:
+    runtime = Runtime(root)
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
 def test_the_collections_searched_and_whether_hybrid(tmp_path: Path) -> None:
     assert searched_collections(load_workspace(workspace(tmp_path))) == {"docs": True, "notes": False}
 
 
 def test_the_warm_up_loads_matrices_and_postings_of_the_collections_searched(tmp_path: Path) -> None:
     root = workspace(tmp_path)
-    writer = Runtime(root)
-    try:
+    with opened(root) as writer:
         for collection in ("docs", "notes", "archive"):
             writer.memory.vectors.settings(collection, HASHING)  # type: ignore[union-attr]
             writer.memory.vectors.upsert_many(collection, [  # type: ignore[union-attr]
                 (f"d{i}", f"{collection} text number {i}", {}) for i in range(20)])
-    finally:
-        writer.close()
-    runtime = Runtime(root)  # a new sidecar's
-    try:
+    with opened(root) as runtime:  # a new sidecar's
         index = runtime.memory.vectors.index  # type: ignore[union-attr]
         index.postings.min_chunks, index.postings.background = 0, False
         assert runtime.prepare_searches(runtime.workspace()) == ["docs", "notes"]
         assert sorted(index._indexes) == ["docs", "notes"]  # the matrices, not the disabled memory's
         assert index.postings._snapshot is not None  # "docs" is searched hybrid
-    finally:
-        runtime.close()
 
 
 def test_the_warm_up_creates_no_database(tmp_path: Path) -> None:
     root = workspace(tmp_path)
-    runtime = Runtime(root)
-    try:
+    with opened(root) as runtime:
         assert runtime.prepare_searches(runtime.workspace()) == []
-        assert not WorkspaceLayout(root).db_path.exists()
-    finally:
-        runtime.close()
+    assert not WorkspaceLayout(root).db_path.exists()
 
 
 def test_collections_never_written_are_left_to_the_first_search(tmp_path: Path) -> None:
-    root = workspace(tmp_path)
-    runtime = Runtime(root)
-    try:
+    with opened(workspace(tmp_path)) as runtime:
         runtime.memory.write("kv://users/ada", "the database exists now")
         assert runtime.prepare_searches(runtime.workspace()) == []
-    finally:
-        runtime.close()
 
 
 def test_a_collection_that_cannot_be_prepared_is_logged_and_the_others_are(tmp_path: Path,
                                                                            caplog: pytest.LogCaptureFixture) -> None:
     root = workspace(tmp_path)
-    writer = Runtime(root)
-    try:
+    with opened(root) as writer:
         writer.memory.vectors.settings("docs", HASHING)  # type: ignore[union-attr]
         writer.memory.vectors.upsert("docs", "d1", "docs text", {})  # type: ignore[union-attr]
         db = writer.memory.vectors.index._db  # type: ignore[union-attr]
         with db.transaction() as conn:  # written by a version that knew another embedding model
             conn.execute("INSERT INTO vector_collections VALUES ('notes', 'retired-model', 8)")
-    finally:
-        writer.close()
-    runtime = Runtime(root)
-    try:
-        with caplog.at_level(logging.WARNING):
-            assert runtime.prepare_searches(runtime.workspace()) == ["docs"]
-        assert "could not prepare the searches of collection 'notes'" in caplog.text
-        assert "retired-model" in caplog.text
-    finally:
-        runtime.close()
+    with opened(root) as runtime, caplog.at_level(logging.WARNING):
+        assert runtime.prepare_searches(runtime.workspace()) == ["docs"]
+    assert "could not prepare the searches of collection 'notes'" in caplog.text
+    assert "retired-model" in caplog.text
