@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from context_assembly.errors import ConflictError, InvalidParamsError
 from context_assembly.stores.embedding import HASHING, WORDLLAMA
+from context_assembly.stores.sqlite import vector as sqlite_vector
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
@@ -302,6 +304,80 @@ def test_reader_sees_another_process_writes(tmp_path: Path) -> None:
     hits = reader.search("shared", "document 2 written by other", top_k=10)
     assert hits[0]["doc_uri"] == "other-2"
     assert set(uris(hits)) == {"local", "other-0", "other-1", "other-2"}
+
+
+EDITOR = textwrap.dedent("""
+    import sys
+    from context_assembly.stores.sqlite.vector import SqliteVectorStore
+    from context_assembly.workspace.layout import WorkspaceLayout
+    store = SqliteVectorStore.for_workspace(WorkspaceLayout(sys.argv[1]), default_model="hashing-256")
+    for name in sys.argv[2:]:
+        verb, _, doc = name.rpartition(":")
+        if verb == "delete":
+            store.delete("c", doc)
+        else:
+            store.upsert("c", doc, f"{doc} rewritten by another process", {})
+    print("done")
+""")
+
+
+def edit_elsewhere(root: Path, *edits: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", EDITOR, str(root), *edits], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def same_matrix(s: SqliteVectorStore, root: Path) -> None:
+    """`s`'s cached matrix holds what a fresh read of the table gives, row for row."""
+    fresh = make_store(root)
+    fresh.search("c", "item", top_k=5)  # reads its matrix whole
+    caught, loaded = s.index._indexes["c"], fresh.index._indexes["c"]
+    assert caught.generation == loaded.generation
+    assert np.array_equal(caught.ids, loaded.ids) and np.array_equal(caught.matrix, loaded.matrix)
+    for query in ("rewritten by another process", "item 7", "text 30"):
+        assert s.search("c", query, top_k=80) == fresh.search("c", query, top_k=80)
+
+
+@pytest.mark.parametrize("edits", [
+    ("new-1", "new-2"),  # added only
+    ("delete:d3", "delete:d40"),  # deleted only
+    ("d7", "delete:d0", "new-1", "delete:d49", "d12"),  # rewritten (a delete and an add), deleted, added
+    tuple(f"delete:d{i}" for i in range(50)),  # everything deleted
+])
+def test_another_process_writes_are_caught_up_in_the_cached_matrix(tmp_path: Path, edits: tuple[str, ...],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    s = make_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"text {i} about item {i}", {}) for i in range(50)])
+    assert s.search("c", "item")  # loads the matrix
+    edit_elsewhere(tmp_path, *edits)
+    assert caught_up(s, monkeypatch) == [True]  # the whole matrix was not read again
+    same_matrix(s, tmp_path)
+
+
+def caught_up(s: SqliteVectorStore, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Searches `s` once; per catch-up of its cached matrix on the way, whether it took."""
+    took: list[bool] = []
+    catch_up = sqlite_vector._caught_up
+
+    def recorded(*args: Any) -> Any:
+        index = catch_up(*args)
+        took.append(index is not None)
+        return index
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sqlite_vector, "_caught_up", recorded)
+        s.search("c", "item")
+    return took
+
+
+def test_many_deletes_elsewhere_read_the_matrix_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_vector, "MANY_GONE", 3)
+    s = make_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"text {i} about item {i}", {}) for i in range(50)])
+    assert s.search("c", "item")
+    edit_elsewhere(tmp_path, *(f"delete:d{i}" for i in range(10)), "new-1")
+    assert caught_up(s, monkeypatch) == [False]  # read whole instead
+    same_matrix(s, tmp_path)
 
 
 def test_store_shares_the_database_with_other_stores(tmp_path: Path) -> None:
