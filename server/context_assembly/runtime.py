@@ -162,10 +162,10 @@ class Runtime:
         if not wanted or refused or settings.stores.backend != "embedded" \
                 or nothing_stored(self.layout, settings.stores):
             return []
-        vectors = self.memory.vectors
         done = []
         for collection, keyword in wanted.items():
             try:
+                vectors = self.memory.vectors
                 if vectors is not None and vectors.prepare(collection, keyword):
                     done.append(collection)
             except Exception as exc:  # (the first search meets it again, and says so in its answer)
