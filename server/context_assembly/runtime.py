@@ -152,15 +152,15 @@ class Runtime:
             self._lock.release()
 
     def prepare_searches(self, workspace: Workspace) -> list[str]:
-        """Load what the workspace's vector searches read (each collection's embedding model, its
-        vectors and, for a hybrid search, its keyword postings), so that a first assembly does not
-        wait for them (~0.5 s at 100k chunks): the sidecar's warm-up after `initialize`. Only on
-        the embedded stores, once their database exists (nothing is created); a collection that
-        cannot be prepared is logged and left to the first search. The collections prepared."""
+        """Load what the workspace's vector searches read (each collection's embedding model and,
+        on the embedded stores, its vectors and for a hybrid search its keyword postings), so that a
+        first assembly does not wait for them (~0.5 s at 100k chunks): the sidecar's warm-up after
+        `initialize`. The embedded stores only once their database exists (nothing is created); a
+        collection that cannot be prepared is logged and left to the first search. The collections
+        prepared."""
         settings, refused = self._store_settings
         wanted = searched_collections(workspace)
-        if not wanted or refused or settings.stores.backend != "embedded" \
-                or nothing_stored(self.layout, settings.stores):
+        if not wanted or refused or nothing_stored(self.layout, settings.stores):
             return []
         done = []
         for collection, keyword in wanted.items():

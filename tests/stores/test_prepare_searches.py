@@ -15,6 +15,7 @@ from context_assembly.runtime import Runtime, searched_collections
 from context_assembly.stores.embedding import HASHING
 from context_assembly.workspace.layout import WorkspaceLayout
 from context_assembly.workspace.loader import load_workspace
+from tests.postgres import fresh_project
 
 
 def memory(memory_id: str, *steps: dict[str, object], status: str = "active") -> dict[str, object]:
@@ -100,3 +101,14 @@ def test_a_collection_that_cannot_be_prepared_is_logged_and_the_others_are(tmp_p
         assert runtime.prepare_searches(runtime.workspace()) == ["docs"]
     assert "could not prepare the searches of collection 'notes'" in caplog.text
     assert "retired-model" in caplog.text
+
+
+def test_on_postgresql_the_models_of_the_collections_searched_are_loaded(tmp_path: Path, postgres_dsn: str) -> None:
+    root = workspace(tmp_path)
+    (root / ".codebolt" / "context-assembly.json").write_text(json.dumps(
+        {"stores": {"backend": "postgres", "dsn": postgres_dsn, "project": fresh_project()}}))
+    with opened(root) as writer:
+        writer.memory.vectors.settings("docs", HASHING)  # type: ignore[union-attr]
+        writer.memory.vectors.upsert("docs", "d1", "docs text", {})  # type: ignore[union-attr]
+    with opened(root) as runtime:  # a new sidecar's: "notes" holds nothing yet
+        assert runtime.prepare_searches(runtime.workspace()) == ["docs"]
