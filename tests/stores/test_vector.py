@@ -370,6 +370,28 @@ def caught_up(s: SqliteVectorStore, monkeypatch: pytest.MonkeyPatch) -> list[boo
     return took
 
 
+def test_added_rows_go_into_room_after_the_matrix_and_earlier_matrices_keep_theirs(tmp_path: Path) -> None:
+    s = make_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"text {i} about item {i}", {}) for i in range(50)])
+    assert s.search("c", "item")
+    edit_elsewhere(tmp_path, "new-1")
+    s.search("c", "item")
+    first = s.index._indexes["c"]  # room made after it
+    before = first.matrix.copy()
+    edit_elsewhere(tmp_path, "new-2")  # another process adds ...
+    s.search("c", "item")
+    s.upsert("c", "own", "written here about item", {})  # ... and this one
+    latest = s.index._indexes["c"]
+    assert len(latest.ids) == len(first.ids) + 2
+    assert np.shares_memory(latest.matrix, first.matrix)  # appended in place, not copied
+    assert np.array_equal(first.matrix, before)  # a search still reading `first` sees the same rows
+    same_matrix(s, tmp_path)
+    edit_elsewhere(tmp_path, "delete:d5")  # a delete copies the rows kept, into new room
+    s.search("c", "item")
+    assert not np.shares_memory(s.index._indexes["c"].matrix, latest.matrix)
+    same_matrix(s, tmp_path)
+
+
 def test_many_deletes_elsewhere_read_the_matrix_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_vector, "MANY_GONE", 3)
     s = make_store(tmp_path)

@@ -24,13 +24,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 
 from ...errors import ConflictError, StorageError
 from ...workspace.layout import WorkspaceLayout
@@ -55,6 +56,7 @@ STORE = "vector"
 
 CATCH_UP_MAX = 20_000  # chunks another process added that a cached matrix takes in; more: read whole
 MANY_GONE = 1_000  # chunks another process deleted that a cached matrix drops run by run; more: read whole
+NONE = np.zeros(0, dtype=np.int64)  # no positions
 
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
@@ -107,6 +109,8 @@ class SqliteVectorIndex:
                  postings_min_chunks: int = POSTINGS_MIN_CHUNKS) -> None:
         self._db = db
         self._indexes: dict[str, _Index] = {}
+        # per collection: buffers with room after its cached matrix, and the ids view they back (`_grown`)
+        self._room: dict[str, tuple[NDArray[np.int64], Matrix, NDArray[np.int64]]] = {}
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
         self.ann_min_chunks = ann_min_chunks  # None: always exact, even where an index was persisted
@@ -260,6 +264,7 @@ class SqliteVectorIndex:
                 self._indexes.pop(collection, None)
             else:
                 self._indexes[collection] = index
+            self._release_room(collection, index)
             return index
 
     def _load(self, collection: str, previous: _Index | None = None) -> _Index | None:
@@ -273,7 +278,7 @@ class SqliteVectorIndex:
                 return None
             model, dimension = str(row[0]), int(row[1])
             if previous is not None and previous.model == model and previous.matrix.shape[1] == dimension:
-                caught = _caught_up(conn, collection, previous, generation)
+                caught = _caught_up(conn, collection, previous, generation, self._grown)
                 if caught is not None:
                     return caught
             rows = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? ORDER BY id",
@@ -292,14 +297,33 @@ class SqliteVectorIndex:
             index = self._indexes.get(collection)
             if index is None or index.generation != before or index.model != model:
                 return  # not loaded, or another writer came between: the next search reloads
-            ids, matrix = index.ids, index.matrix
-            if removed:
-                keep = ~np.isin(ids, np.asarray(removed, dtype=np.int64))
-                ids, matrix = ids[keep], matrix[keep]
-            if new_ids:
-                ids = np.concatenate((ids, np.asarray(new_ids, dtype=np.int64)))
-                matrix = np.concatenate((matrix, vectors))
-            self._indexes[collection] = _Index(before + 1, model, ids, np.ascontiguousarray(matrix))
+            gone = np.flatnonzero(np.isin(index.ids, np.asarray(removed, dtype=np.int64))) if removed else NONE
+            self._indexes[collection] = self._grown(collection, index, before + 1, np.asarray(new_ids, dtype=np.int64),
+                                                    vectors, gone)
+
+    def _grown(self, collection: str, index: _Index, generation: int, new_ids: NDArray[np.int64], rows: Matrix,
+               gone: NDArray[np.int64] = NONE) -> _Index:
+        """`index` without the rows at positions `gone` and with `rows` appended, as of
+        `generation`. Rows only added are written into the room kept after the matrix when `index`
+        is the one that room was made for, so a write that adds a few chunks copies them, not the
+        matrix. Otherwise the rows kept are copied, run by run between the ones gone, into new
+        buffers with a quarter more room. An earlier `_Index` (a search may still read it) keeps
+        its rows: only rows past its end are ever written. The caller holds `_lock`."""
+        n, k = len(index.ids), len(new_ids)
+        if not k and not len(gone):
+            self._release_room(collection, index)
+            return _Index(generation, index.model, index.ids, index.matrix)
+        kept = n - len(gone)
+        room = self._room.get(collection)
+        if len(gone) or room is None or room[2] is not index.ids or len(room[0]) < n + k:
+            capacity = kept + k + max(k, (kept + k) // 4)
+            room = (np.empty(capacity, dtype=np.int64), np.empty((capacity, index.matrix.shape[1]), dtype=np.float32),
+                    index.ids)
+            _copy_kept(index, gone, room[0], room[1])
+        room[0][kept:kept + k], room[1][kept:kept + k] = new_ids, rows
+        grown = _Index(generation, index.model, room[0][:kept + k], room[1][:kept + k])
+        self._room[collection] = (room[0], room[1], grown.ids)
+        return grown
 
     def build_ann(self, collection: str) -> bool:
         """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
@@ -326,9 +350,16 @@ class SqliteVectorIndex:
         """Read the keyword postings now, in this thread, whatever the index's size (bench and tests)."""
         return self._keywords.postings.build_now()
 
+    def _release_room(self, collection: str, index: _Index | None) -> None:
+        """Let go of the room after an earlier matrix once `index` is not the one it backs."""
+        room = self._room.get(collection)
+        if room is not None and (index is None or room[2] is not index.ids):
+            del self._room[collection]
+
     def _forget_matrix(self, collection: str) -> None:
         with self._lock:
             self._indexes.pop(collection, None)
+            self._release_room(collection, None)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -373,14 +404,17 @@ class SqliteVectorIndex:
             raise StorageError(f"vector store read failed: {exc}") from exc
 
 
-def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generation: int) -> _Index | None:
+Grow = Callable[[str, _Index, int, NDArray[np.int64], Matrix, NDArray[np.int64]], _Index]
+
+
+def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generation: int, grow: Grow) -> _Index | None:
     """`index` brought to the table's state inside the caller's read transaction, as the ANN index
     and the keyword postings are: the chunks written since are those above its highest id (ids
     only grow), and when the counts then differ, the ids it holds that the table no longer does are
-    dropped. Another process's write then costs reading what it wrote and one copy of the matrix
-    (~20 ms at 100k chunks), not reading the whole matrix (~170 ms). None when more than
-    `CATCH_UP_MAX` chunks were added or `MANY_GONE` deleted (reading it whole is as cheap), or the
-    counts still differ."""
+    dropped (`grow`: in place when only added). Another process's write then costs reading what it
+    wrote, and when it deleted one copy of the matrix (~20 ms at 100k chunks), not reading the whole
+    matrix (~170 ms). None when more than `CATCH_UP_MAX` chunks were added or `MANY_GONE` deleted
+    (reading it whole is as cheap), or the counts still differ."""
     highest = int(index.ids[-1]) if len(index.ids) else 0
     added = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? AND id > ? ORDER BY id",
                          (collection, highest)).fetchmany(CATCH_UP_MAX + 1)
@@ -395,19 +429,22 @@ def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generat
         keep = np.isin(index.ids, present, assume_unique=True)
         if int(np.count_nonzero(keep)) + len(added) != count or len(keep) - int(np.count_nonzero(keep)) > MANY_GONE:
             return None
-    if keep is None and not added:
-        return _Index(generation, index.model, index.ids, index.matrix)
     new_ids, new_rows = rows_matrix(added, index.matrix.shape[1])
-    gone = np.zeros(0, dtype=np.int64) if keep is None else np.flatnonzero(~keep)
+    return grow(collection, index, generation, new_ids, new_rows, NONE if keep is None else np.flatnonzero(~keep))
+
+
+def _copy_kept(index: _Index, gone: NDArray[np.int64], ids: NDArray[np.int64], matrix: Matrix) -> None:
+    """The rows of `index` but those at positions `gone` (ascending), into the heads of `ids` and
+    `matrix`: run by run between the rows gone (a memcpy each; `np.compress` along the rows took
+    245 ms for 100k rows of 256), or through one temporary when many are gone."""
     kept = len(index.ids) - len(gone)
-    ids = np.empty(kept + len(new_ids), dtype=np.int64)
-    matrix = np.empty((len(ids), index.matrix.shape[1]), dtype=index.matrix.dtype)
-    at = 0  # the rows kept copied run by run between the deleted ones (a few memcpys, one new matrix)
+    if len(gone) > MANY_GONE:
+        ids[:kept], matrix[:kept] = np.delete(index.ids, gone), np.delete(index.matrix, gone, axis=0)
+        return
+    at = 0
     for start, end in zip(np.concatenate(([0], gone + 1)), np.append(gone, len(index.ids)), strict=True):
         ids[at:at + end - start], matrix[at:at + end - start] = index.ids[start:end], index.matrix[start:end]
         at += end - start
-    ids[kept:], matrix[kept:] = new_ids, new_rows
-    return _Index(generation, index.model, ids, matrix)
 
 
 def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uri: str) -> list[int]:
