@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +39,28 @@ logger = logging.getLogger(__name__)
 
 def searched_collections(workspace: Workspace) -> dict[str, bool]:
     """The collections the enabled memories' `vector_search` steps name literally (a `${...}` name
-    is known only per request), each with whether one of them searches it hybrid."""
+    is known only per request), conditional branches included, each with whether one of them
+    searches it hybrid."""
     found: dict[str, bool] = {}
     for memory in workspace.memories.values():
         if memory.status == "disabled":
             continue
-        for step in memory.steps or []:
-            if not isinstance(step, dict) or step.get("type") != "vector_search":
-                continue
+        for step in _all_steps(memory.steps):
             collection = step.get("collection")
-            if isinstance(collection, str) and "${" not in collection:
+            if step.get("type") == "vector_search" and isinstance(collection, str) and "${" not in collection:
                 found[collection] = found.get(collection, False) or step.get("mode") == "hybrid"
     return found
+
+
+def _all_steps(steps: Any) -> Iterator[dict[str, Any]]:
+    """Every step of a pipeline, the steps of its conditionals' branches after their own."""
+    from .pipelines.validate import NESTED  # (the warm-up's only: the validator imports much)
+
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict):
+            yield step
+            for branch in NESTED:
+                yield from _all_steps(step.get(branch))
 
 
 class Runtime:

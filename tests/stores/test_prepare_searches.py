@@ -60,6 +60,15 @@ def test_the_collections_searched_and_whether_hybrid(tmp_path: Path) -> None:
     assert searched_collections(load_workspace(workspace(tmp_path))) == {"docs": True, "notes": False}
 
 
+def test_searches_inside_conditional_branches_are_found(tmp_path: Path) -> None:
+    branchy = memory("branchy", {"type": "conditional", "condition": {"field": "addVar.phase", "operator": "eq",
+                                                                     "value": "planning"},
+                                 "then_steps": [search("plans", "hybrid")], "else_steps": [search("notes")]})
+    folder = workspace(tmp_path) / ".codebolt" / "PersistentMemory"
+    (folder / "branchy.json").write_text(json.dumps(branchy))
+    assert searched_collections(load_workspace(tmp_path)) == {"docs": True, "notes": False, "plans": True}
+
+
 def test_the_warm_up_loads_matrices_and_postings_of_the_collections_searched(tmp_path: Path) -> None:
     root = workspace(tmp_path)
     with opened(root) as writer:

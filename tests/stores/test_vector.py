@@ -392,6 +392,18 @@ def test_added_rows_go_into_room_after_the_matrix_and_earlier_matrices_keep_thei
     same_matrix(s, tmp_path)
 
 
+def test_many_own_deletes_patch_the_cached_matrix_through_one_copy(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_vector, "MANY_GONE", 0)  # every own delete takes the many-rows path
+    s = make_store(tmp_path)
+    s.upsert_many("c", [(f"d{i}", f"text {i} about item {i}", {}) for i in range(50)])
+    assert s.search("c", "item")
+    for i in (0, 7, 49):
+        s.delete("c", f"d{i}")
+    s.upsert("c", "d7", "rewritten here about item", {})
+    same_matrix(s, tmp_path)
+
+
 def test_many_deletes_elsewhere_read_the_matrix_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_vector, "MANY_GONE", 3)
     s = make_store(tmp_path)
