@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context_assembly.stores import embedding
 from context_assembly.stores.embedding import (
@@ -96,3 +102,60 @@ def test_loading_the_model_leaves_logging_alone() -> None:
             "print(len(root.handlers), root.level)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", str(logging.WARNING)]
+
+
+@functools.cache
+def wordllama_itself() -> Any:
+    """The model as the `wordllama` package loads and runs it."""
+    import wordllama
+    from wordllama import WordLlama
+
+    return WordLlama.load(config="l2_supercat", dim=256, cache_dir=Path(wordllama.__file__).parent,
+                          disable_download=True)
+
+
+@needs_model
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=300), max_size=150))
+def test_real_model_embeds_as_wordllama_does_bit_for_bit(texts: list[str]) -> None:
+    """The model is run here (not through the package, whose import costs ~120 ms): every vector
+    equals wordllama's own, pooled per batch of 64 as it pools them, then made unit length."""
+    expected = wordllama_itself().embed(texts, norm=False, return_np=True, batch_size=64)
+    assert np.array_equal(get_embedder(WORDLLAMA).embed(texts), embedding.normalise_rows(expected))
+
+
+@needs_model
+def test_real_model_loads_without_importing_its_package() -> None:
+    code = ("import sys; from context_assembly.stores.embedding import get_embedder, WORDLLAMA; "
+            "get_embedder(WORDLLAMA).embed(['x']); "
+            "print(sorted(m for m in ('wordllama', 'pydantic', 'requests') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@needs_model
+@pytest.mark.parametrize("damage", ["weights missing", "weights truncated", "tokenizer garbage"])
+def test_a_damaged_model_install_is_a_clear_error(tmp_path: Path, damage: str) -> None:
+    """A `wordllama` folder whose files are missing or damaged: EmbedderUnavailableError naming the
+    folder (a collection's search then says so), never a crash of the library's own."""
+    import wordllama
+
+    source = Path(wordllama.__file__).parent
+    package = tmp_path / "wordllama"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('the package must not be imported')\n")
+    tokenizer_file, weights_file = (package / name for name in embedding.WORDLLAMA_FILES)
+    for name in embedding.WORDLLAMA_FILES:
+        (package / name).parent.mkdir(exist_ok=True)
+        (package / name).write_bytes((source / name).read_bytes())
+    if damage == "weights missing":
+        weights_file.unlink()
+    elif damage == "weights truncated":
+        weights_file.write_bytes(weights_file.read_bytes()[:5000])
+    else:
+        tokenizer_file.write_text("{not json")
+    code = ("from context_assembly.stores.embedding import WordLlamaEmbedder, EmbedderUnavailableError\n"
+            "try:\n    WordLlamaEmbedder()\nexcept EmbedderUnavailableError as exc:\n    print('refused:', exc)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.startswith(f"refused: cannot load the bundled WordLlama model from {package}"), out

@@ -14,7 +14,6 @@ no known token, so its cosine with anything is 0).
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import re
 import threading
@@ -118,45 +117,64 @@ class HashingEmbedder:
 # --- WordLlama (default) ---------------------------------------------------------------------
 
 class WordLlamaEmbedder:
-    """WordLlama `l2_supercat` at 256 dimensions: mean-pooled static token vectors, numpy only."""
+    """WordLlama `l2_supercat` at 256 dimensions: mean-pooled static token vectors, numpy only.
+
+    The files come from the `wordllama` wheel, but the model is run here, as its
+    `WordLlamaInference.embed(norm=False)` runs it, op for op (tests compare the two bit for bit):
+    importing the package itself costs ~120 ms (pydantic, requests, its algorithms), about as much
+    as the matrix of a 100k-chunk collection, and both are on a new sidecar's first search."""
+
+    BATCH = 64  # texts per tokenizer call, as wordllama batches them (the padding is per batch)
 
     def __init__(self) -> None:
         self.name = WORDLLAMA
         self.dimension = 256
-        self._model = _load_wordllama()
+        self._tokenizer, self._vectors = _load_wordllama()
 
     def embed(self, texts: list[str]) -> Matrix:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._model.embed(list(texts), norm=False, return_np=True, batch_size=64)
-        return normalise_rows(vectors)
+        result = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), self.BATCH):
+            result[start:start + self.BATCH] = self._pooled(list(texts[start:start + self.BATCH]))
+        return normalise_rows(result)
+
+    def _pooled(self, texts: list[str]) -> Matrix:
+        """The mean of each text's token vectors (padding masked out; zeros for no token)."""
+        encoded = self._tokenizer.encode_batch(texts, is_pretokenized=False, add_special_tokens=False)
+        ids = np.array([e.ids for e in encoded], dtype=np.int32)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
+        np.clip(ids, 0, self._vectors.shape[0] - 1, out=ids)
+        counts = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
+        pooled: Matrix = np.sum(self._vectors[ids] * mask[..., np.newaxis], axis=1, dtype=np.float32) / counts
+        return pooled
 
 
-def _load_wordllama() -> Any:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        import wordllama
-        from wordllama import WordLlama
-    except ImportError as exc:
+WORDLLAMA_FILES = ("tokenizers/l2_supercat_tokenizer_config.json", "weights/l2_supercat_256.safetensors")
+
+
+def _load_wordllama() -> tuple[Any, Matrix]:
+    """(tokenizer, float32 token vectors) of the model the `wordllama` wheel ships, read from its
+    folder without importing the package."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailableError(
             f"embedding model {WORDLLAMA!r} needs the 'wordllama' package, which is not installed: install "
             "context-assembly with its 'embeddings' extra (pip install '.[embeddings]' in a checkout, or "
-            "'<wheel file>[embeddings]')") from exc
-    finally:
-        # wordllama's import calls logging.basicConfig(INFO); the server owns logging, so undo it.
-        root.handlers[:] = handlers
-        root.setLevel(level)
-    # The wheel ships the weights in wordllama/weights/ and the tokenizer in wordllama/tokenizers/;
-    # `load()` looks for the latter under a misspelt folder and would then try the hub, so point its
-    # cache at the package itself and forbid downloads.
-    package_dir = Path(wordllama.__file__).resolve().parent
+            "'<wheel file>[embeddings]')")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    tokenizer_file, weights_file = (package / name for name in WORDLLAMA_FILES)
     try:
-        model = WordLlama.load(config="l2_supercat", dim=256, cache_dir=package_dir, disable_download=True)
-    except (FileNotFoundError, OSError, ValueError) as exc:
-        raise EmbedderUnavailableError(f"cannot load the bundled WordLlama model: {exc}") from exc
-    bound_word_cache(model.tokenizer)
-    return model
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        with safe_open(str(weights_file), framework="np", device="cpu") as weights:
+            vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
+    except Exception as exc:  # a missing, truncated or foreign file; the libraries raise their own types
+        raise EmbedderUnavailableError(f"cannot load the bundled WordLlama model from {package}: {exc}") from exc
+    tokenizer.enable_padding()
+    tokenizer.no_truncation()
+    bound_word_cache(tokenizer)
+    return tokenizer, vectors
 
 
 TOKENIZER_CACHE_WORDS = 1024
