@@ -44,7 +44,8 @@ from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
-from .vector_ann import AnnSearch, cosine_scores, rows_matrix
+from .stored_embeddings import read_embeddings, stored_ids
+from .vector_ann import AnnSearch, cosine_scores
 from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
 from .vector_ann import store_generation as _generation
@@ -281,9 +282,7 @@ class SqliteVectorIndex:
                 caught = _caught_up(conn, collection, previous, generation, self._grown)
                 if caught is not None:
                     return caught
-            rows = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? ORDER BY id",
-                                (collection,)).fetchall()
-        ids, matrix = rows_matrix(rows, dimension)
+            ids, matrix = read_embeddings(conn, collection, dimension)
         return _Index(generation, model, ids, matrix)
 
     def _patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
@@ -416,20 +415,16 @@ def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generat
     matrix (~170 ms). None when more than `CATCH_UP_MAX` chunks were added or `MANY_GONE` deleted
     (reading it whole is as cheap), or the counts still differ."""
     highest = int(index.ids[-1]) if len(index.ids) else 0
-    added = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? AND id > ? ORDER BY id",
-                         (collection, highest)).fetchmany(CATCH_UP_MAX + 1)
-    if len(added) > CATCH_UP_MAX:
+    new_ids, new_rows = read_embeddings(conn, collection, index.matrix.shape[1], after=highest, limit=CATCH_UP_MAX + 1)
+    if len(new_ids) > CATCH_UP_MAX:
         return None
     count = int(conn.execute("SELECT count(*) FROM vector_chunks WHERE collection = ?", (collection,)).fetchone()[0])
     keep = None
-    if count != len(index.ids) + len(added):  # chunks deleted since
-        text = conn.execute("SELECT group_concat(id) FROM vector_chunks INDEXED BY vector_chunks_by_collection "
-                            "WHERE collection = ? AND id <= ?", (collection, highest)).fetchone()[0]
-        present = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    if count != len(index.ids) + len(new_ids):  # chunks deleted since
+        present = stored_ids(conn, collection, highest)
         keep = np.isin(index.ids, present, assume_unique=True)
-        if int(np.count_nonzero(keep)) + len(added) != count or len(keep) - int(np.count_nonzero(keep)) > MANY_GONE:
+        if int(np.count_nonzero(keep)) + len(new_ids) != count or len(keep) - int(np.count_nonzero(keep)) > MANY_GONE:
             return None
-    new_ids, new_rows = rows_matrix(added, index.matrix.shape[1])
     return grow(collection, index, generation, new_ids, new_rows, NONE if keep is None else np.flatnonzero(~keep))
 
 

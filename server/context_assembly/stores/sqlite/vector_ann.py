@@ -16,7 +16,6 @@ import threading
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
 
 import numpy as np
 from attrs import frozen
@@ -26,12 +25,12 @@ from ..embedding import Matrix
 from ..vector_index import Ranked
 from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
 from .database import Database
+from .stored_embeddings import read_embeddings, rows_matrix, stored_ids
 
 log = logging.getLogger(__name__)
 
 SAVE_SHARE = 0.02  # an index is saved again once this share of it changed (a new process catches up the rest)
 SAVE_MIN = 2_000
-_BLOB = np.dtype("<f4")
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
@@ -44,13 +43,6 @@ def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
     in ~5 ms, while OpenBLAS's threaded gemv took 10-20 ms (its threads fight for the two cores).
     """
     return np.einsum("ij,j->i", matrix, query)
-
-
-def rows_matrix(rows: list[Any], dimension: int) -> tuple[NDArray[np.int64], Matrix]:
-    """(ids, float32 matrix) of (id, embedding BLOB) rows."""
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=_BLOB).astype(np.float32, copy=False)
-    return ids, matrix.reshape(len(rows), dimension)
 
 
 def collection_store(collection: str) -> str:
@@ -132,15 +124,12 @@ class AnnSearch:
                                (collection,)).fetchone()
             if row is None or (str(row[0]), int(row[1])) != (ann.model, ann.dimension):
                 return False
-            rows = conn.execute("SELECT id, embedding FROM vector_chunks WHERE collection = ? AND id > ? ORDER BY id",
-                                (collection, ann.max_id)).fetchall()
+            ids, matrix = read_embeddings(conn, collection, ann.dimension, after=ann.max_id)
             count = int(conn.execute("SELECT count(*) FROM vector_chunks WHERE collection = ?",
                                      (collection,)).fetchone()[0])
             present = None
-            if count != len(ann) + len(rows):
-                present = np.fromiter((r[0] for r in conn.execute(
-                    "SELECT id FROM vector_chunks WHERE collection = ?", (collection,))), dtype=np.int64)
-        ids, matrix = rows_matrix(rows, ann.dimension)
+            if count != len(ann) + len(ids):
+                present = stored_ids(conn, collection)
         ann.add(ids, matrix)
         if present is not None:
             ann.remove(np.setdiff1d(ann.keys(), present))
