@@ -104,6 +104,23 @@ def test_unknown_collections_and_absent_words_find_nothing(keyword_store: Sqlite
     assert keyword_store.search("a", "w1 w2", top_k=5, mode="keyword")
 
 
+def test_a_build_reads_collections_written_interleaved(tmp_path: Path) -> None:
+    """A build reads each collection's chunk ids in one statement and merges them by id: chunks of
+    three collections written in turns, some deleted, are each searched as FTS5 ranks them."""
+    s = postings_store(tmp_path)
+    rng = random.Random(5)
+    for i in range(240):
+        s.upsert("abc"[i % 3] if i % 7 else "c", f"d{i}", zipf_text(rng, i), {})
+    for i in range(0, 240, 11):
+        s.delete("abc"[i % 3] if i % 7 else "c", f"d{i}")
+    assert s.index.build_postings()
+    snapshot = s.index.postings.current()
+    assert snapshot is not None and list(snapshot.codes) == ["b", "c", "a"]  # numbered by their first chunks
+    for collection in "abc":
+        for query in ("w1", "w0 w5", "w3 w2 w1", "rare_word w1_w2"):
+            agrees(s, collection, query)
+
+
 def test_own_writes_are_caught_up_not_reread(tmp_path: Path) -> None:
     s = postings_store(tmp_path)
     s.upsert_many("c", [(f"d{i}", f"common text {i} about item {i % 7}", {}) for i in range(200)])

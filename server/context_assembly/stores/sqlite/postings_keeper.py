@@ -11,8 +11,9 @@ index in a background thread, and searches use FTS5's own ranking until it is re
 
 Inside a `Database.batch()` the thread sees its own uncommitted writes, which a rollback may undo:
 the snapshot is neither used nor moved there (FTS5 answers, seeing exactly what the batch sees).
-The snapshot is not persisted: rebuilding it reads the FTS index (a few seconds at 100k chunks,
-see bench/README.md), and it is built only for an index of `min_chunks` chunks or more.
+Building the snapshot reads the FTS index (~1.7 s at 100k chunks, see bench/README.md), so a
+build saves it (stores.sqlite.postings_files) for the next process to load and catch up; it is
+built only for an index of `min_chunks` chunks or more.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .postings import (
     tokenize,
 )
 from .postings_files import FOLDER, PostingsFiles, save_quietly
+from .stored_embeddings import stored_ids
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +158,16 @@ class PostingsKeeper:
         with read_transaction(conn):
             generation = store_generation(conn)
             rows, tokens = fts_totals(conn)
-            chunks = conn.execute("SELECT id, collection FROM vector_chunks ORDER BY id").fetchall()
-            words = conn.execute("SELECT term, cnt FROM vector_chunks_vocab").fetchall()
+            ids, collections, codes = _chunk_collections(conn)
+            words, counts = _vocabulary(conn)
             docs = np.concatenate([_instances(conn, words[start], words[end - 1])
-                                   for start, end in _spans([int(c) for _, c in words])] or [np.zeros(0, np.int64)])
-        ids = np.fromiter((c[0] for c in chunks), dtype=np.int64, count=len(chunks))
-        codes: dict[str, int] = {}
-        collections = np.fromiter((codes.setdefault(c[1], len(codes)) for c in chunks), dtype=np.int32,
-                                  count=len(chunks))
-        counts = np.fromiter((c for _, c in words), dtype=np.int64, count=len(words))
+                                   for start, end in _spans(counts.tolist())] or [np.zeros(0, np.int64)])
         if int(counts.sum()) != len(docs):
             raise OutOfStep("the FTS vocabulary and its instances differ")
         positions = np.searchsorted(ids, docs)
         if len(docs) and (int(positions.max()) >= len(ids) or not np.array_equal(ids[positions], docs)):
             raise OutOfStep("the FTS index holds chunks the table does not")
-        main = postings_of([w for w, _ in words], np.repeat(np.arange(len(words), dtype=np.int64), counts), positions)
+        main = postings_of(words, np.repeat(np.arange(len(words), dtype=np.int64), counts), positions)
         lengths = np.bincount(positions, minlength=len(ids)).astype(np.float64)
         snapshot = Snapshot(generation, ids, collections, codes, np.ones(len(ids), dtype=np.bool_), lengths, rows,
                             tokens, main)
@@ -246,8 +243,34 @@ def _spans(counts: list[int]) -> Iterator[tuple[int, int]]:
         yield start, len(counts)
 
 
-def _instances(conn: sqlite3.Connection, first: tuple[str, int], last: tuple[str, int]) -> np.ndarray:
+def _chunk_collections(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Every chunk's id, ascending, and its collection's code (numbered in the order of their first
+    chunks): a statement per collection, not a step per chunk (see stores.sqlite.stored_embeddings)."""
+    names = [str(row[0]) for row in conn.execute("SELECT DISTINCT collection FROM vector_chunks")]
+    held = sorted(((stored_ids(conn, name), name) for name in names), key=lambda pair: int(pair[0][0]))
+    codes = {name: code for code, (_, name) in enumerate(held)}
+    ids = np.concatenate([chunk_ids for chunk_ids, _ in held] or [np.zeros(0, np.int64)])
+    collections = np.concatenate([np.full(len(chunk_ids), codes[name], dtype=np.int32) for chunk_ids, name in held]
+                                 or [np.zeros(0, np.int32)])
+    order = np.argsort(ids, kind="stable")
+    return ids[order], collections[order], codes
+
+
+def _vocabulary(conn: sqlite3.Connection) -> tuple[list[str], np.ndarray]:
+    """The FTS vocabulary's words (its order) and how often each occurs, in one statement. The
+    tokenizer never puts a control character in a word, so U+001F parts them."""
+    terms, counts = conn.execute("SELECT group_concat(term, char(31)), group_concat(cnt) "
+                                 "FROM vector_chunks_vocab").fetchone()
+    if terms is None:
+        return [], np.zeros(0, dtype=np.int64)
+    words, occurrences = str(terms).split("\x1f"), np.fromstring(str(counts), dtype=np.int64, sep=",")
+    if len(words) != len(occurrences):
+        raise OutOfStep("a word of the FTS vocabulary holds U+001F")
+    return words, occurrences
+
+
+def _instances(conn: sqlite3.Connection, first: str, last: str) -> np.ndarray:
     """The chunk id of every occurrence of the words `first`..`last`, by word then chunk (FTS5's order)."""
     text = conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
-                        (first[0], last[0])).fetchone()[0]
+                        (first, last)).fetchone()[0]
     return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
