@@ -1,0 +1,118 @@
+"""Bulk reads of the embedded store alone and beside a thread running Python, on the full-size
+bench workspace (100,000 chunks in `docs`).
+
+    python bench/assemble/busy_reads.py [--runs 3] [--baseline-rows 5000]
+
+`sqlite3` lets go of the interpreter around every step of a statement, i.e. every row; a thread
+running Python meanwhile then keeps it until its switch interval (5 ms) runs out, each time. In a
+sidecar such threads are the first request's own work, other memories' pipelines, the compiler
+in the background. Timed, alone and beside a thread counting in a loop:
+
+- *matrix, row by row*: the collection's embeddings fetched as rows and joined (the baseline: how
+  they were read before, `rows_matrix`; `--baseline-rows` of them beside the busy thread, the
+  time scaled to the whole collection: the whole takes over a minute there);
+- *matrix, in blocks*: `stored_embeddings.read_embeddings`, as the store reads it now;
+- *keyword postings build*: `PostingsKeeper._read`, everything a build reads from the FTS index.
+
+Reported: the median seconds, and busy ÷ alone per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import workspace  # the bench's generator, beside this file (the script's folder is on the path)
+from context_assembly.stores.sqlite.stored_embeddings import read_embeddings, rows_matrix
+from context_assembly.stores.sqlite.vector import SqliteVectorStore
+from context_assembly.workspace.layout import WorkspaceLayout
+
+HERE = Path(__file__).resolve().parent
+COLLECTION = "docs"
+
+
+@contextmanager
+def busy_thread() -> Iterator[None]:
+    stop = threading.Event()
+
+    def count() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+
+    thread = threading.Thread(target=count, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def timed(read: Callable[[], object], runs: int) -> float:
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        read()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def measure(root: Path, runs: int, baseline_rows: int) -> list[tuple[str, float, float]]:
+    store = SqliteVectorStore.for_workspace(WorkspaceLayout(root))
+    index = store.index
+    dimension = int(index._db.read("SELECT dimension FROM vector_collections WHERE collection = ?",
+                                   (COLLECTION,))[0][0])
+    total = int(index._db.read("SELECT count(*) FROM vector_chunks WHERE collection = ?", (COLLECTION,))[0][0])
+    conn = index._db.connection()
+
+    def rows(limit: int) -> Callable[[], object]:
+        return lambda: rows_matrix(conn.execute(
+            "SELECT id, embedding FROM vector_chunks WHERE collection = ? ORDER BY id LIMIT ?",
+            (COLLECTION, limit)).fetchall(), dimension)
+
+    def blocks() -> object:
+        with index._snapshot() as snapshot:  # (the count and the blocks see one state)
+            return read_embeddings(snapshot, COLLECTION, dimension)
+
+    build = index.postings._read
+    cases = {"matrix, row by row": (rows(total), rows(min(baseline_rows, total)), total / min(baseline_rows, total)),
+             "matrix, in blocks": (blocks, blocks, 1.0),
+             "keyword postings build": (build, build, 1.0)}
+    out = []
+    for name, (alone, beside, scale) in cases.items():
+        quiet = timed(alone, runs)
+        with busy_thread():
+            loaded = timed(beside, 1 if scale > 1 else runs) * scale
+        out.append((name, quiet, loaded))
+    index._db.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble", help="run.py's output folder")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline-rows", type=int, default=5_000,
+                    help="rows the row-by-row baseline reads beside the busy thread (scaled to the collection)")
+    args = ap.parse_args()
+    root = args.out.resolve() / "ws" / "full"
+    workspace.ensure(root, workspace.Sizes.full(), workspace.SEED)
+    workspace.write_definitions(root, hybrid=True)
+    rows = measure(root, args.runs, args.baseline_rows)
+    print(f"bulk reads of the full-size bench workspace (median of {args.runs}; load {os.getloadavg()[0]:.2f})\n")
+    print("| read | alone s | beside a busy thread s | busy ÷ alone |\n| --- | ---: | ---: | ---: |")
+    for name, quiet, loaded in rows:
+        print(f"| {name} | {quiet:.3f} | {loaded:.3f} | {loaded / quiet:.1f}× |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
