@@ -45,9 +45,10 @@ def open_table(root: Path, encoding: str = "UTF-8") -> sqlite3.Connection:
 def insert(conn: sqlite3.Connection, rows: dict[int, str], dimension: int, seed: int = 0) -> dict[int, np.ndarray]:
     """Chunks under the given ids (id -> collection) with random vectors, as another writer might."""
     vectors = np.random.default_rng(seed).standard_normal((len(rows), dimension)).astype("<f4")
-    conn.executemany("INSERT INTO vector_chunks (id, collection, doc_uri, ord, text, embedding) VALUES (?, ?, ?, 0, ?, ?)",
-                     [(i, c, f"doc-{i}", f"text {i}", v.tobytes()) for (i, c), v in zip(rows.items(), vectors)])
-    return {i: v for i, v in zip(rows, vectors)}
+    conn.executemany("INSERT INTO vector_chunks (id, collection, doc_uri, ord, text, embedding) "
+                     "VALUES (?, ?, ?, 0, ?, ?)", [(i, c, f"doc-{i}", f"text {i}", v.tobytes())
+                                                   for (i, c), v in zip(rows.items(), vectors, strict=True)])
+    return dict(zip(rows, vectors, strict=True))
 
 
 def row_by_row(conn: sqlite3.Connection, collection: str, dimension: int, after: int | None = None,
@@ -88,6 +89,20 @@ def test_a_collection_of_many_blocks(tmp_path: Path) -> None:
     assert ids.tolist() == sorted(vectors)
     assert np.array_equal(matrix, np.stack([vectors[i] for i in sorted(vectors)]))
     assert np.array_equal(stored_ids(conn, "docs", up_to=300), np.arange(1, 301, 3))
+
+
+def test_blocks_stay_within_sqlites_limit_on_a_value(tmp_path: Path) -> None:
+    """A connection whose values may hold 4 KB at most (SQLite's limit, which a build or an
+    application may lower): blocks of fewer rows, the same matrix."""
+    conn = open_table(tmp_path)
+    vectors = insert(conn, {i: "docs" for i in range(1, 101)}, 64, seed=3)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 4096)
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    ids, matrix = read_embeddings(conn, "docs", 64)
+    assert ids.tolist() == sorted(vectors)
+    assert np.array_equal(matrix, np.stack([vectors[i] for i in sorted(vectors)]))
+    assert sum("group_concat" in sql for sql in seen) == 13  # 8 rows of 256 bytes a block (half the limit)
 
 
 def test_an_empty_collection(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from ...errors import StorageError
 from ..embedding import Matrix
 
 BLOB = np.dtype("<f4")
-BLOCK_BYTES = 8 << 20  # per statement: far below SQLite's limit on a value's length (1e9 by default)
+BLOCK_BYTES = 8 << 20  # per statement (the vectors; their ids as hex add 16 bytes a row)
 # Each id as 16 hex digits (two's complement for a negative one), the vectors' bytes as they are.
 _BLOCK = ("SELECT group_concat(printf('%016x', id), ''), CAST(group_concat(embedding, '') AS BLOB) FROM "
           "(SELECT id, embedding FROM vector_chunks WHERE collection = ? AND id >= ? ORDER BY id LIMIT ?)")
@@ -59,7 +59,10 @@ def read_embeddings(conn: sqlite3.Connection, collection: str, dimension: int, a
             "SELECT id, embedding FROM vector_chunks WHERE collection = ? AND id >= ? ORDER BY id LIMIT ?",
             (collection, low, total)).fetchall(), dimension)
     ids, matrix = np.empty(total, dtype=np.int64), np.empty((total, dimension), dtype=np.float32)
-    per_block = max(1, BLOCK_BYTES // (dimension * BLOB.itemsize))
+    # A block is a value, so SQLite's limit on a value's length bounds it too (a build may lower it;
+    # half of it: the concatenation may reach the limit before it ends)
+    room = min(BLOCK_BYTES, conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2)
+    per_block = max(1, room // (dimension * BLOB.itemsize))
     done = 0
     while done < total:
         hex_ids, blob = conn.execute(_BLOCK, (collection, low, min(per_block, total - done))).fetchone()
