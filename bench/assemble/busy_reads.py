@@ -103,9 +103,7 @@ def main() -> int:
     ap.add_argument("--baseline-rows", type=int, default=5_000,
                     help="rows the row-by-row baseline reads beside the busy thread (scaled to the collection)")
     args = ap.parse_args()
-    root = args.out.resolve() / "ws" / "full"
-    workspace.ensure(root, workspace.Sizes.full(), workspace.SEED)
-    workspace.write_definitions(root, hybrid=True)
+    root = workspace.full_size(args.out)
     rows = measure(root, args.runs, args.baseline_rows)
     print(f"bulk reads of the full-size bench workspace (median of {args.runs}; load {os.getloadavg()[0]:.2f})\n")
     print("| read | alone s | beside a busy thread s | busy ÷ alone |\n| --- | ---: | ---: | ---: |")

@@ -102,9 +102,7 @@ def main() -> int:
     ap.add_argument("--pause-ms", type=float, default=0.0,
                     help="between `initialize` answered and the first request (an agent's user typing)")
     args = ap.parse_args()
-    root = args.out.resolve() / "ws" / "full"
-    workspace.ensure(root, workspace.Sizes.full(), workspace.SEED)
-    workspace.write_definitions(root, hybrid=True)
+    root = workspace.full_size(args.out)
     result = run(measure(root, args.requests, args.rounds, args.pause_ms / 1000))
     print("\n".join(report(result, args.requests, args.rounds, args.pause_ms)))
     return 0

@@ -95,9 +95,7 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=60, help="timed requests per sidecar and gap")
     ap.add_argument("--rounds", type=int, default=2, help="blocks per sidecar and gap")
     args = ap.parse_args()
-    root = args.out.resolve() / "ws" / "full"
-    workspace.ensure(root, workspace.Sizes.full(), workspace.SEED)
-    workspace.write_definitions(root, hybrid=True)
+    root = workspace.full_size(args.out)
     gaps = [float(g) for g in args.gaps.split(",") if g]
     rows = run(measure(root, gaps, args.requests, args.rounds))
     print("\n".join(report(rows, args.requests, args.rounds)))

@@ -772,3 +772,12 @@ def requests(count: int, sizes: Sizes, seed: int = SEED) -> list[dict[str, Any]]
             request["explicit_memory"] = [f"working://{thread}/plan"]
         out.append(request)
     return out
+
+
+def full_size(out: Path) -> Path:
+    """The root of the full-size workspace under `out` (run.py's output folder), built there once
+    and reused, its definitions written with hybrid searches (as the sidecar benches serve it)."""
+    root = out.resolve() / "ws" / "full"
+    ensure(root, Sizes.full(), SEED)
+    write_definitions(root, hybrid=True)
+    return root

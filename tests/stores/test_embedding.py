@@ -32,6 +32,11 @@ HAS_WORDLLAMA = importlib.util.find_spec("wordllama") is not None
 needs_model = pytest.mark.skipif(not HAS_WORDLLAMA, reason="the wordllama package is not installed")
 
 
+def in_a_new_process(code: str, env: dict[str, str] | None = None) -> str:
+    """What `code` prints, run by a new interpreter (what it imports is its own)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b)
 
@@ -56,8 +61,7 @@ def test_hashing_is_deterministic_across_processes() -> None:
     here = HashingEmbedder().embed(texts)
     code = ("import sys, json; from context_assembly.stores.embedding import HashingEmbedder; "
             f"print(json.dumps(HashingEmbedder().embed({texts!r}).tolist()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout
+    out = in_a_new_process(code, {"PYTHONHASHSEED": "12345", "PATH": ""})
     assert np.allclose(here, np.array(json.loads(out), dtype=np.float32))
 
 
@@ -100,8 +104,7 @@ def test_loading_the_model_leaves_logging_alone() -> None:
     code = ("import logging; from context_assembly.stores.embedding import get_embedder, WORDLLAMA; "
             "get_embedder(WORDLLAMA).embed(['x']); root = logging.getLogger(); "
             "print(len(root.handlers), root.level)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["0", str(logging.WARNING)]
+    assert in_a_new_process(code).split() == ["0", str(logging.WARNING)]
 
 
 @functools.cache
@@ -129,8 +132,7 @@ def test_real_model_loads_without_importing_its_package() -> None:
     code = ("import sys; from context_assembly.stores.embedding import get_embedder, WORDLLAMA; "
             "get_embedder(WORDLLAMA).embed(['x']); "
             "print(sorted(m for m in ('wordllama', 'pydantic', 'requests') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert in_a_new_process(code).strip() == "[]"
 
 
 @needs_model
@@ -156,6 +158,5 @@ def test_a_damaged_model_install_is_a_clear_error(tmp_path: Path, damage: str) -
         tokenizer_file.write_text("{not json")
     code = ("from context_assembly.stores.embedding import WordLlamaEmbedder, EmbedderUnavailableError\n"
             "try:\n    WordLlamaEmbedder()\nexcept EmbedderUnavailableError as exc:\n    print('refused:', exc)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    out = in_a_new_process(code, {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
     assert out.startswith(f"refused: cannot load the bundled WordLlama model from {package}"), out
