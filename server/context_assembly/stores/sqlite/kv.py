@@ -11,12 +11,14 @@ from ..checks import check_kv
 from ..interfaces import KVEntry
 from .database import Database
 from .json_docs import decode_value, encode_value
+from .many_rows import insert_rows
 
 STORE = "kv"
 
-_UPSERT = ("INSERT INTO kv(instance, namespace, key, value, updated_at) VALUES (?, ?, ?, ?, ?) "
-           "ON CONFLICT(instance, namespace, key) DO UPDATE SET value = excluded.value, "
-           "updated_at = excluded.updated_at")
+_INSERT = "INSERT INTO kv(instance, namespace, key, value, updated_at)"
+_ON_CONFLICT = ("ON CONFLICT(instance, namespace, key) DO UPDATE SET value = excluded.value, "
+                "updated_at = excluded.updated_at")
+_UPSERT = f"{_INSERT} VALUES (?, ?, ?, ?, ?) {_ON_CONFLICT}"
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -69,7 +71,7 @@ class SqliteKVStore:
         if not rows:
             return 0
         with self.db.transaction() as conn:
-            conn.executemany(_UPSERT, rows)
+            insert_rows(conn, _INSERT, rows, _ON_CONFLICT)  # (a few statements: stores.sqlite.many_rows)
             self.db.bump(conn, STORE)
         return len(rows)
 

@@ -43,8 +43,9 @@ from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
+from .many_rows import in_lists, insert_rows
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
-from .stored_embeddings import read_embeddings, stored_ids
+from .stored_embeddings import ids_of, read_embeddings, stored_ids
 from .vector_ann import AnnSearch, cosine_scores
 from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
@@ -134,20 +135,14 @@ class SqliteVectorIndex:
         with self._write() as conn:
             self._claim_model(conn, collection, model, dimension)
             before = _generation(conn, _collection_store(collection))
-            removed: Ids = []
-            new_ids: Ids = []
-            for doc in docs:
-                removed += _delete_chunks(conn, collection, doc.doc_uri)
-                conn.execute(
-                    "INSERT INTO vector_documents(collection, doc_uri, text, metadata, updated) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT(collection, doc_uri) DO UPDATE SET text = excluded.text, "
-                    "metadata = excluded.metadata, updated = excluded.updated",
-                    (collection, doc.doc_uri, doc.text, doc.metadata_json, now))
-                for ord_, (text, vector) in enumerate(zip(doc.chunks, doc.vectors, strict=True)):
-                    cursor = conn.execute(
-                        "INSERT INTO vector_chunks(collection, doc_uri, ord, text, embedding) VALUES (?, ?, ?, ?, ?)",
-                        (collection, doc.doc_uri, ord_, text, vector.tobytes()))
-                    new_ids.append(int(cursor.lastrowid or 0))
+            removed = _delete_chunks(conn, collection, [doc.doc_uri for doc in docs])
+            insert_rows(conn, "INSERT INTO vector_documents(collection, doc_uri, text, metadata, updated)",
+                        [(collection, doc.doc_uri, doc.text, doc.metadata_json, now) for doc in docs],
+                        "ON CONFLICT(collection, doc_uri) DO UPDATE SET text = excluded.text, "
+                        "metadata = excluded.metadata, updated = excluded.updated")
+            new_ids = _insert_chunks(conn, [(collection, doc.doc_uri, ord_, text, vector.tobytes()) for doc in docs
+                                            for ord_, (text, vector) in enumerate(zip(doc.chunks, doc.vectors,
+                                                                                      strict=True))])
             self._bump(conn, collection)
         if self._db.in_batch():
             return  # not committed yet (it may roll back): the next search reloads instead
@@ -157,7 +152,7 @@ class SqliteVectorIndex:
     def delete(self, collection: str, doc_uri: str) -> bool:
         with self._write() as conn:
             before = _generation(conn, _collection_store(collection))
-            removed = _delete_chunks(conn, collection, doc_uri)
+            removed = _delete_chunks(conn, collection, [doc_uri])
             gone = conn.execute("DELETE FROM vector_documents WHERE collection = ? AND doc_uri = ?",
                                 (collection, doc_uri)).rowcount
             if not gone and not removed:
@@ -442,12 +437,30 @@ def _copy_kept(index: _Index, gone: NDArray[np.int64], ids: NDArray[np.int64], m
         at += end - start
 
 
-def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uri: str) -> list[int]:
-    ids = [int(r[0]) for r in conn.execute("SELECT id FROM vector_chunks WHERE collection = ? AND doc_uri = ?",
-                                           (collection, doc_uri))]
-    if ids:
-        conn.execute("DELETE FROM vector_chunks WHERE collection = ? AND doc_uri = ?", (collection, doc_uri))
-    return ids
+def _delete_chunks(conn: sqlite3.Connection, collection: str, doc_uris: list[str]) -> Ids:
+    """Delete the chunks of these documents; their ids. A few statements, not a step a row
+    (stores.sqlite.many_rows)."""
+    removed: Ids = []
+    for marks, part in in_lists(doc_uris):
+        text = conn.execute(f"SELECT group_concat(id) FROM vector_chunks WHERE collection = ? AND doc_uri IN ({marks})",
+                            (collection, *part)).fetchone()[0]
+        if text:
+            removed += ids_of(text).tolist()
+            conn.execute(f"DELETE FROM vector_chunks WHERE collection = ? AND doc_uri IN ({marks})",
+                         (collection, *part))
+    return removed
+
+
+def _insert_chunks(conn: sqlite3.Connection, rows: list[tuple[str, str, int, str, bytes]]) -> Ids:
+    """Insert the chunks, in order; their ids. Inside the write transaction every id above the
+    table's highest before is one of these (ids only grow), so one statement reads them all back."""
+    highest = conn.execute("SELECT max(id) FROM vector_chunks").fetchone()[0] or 0
+    insert_rows(conn, "INSERT INTO vector_chunks(collection, doc_uri, ord, text, embedding)", rows)
+    text = conn.execute("SELECT group_concat(id) FROM vector_chunks WHERE id > ?", (highest,)).fetchone()[0]
+    ids = ids_of(text or "")
+    if len(ids) != len(rows):
+        raise StorageError(f"{len(rows)} chunks written, {len(ids)} found: the table changed during the write")
+    return ids.tolist()
 
 
 class SqliteVectorStore(VectorCollections):

@@ -1,7 +1,7 @@
-"""Bulk reads of the embedded store alone and beside a thread running Python, on the full-size
-bench workspace (100,000 chunks in `docs`).
+"""Bulk reads and writes of the embedded store alone and beside a thread running Python, on the
+full-size bench workspace (100,000 chunks in `docs`) and a scratch store.
 
-    python bench/assemble/busy_reads.py [--runs 3] [--baseline-rows 5000]
+    python bench/assemble/busy_thread.py [--runs 3] [--baseline-rows 5000] [--documents 2000]
 
 `sqlite3` lets go of the interpreter around every step of a statement, i.e. every row; a thread
 running Python meanwhile then keeps it until its switch interval (5 ms) runs out, each time. In a
@@ -12,7 +12,11 @@ in the background. Timed, alone and beside a thread counting in a loop:
   they were read before, `rows_matrix`; `--baseline-rows` of them beside the busy thread, the
   time scaled to the whole collection: the whole takes over a minute there);
 - *matrix, in blocks*: `stored_embeddings.read_embeddings`, as the store reads it now;
-- *keyword postings build*: `PostingsKeeper._read`, everything a build reads from the FTS index.
+- *keyword postings build*: `PostingsKeeper._read`, everything a build reads from the FTS index;
+- *upsert, a statement a row*: `--documents` short documents written into a scratch collection
+  (feature hashing) by `upsert_many` with `stores.sqlite.many_rows` set to one row a statement,
+  as the store wrote them before (a tenth of them beside the busy thread, scaled);
+- *upsert, many rows a statement*: the same, as the store writes them now.
 
 Reported: the median seconds, and busy ÷ alone per row.
 """
@@ -23,6 +27,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import workspace  # the bench's generator, beside this file (the script's folder is on the path)
+from context_assembly.stores.embedding import HASHING
+from context_assembly.stores.sqlite import many_rows
 from context_assembly.stores.sqlite.stored_embeddings import read_embeddings, rows_matrix
 from context_assembly.stores.sqlite.vector import SqliteVectorStore
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -65,7 +72,7 @@ def timed(read: Callable[[], object], runs: int) -> float:
     return statistics.median(seconds)
 
 
-def measure(root: Path, runs: int, baseline_rows: int) -> list[tuple[str, float, float]]:
+def measure(root: Path, runs: int, baseline_rows: int, documents: int) -> list[tuple[str, float, float]]:
     store = SqliteVectorStore.for_workspace(WorkspaceLayout(root))
     index = store.index
     dimension = int(index._db.read("SELECT dimension FROM vector_collections WHERE collection = ?",
@@ -86,6 +93,10 @@ def measure(root: Path, runs: int, baseline_rows: int) -> list[tuple[str, float,
     cases = {"matrix, row by row": (rows(total), rows(min(baseline_rows, total)), total / min(baseline_rows, total)),
              "matrix, in blocks": (blocks, blocks, 1.0),
              "keyword postings build": (build, build, 1.0)}
+    scratch = SqliteVectorStore.for_workspace(WorkspaceLayout(Path(tempfile.mkdtemp())), default_model=HASHING)
+    batch = [(f"d{n}", f"document {n} about schema migrations in the audit handler", {}) for n in range(documents)]
+    cases["upsert, a statement a row"] = (row_a_statement(scratch, batch), row_a_statement(scratch, batch[::10]), 10.0)
+    cases["upsert, many rows a statement"] = ((upsert := lambda: scratch.upsert_many("c", batch)), upsert, 1.0)
     out = []
     for name, (alone, beside, scale) in cases.items():
         quiet = timed(alone, runs)
@@ -93,7 +104,20 @@ def measure(root: Path, runs: int, baseline_rows: int) -> list[tuple[str, float,
             loaded = timed(beside, 1 if scale > 1 else runs) * scale
         out.append((name, quiet, loaded))
     index._db.close()
+    scratch.index._db.close()
     return out
+
+
+def row_a_statement(store: SqliteVectorStore, batch: list[tuple[str, str, dict[str, object]]]) -> Callable[[], object]:
+    """`store.upsert_many(batch)` with one row a statement (an IN list of one), as before."""
+    def upsert() -> object:
+        saved = many_rows.ROWS_PER_STATEMENT, many_rows.IN_LIST
+        many_rows.ROWS_PER_STATEMENT = many_rows.IN_LIST = 1
+        try:
+            return store.upsert_many("c", batch)
+        finally:
+            many_rows.ROWS_PER_STATEMENT, many_rows.IN_LIST = saved
+    return upsert
 
 
 def main() -> int:
@@ -102,11 +126,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--baseline-rows", type=int, default=5_000,
                     help="rows the row-by-row baseline reads beside the busy thread (scaled to the collection)")
+    ap.add_argument("--documents", type=int, default=2000, help="documents a timed upsert writes")
     args = ap.parse_args()
     root = workspace.full_size(args.out)
-    rows = measure(root, args.runs, args.baseline_rows)
-    print(f"bulk reads of the full-size bench workspace (median of {args.runs}; load {os.getloadavg()[0]:.2f})\n")
-    print("| read | alone s | beside a busy thread s | busy ÷ alone |\n| --- | ---: | ---: | ---: |")
+    rows = measure(root, args.runs, args.baseline_rows, args.documents)
+    print(f"bulk reads of the full-size bench workspace and writes of {args.documents} documents "
+          f"(median of {args.runs}; load {os.getloadavg()[0]:.2f})\n")
+    print("| what | alone s | beside a busy thread s | busy ÷ alone |\n| --- | ---: | ---: | ---: |")
     for name, quiet, loaded in rows:
         print(f"| {name} | {quiet:.3f} | {loaded:.3f} | {loaded / quiet:.1f}× |")
     return 0
