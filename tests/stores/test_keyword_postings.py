@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import random
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from context_assembly.stores.embedding import HASHING
 from context_assembly.stores.sqlite import postings_files, postings_keeper
+from context_assembly.stores.sqlite.postings import TOKENIZE, tokenize
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -424,3 +426,30 @@ def test_a_keeper_told_not_to_save_writes_nothing(tmp_path: Path) -> None:
     s.upsert_many("a", [(f"d{i}", f"plain text {i}", {}) for i in range(30)])
     agrees(s, "a", "plain text")
     assert not saved_file(tmp_path).parent.exists()
+
+
+TEXTS = st.lists(st.sampled_from(["abc", "XYZ", "0123", " ", ",", ".", "-", "_", "'", '"', "\t", "\n", "é", "ï", "ß",
+                                  "ø", "“", "”", "日本", "🎉", "İ", "ﬁ", "\u0301", "Ωμέγα", "naïve"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(TEXTS, max_size=12))
+def test_chunks_are_tokenized_as_fts5_tokenizes_them(texts: list[str]) -> None:
+    """The catch-up's tokens for each new chunk, ASCII or not, are the ones FTS5 itself indexes, in
+    order. Non-ASCII text goes through FTS5 in a scratch table: inserted in one statement and its
+    tokens read back in one (a step a row or a token would let a busy thread stall the search, see
+    stores.sqlite.many_rows)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(f"CREATE VIRTUAL TABLE ref USING fts5(text, tokenize='{TOKENIZE}')")
+    conn.execute("CREATE VIRTUAL TABLE ref_instances USING fts5vocab(ref, instance)")
+    rows = [(n + 1, text) for n, text in enumerate(texts)]
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    tokens = tokenize(conn, rows)
+    conn.set_trace_callback(None)
+    assert sum(sql.startswith("INSERT INTO temp.keyword_scratch") for sql in seen) <= 1
+    for doc, text in rows:
+        conn.execute("INSERT INTO ref(rowid, text) VALUES (?, ?)", (doc, text))
+        want = [t for t, in conn.execute("SELECT term FROM ref_instances WHERE doc = ? ORDER BY offset", (doc,))]
+        assert tokens[doc] == want, text

@@ -28,6 +28,8 @@ import numpy as np
 from attrs import define, field, frozen
 from numpy.typing import NDArray
 
+from .many_rows import insert_rows
+
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 TOKENIZE = "unicode61 remove_diacritics 2"
 FTS = "vector_chunks_fts"
@@ -103,14 +105,21 @@ def _tokenize_by_fts(conn: sqlite3.Connection, rows: list[tuple[int, str]]) -> d
     if savepoint:
         conn.execute("BEGIN")
     try:
+        # A few statements, not a step a row or a token (see stores.sqlite.many_rows); the three
+        # aggregates see the instances in one order, and no token holds U+001F.
         conn.execute("DELETE FROM temp.keyword_scratch")
-        conn.executemany("INSERT INTO temp.keyword_scratch(rowid, text) VALUES (?, ?)", rows)
-        for doc, term, offset in conn.execute("SELECT doc, term, offset FROM temp.keyword_scratch_instances"):
-            placed[doc].append((offset, term))
+        insert_rows(conn, "INSERT INTO temp.keyword_scratch(rowid, text)", rows)
+        docs, offsets, terms = conn.execute(
+            "SELECT group_concat(doc), group_concat(offset), group_concat(term, char(31)) "
+            "FROM temp.keyword_scratch_instances").fetchone()
         conn.execute("DELETE FROM temp.keyword_scratch")
     finally:
         if savepoint:
             conn.execute("COMMIT")
+    if terms is not None:
+        for doc, offset, term in zip(str(docs).split(","), str(offsets).split(","), str(terms).split("\x1f"),
+                                     strict=True):
+            placed[int(doc)].append((int(offset), term))
     return {doc: [term for _, term in sorted(tokens)] for doc, tokens in placed.items()}
 
 
