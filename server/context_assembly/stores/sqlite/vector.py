@@ -407,8 +407,8 @@ def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generat
     only grow), and when the counts then differ, the ids it holds that the table no longer does are
     dropped (`grow`: in place when only added). Another process's write then costs reading what it
     wrote, and when it deleted one copy of the matrix (~20 ms at 100k chunks), not reading the whole
-    matrix (~110 ms, 170 ms as rows). None when more than `CATCH_UP_MAX` chunks were added or `MANY_GONE` deleted
-    (reading it whole is as cheap), or the counts still differ."""
+    matrix (~110 ms; 170 ms as rows). None when more than `CATCH_UP_MAX` chunks were added or
+    `MANY_GONE` deleted (reading it whole is as cheap), or the counts still differ."""
     highest = int(index.ids[-1]) if len(index.ids) else 0
     new_ids, new_rows = read_embeddings(conn, collection, index.matrix.shape[1], after=highest, limit=CATCH_UP_MAX + 1)
     if len(new_ids) > CATCH_UP_MAX:
