@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.errors import StorageError
@@ -17,6 +17,7 @@ from context_assembly.stores.sqlite import stored_embeddings
 from context_assembly.stores.sqlite.stored_embeddings import (
     HIGHEST,
     LOWEST,
+    embeddings_of,
     read_embeddings,
     rows_matrix,
     stored_ids,
@@ -144,3 +145,22 @@ def test_a_few_statements_not_a_step_a_row(tmp_path: Path, rows: int, statements
     ids, _ = read_embeddings(conn, "docs", 256)
     assert len(ids) == rows
     assert sum("group_concat" in sql for sql in seen) == statements and len(seen) == statements + 2
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(rows={7: "a", 8: "b"}, wanted=[7] + list(range(100, 599)) + [7, 8], encoding="UTF-8")
+@given(rows=st.dictionaries(st.integers(-50, 1200), st.sampled_from(["a", "b"]), max_size=40),
+       wanted=st.lists(st.integers(-50, 1200), max_size=1200), encoding=st.sampled_from(["UTF-8", "UTF-16le"]))
+def test_embeddings_of_the_ids_asked_for(tmp_path_factory: pytest.TempPathFactory, rows: dict[int, str],
+                                         wanted: list[int], encoding: str) -> None:
+    """An ANN search's candidates re-scored: the chunks among the ids asked for (repeated, absent,
+    of another collection; over 500 of them: several statements) that collection `a` holds, each
+    with its own vector."""
+    conn = open_table(tmp_path_factory.mktemp("db"), encoding)
+    vectors = insert(conn, rows, 8)
+    ids, matrix = embeddings_of(conn, "a", wanted, 8)
+    expected = sorted({i for i in wanted if rows.get(i) == "a"})
+    assert sorted(ids.tolist()) == expected and len(ids) == len(expected)
+    assert matrix.shape == (len(ids), 8) and matrix.dtype == np.float32
+    for i, vector in zip(ids.tolist(), matrix, strict=True):
+        assert np.array_equal(vector, vectors[i])

@@ -12,6 +12,7 @@ vector whatever order that is; blocks follow one another by id (ids only grow).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from numpy.typing import NDArray
 
 from ...errors import StorageError
 from ..embedding import Matrix
+from .many_rows import in_lists
 
 BLOB = np.dtype("<f4")
 BLOCK_BYTES = 8 << 20  # per statement (the vectors; their ids as text add up to 20 bytes a row)
@@ -82,6 +84,29 @@ def read_embeddings(conn: sqlite3.Connection, collection: str, dimension: int, a
     if done < total:
         raise StorageError(f"collection {collection!r} changed while its embeddings were read")
     return ids, matrix
+
+
+def embeddings_of(conn: sqlite3.Connection, collection: str, wanted: Sequence[int],
+                  dimension: int) -> tuple[NDArray[np.int64], Matrix]:
+    """(ids, matrix) of the chunks among `wanted` that the collection holds, in no set order: a
+    statement per list of 500 ids (an ANN search re-scores its 100 candidates: 0.46 → 0.09 ms)."""
+    utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]) == "UTF-8"
+    parts = []
+    for marks, part in in_lists(list(dict.fromkeys(wanted))):  # (an id in two lists would come twice)
+        if not utf8:
+            parts.append(rows_matrix(conn.execute(f"SELECT id, embedding FROM vector_chunks WHERE id IN ({marks}) "
+                                                  "AND collection = ?", (*part, collection)).fetchall(), dimension))
+            continue
+        text_ids, blob = conn.execute(f"SELECT group_concat(id), CAST(group_concat(embedding, '') AS BLOB) "
+                                      f"FROM vector_chunks WHERE id IN ({marks}) AND collection = ?",
+                                      (*part, collection)).fetchone()
+        if text_ids is not None:
+            block = ids_of(text_ids)
+            parts.append((block, as_matrix(blob, len(block), dimension)))
+    if len(parts) == 1:
+        return parts[0]
+    return (np.concatenate([ids for ids, _ in parts] or [np.zeros(0, dtype=np.int64)]),
+            np.concatenate([matrix for _, matrix in parts] or [np.zeros((0, dimension), dtype=np.float32)]))
 
 
 def stored_ids(conn: sqlite3.Connection, collection: str, up_to: int = HIGHEST) -> NDArray[np.int64]:

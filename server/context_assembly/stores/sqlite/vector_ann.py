@@ -21,11 +21,12 @@ import numpy as np
 from attrs import frozen
 from numpy.typing import NDArray
 
+from ...errors import StorageError
 from ..embedding import Matrix
 from ..vector_index import Ranked
 from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
 from .database import Database
-from .stored_embeddings import read_embeddings, rows_matrix, stored_ids
+from .stored_embeddings import embeddings_of, read_embeddings, stored_ids
 
 log = logging.getLogger(__name__)
 
@@ -146,10 +147,10 @@ class AnnSearch:
         proposed = ann.candidates(q, max(CANDIDATES, 2 * limit))
         if not len(proposed):
             return []
-        marks = ",".join("?" * len(proposed))
-        rows = self._db.read(f"SELECT id, embedding FROM vector_chunks WHERE id IN ({marks}) AND collection = ?",
-                             (*proposed.tolist(), collection))
-        ids, matrix = rows_matrix(rows, ann.dimension)
+        try:
+            ids, matrix = embeddings_of(self._db.connection(), collection, proposed.tolist(), ann.dimension)
+        except sqlite3.Error as exc:
+            raise StorageError(f"database read failed: {exc}") from exc
         scores = cosine_scores(matrix, q)
         keep = scores >= min_score
         ids, scores = ids[keep], scores[keep]
