@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.stores.embedding import HASHING
@@ -453,3 +453,24 @@ def test_chunks_are_tokenized_as_fts5_tokenizes_them(texts: list[str]) -> None:
         conn.execute("INSERT INTO ref(rowid, text) VALUES (?, ?)", (doc, text))
         want = [t for t, in conn.execute("SELECT term FROM ref_instances WHERE doc = ? ORDER BY offset", (doc,))]
         assert tokens[doc] == want, text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(texts=[("a", "x\x1fy"), ("b.c", ""), ("a", "nul\x00after"), ("d-1", "🎉 café")], after=0, limit=9)
+@example(texts=[("a", "x\x1fy"), ("b.c", ""), ("d-1", "🎉 café")], after=1, limit=2)
+@given(texts=st.lists(st.tuples(st.sampled_from(["a", "b.c", "d-1"]),
+                                st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=20)),
+                      max_size=25),
+       after=st.integers(0, 30), limit=st.integers(1, 30))
+def test_the_chunks_a_catch_up_reads_are_the_tables(tmp_path_factory: pytest.TempPathFactory,
+                                                    texts: list[tuple[str, str]], after: int, limit: int) -> None:
+    """The chunks added since a snapshot, read in one statement (their texts concatenated and cut
+    by length): any text (NUL, U+001F, emoji, empty; a NUL sends it row by row), any collection."""
+    s = postings_store(tmp_path_factory.mktemp("db"))
+    conn = s.index._db.connection()
+    s.upsert("a", "seed", "seed", {})  # the tables, and the collection's settings
+    conn.executemany("INSERT INTO vector_chunks(collection, doc_uri, ord, text, embedding) VALUES (?, ?, 0, ?, x'')",
+                     [(collection, f"d{n}", text) for n, (collection, text) in enumerate(texts)])
+    want = [(int(i), str(c), str(t)) for i, c, t in conn.execute(
+        "SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
+    assert postings_keeper._chunks_after(conn, after, limit) == want
