@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from context_assembly.stores.embedding import HASHING
 from context_assembly.stores.sqlite import postings_files, postings_keeper
-from context_assembly.stores.sqlite.postings import TOKENIZE, tokenize
+from context_assembly.stores.sqlite.postings import TOKENIZE, chunk_rows, tokenize
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -464,8 +464,9 @@ def test_chunks_are_tokenized_as_fts5_tokenizes_them(texts: list[str]) -> None:
        after=st.integers(0, 30), limit=st.integers(1, 30))
 def test_the_chunks_a_catch_up_reads_are_the_tables(tmp_path_factory: pytest.TempPathFactory,
                                                     texts: list[tuple[str, str]], after: int, limit: int) -> None:
-    """The chunks added since a snapshot, read in one statement (their texts concatenated and cut
-    by length): any text (NUL, U+001F, emoji, empty; a NUL sends it row by row), any collection."""
+    """Chunks read in one statement (their texts concatenated and cut by length), those added
+    since a snapshot and those of a list of ids: any text (NUL, U+001F, emoji, empty; a NUL sends
+    them row by row), any collection."""
     s = postings_store(tmp_path_factory.mktemp("db"))
     conn = s.index._db.connection()
     s.upsert("a", "seed", "seed", {})  # the tables, and the collection's settings
@@ -473,4 +474,9 @@ def test_the_chunks_a_catch_up_reads_are_the_tables(tmp_path_factory: pytest.Tem
                      [(collection, f"d{n}", text) for n, (collection, text) in enumerate(texts)])
     want = [(int(i), str(c), str(t)) for i, c, t in conn.execute(
         "SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
-    assert postings_keeper._chunks_after(conn, after, limit) == want
+    assert chunk_rows(conn, "WHERE id > ? ORDER BY id LIMIT ?", (after, limit)) == want
+    picked = list(range(after, after + 2 * limit, 2))  # (the keyword leg's own reads: by id lists)
+    marks = ",".join("?" * len(picked))
+    assert chunk_rows(conn, f"WHERE id IN ({marks})", picked) == sorted(
+        (int(i), str(c), str(t)) for i, c, t in conn.execute(
+            f"SELECT id, collection, text FROM vector_chunks WHERE id IN ({marks})", picked))

@@ -36,12 +36,14 @@ from attrs import define, field
 
 from ..vector_index import Ranked
 from .database import Database
+from .many_rows import in_lists
 from .postings import (
     FTS,
     K1,
     STORE,
     B,
     Snapshot,
+    chunk_rows,
     fts_totals,
     idf,
     occurrences,
@@ -50,6 +52,7 @@ from .postings import (
     tokenize,
 )
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
+from .stored_embeddings import ids_of
 
 __all__ = ["KeywordSearch", "fts_query", "idf"]
 
@@ -174,8 +177,9 @@ class KeywordSearch:
             if (int(row[0]) if row else 0) != snapshot.generation:
                 return None  # written since the snapshot was taken: FTS5 answers this one
             for n, term in split.items():
-                found = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? LIMIT ?",
-                                                         (fts_query([term]), PHRASE_MAX + 1))]
+                text = conn.execute(f"SELECT group_concat(rowid) FROM (SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? "
+                                    "LIMIT ?)", (fts_query([term]), PHRASE_MAX + 1)).fetchone()[0]
+                found = sorted(ids_of(text or "").tolist())  # (one statement, not a step a chunk)
                 if len(found) > PHRASE_MAX:
                     return None
                 ids = np.asarray(found, dtype=np.int64)
@@ -248,8 +252,6 @@ class KeywordSearch:
 
     def _tokenize_lists(self, conn: sqlite3.Connection, ids: list[int]) -> dict[int, list[str]]:
         rows: list[tuple[int, str]] = []
-        for start in range(0, len(ids), 500):
-            batch = ids[start:start + 500]
-            rows += conn.execute(f"SELECT id, text FROM vector_chunks WHERE id IN ({','.join('?' * len(batch))})",
-                                 batch).fetchall()
+        for marks, batch in in_lists(ids):
+            rows += [(chunk_id, text) for chunk_id, _, text in chunk_rows(conn, f"WHERE id IN ({marks})", batch)]
         return tokenize(conn, rows)

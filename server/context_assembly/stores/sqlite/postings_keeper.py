@@ -32,6 +32,7 @@ from .postings import (
     STORE,
     Postings,
     Snapshot,
+    chunk_rows,
     fts_totals,
     indexed_ids,
     postings_of,
@@ -40,7 +41,7 @@ from .postings import (
     tokenize,
 )
 from .postings_files import FOLDER, PostingsFiles, save_quietly
-from .stored_embeddings import ids_of, stored_ids
+from .stored_embeddings import stored_ids
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ class PostingsKeeper:
         with read_transaction(conn):
             generation = store_generation(conn)
             rows, tokens = fts_totals(conn)
-            added = _chunks_after(conn, old.max_id, CATCH_UP_MAX + 1)
+            added = chunk_rows(conn, "WHERE id > ? ORDER BY id LIMIT ?", (old.max_id, CATCH_UP_MAX + 1))
             if len(added) > CATCH_UP_MAX or len(old.tail_rows) + len(added) > max(
                     CATCH_UP_MAX, TAIL_SHARE * (len(old.ids) - len(old.tail_rows))):
                 return None
@@ -240,33 +241,6 @@ def _spans(counts: list[int]) -> Iterator[tuple[int, int]]:
             start, held = n + 1, 0
     if start < len(counts):
         yield start, len(counts)
-
-
-_ADDED = ("SELECT group_concat(id), group_concat(collection, char(31)), group_concat(length(text)), "
-          "group_concat(text, '') FROM (SELECT id, collection, text FROM vector_chunks WHERE id > ? "
-          "ORDER BY id LIMIT ?)")
-
-
-def _chunks_after(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str, str]]:
-    """(id, collection, text) of the chunks above id `after`, the `limit` lowest, in id order, in
-    one statement, not a step a row (see stores.sqlite.many_rows): the texts concatenated and cut
-    by their lengths (a collection name holds no U+001F). A text holding NUL, where `length()`
-    stops, is read row by row instead."""
-    ids, names, lengths, texts = conn.execute(_ADDED, (after, limit)).fetchone()
-    if ids is None:
-        return []
-    sizes = [int(n) for n in str(lengths).split(",")]
-    joined, collections = str(texts or ""), str(names).split("\x1f")
-    if sum(sizes) != len(joined) or len(collections) != len(sizes):
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
-            "SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
-    out, at = [], 0
-    for chunk_id, collection, size in zip(ids_of(str(ids)).tolist(), collections, sizes, strict=True):
-        out.append((chunk_id, collection, joined[at:at + size]))
-        at += size
-    if any(out[n][0] >= out[n + 1][0] for n in range(len(out) - 1)):  # (an aggregate's order is SQLite's)
-        out.sort()
-    return out
 
 
 def _chunk_collections(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
