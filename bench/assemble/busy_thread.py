@@ -16,15 +16,21 @@ in the background. Timed, alone and beside a thread counting in a loop:
 - *upsert, a statement a row*: `--documents` short documents written into a scratch collection
   (feature hashing) by `upsert_many` with `stores.sqlite.many_rows` set to one row a statement,
   as the store wrote them before (a tenth of them beside the busy thread, scaled);
-- *upsert, many rows a statement*: the same, as the store writes them now.
+- *upsert, many rows a statement*: the same, as the store writes them now;
+- the search path's smaller reads, row by row (before) and in one statement (now): the texts of
+  the 2,000 newest chunks (a keyword catch-up after another process's writes,
+  `postings.chunk_rows`) and the embeddings of 100 random chunks (an ANN search re-scoring its
+  candidates, `stored_embeddings.embeddings_of`).
 
-Reported: the median seconds, and busy ÷ alone per row.
+Reported: the median milliseconds, and busy ÷ alone per row.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -37,7 +43,8 @@ from pathlib import Path
 import workspace  # the bench's generator, beside this file (the script's folder is on the path)
 from context_assembly.stores.embedding import HASHING
 from context_assembly.stores.sqlite import many_rows
-from context_assembly.stores.sqlite.stored_embeddings import read_embeddings, rows_matrix
+from context_assembly.stores.sqlite.postings import chunk_rows
+from context_assembly.stores.sqlite.stored_embeddings import embeddings_of, read_embeddings, rows_matrix
 from context_assembly.stores.sqlite.vector import SqliteVectorStore
 from context_assembly.workspace.layout import WorkspaceLayout
 
@@ -97,6 +104,7 @@ def measure(root: Path, runs: int, baseline_rows: int, documents: int) -> list[t
     batch = [(f"d{n}", f"document {n} about schema migrations in the audit handler", {}) for n in range(documents)]
     cases["upsert, a statement a row"] = (row_a_statement(scratch, batch), row_a_statement(scratch, batch[::10]), 10.0)
     cases["upsert, many rows a statement"] = ((upsert := lambda: scratch.upsert_many("c", batch)), upsert, 1.0)
+    cases.update(small_reads(conn, dimension))
     out = []
     for name, (alone, beside, scale) in cases.items():
         quiet = timed(alone, runs)
@@ -106,6 +114,35 @@ def measure(root: Path, runs: int, baseline_rows: int, documents: int) -> list[t
     index._db.close()
     scratch.index._db.close()
     return out
+
+
+def small_reads(conn: sqlite3.Connection, dimension: int) -> dict[str, tuple[Callable[[], object], ...]]:
+    """The search path's smaller reads, row by row as before and as now: the 2,000 newest chunks'
+    texts (a keyword catch-up after another process's writes) and 100 random chunks' embeddings
+    (an ANN search re-scoring its candidates)."""
+    highest = int(conn.execute("SELECT max(id) FROM vector_chunks").fetchone()[0])
+    after = (highest - 2000, 2001)
+    wanted = random.Random(7).sample(range(1, highest + 1), 100)
+    marks = ",".join("?" * len(wanted))
+
+    def texts_by_row() -> object:
+        return conn.execute("SELECT id, collection, text FROM vector_chunks WHERE id > ? ORDER BY id LIMIT ?",
+                            after).fetchall()
+
+    def candidates_by_row() -> object:
+        return rows_matrix(conn.execute(f"SELECT id, embedding FROM vector_chunks WHERE id IN ({marks}) "
+                                        "AND collection = ?", (*wanted, COLLECTION)).fetchall(), dimension)
+
+    def texts() -> object:
+        return chunk_rows(conn, "WHERE id > ? ORDER BY id LIMIT ?", after)
+
+    def candidates() -> object:
+        return embeddings_of(conn, COLLECTION, wanted, dimension)
+
+    return {"2,000 chunks' texts, row by row": (texts_by_row, texts_by_row, 1.0),
+            "2,000 chunks' texts, one statement": (texts, texts, 1.0),
+            "100 candidates' embeddings, row by row": (candidates_by_row, candidates_by_row, 1.0),
+            "100 candidates' embeddings, one statement": (candidates, candidates, 1.0)}
 
 
 def row_a_statement(store: SqliteVectorStore, batch: list[tuple[str, str, dict[str, object]]]) -> Callable[[], object]:
@@ -132,9 +169,9 @@ def main() -> int:
     rows = measure(root, args.runs, args.baseline_rows, args.documents)
     print(f"bulk reads of the full-size bench workspace and writes of {args.documents} documents "
           f"(median of {args.runs}; load {os.getloadavg()[0]:.2f})\n")
-    print("| what | alone s | beside a busy thread s | busy ÷ alone |\n| --- | ---: | ---: | ---: |")
+    print("| what | alone ms | beside a busy thread ms | busy ÷ alone |\n| --- | ---: | ---: | ---: |")
     for name, quiet, loaded in rows:
-        print(f"| {name} | {quiet:.3f} | {loaded:.3f} | {loaded / quiet:.1f}× |")
+        print(f"| {name} | {quiet * 1000:.2f} | {loaded * 1000:.2f} | {loaded / quiet:.1f}× |")
     return 0
 
 
