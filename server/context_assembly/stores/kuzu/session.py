@@ -15,9 +15,9 @@ else asks for it: a process waiting for the lock says so (`workspace_lock`), and
 the database `max_hold_s` in a row. Nobody waiting, it closes after `idle_hold_s` without work
 (an agent's next turn, seconds later, finds it open: reopening cost ~5 ms of a ~10 ms assembly),
 or when the process is exiting. An idle holder looks for a waiter every `poll_s`, so a waiter's
-turn comes within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a WAL for
-the next opener to replay; `hold_s=0` gives strict open → work → close for each batch of queued
-calls.
+turn comes within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a
+WAL for the next opener to replay; `hold_s=0` gives strict open → work → close for each batch of
+queued calls.
 
 All work of one `KuzuSessions` runs on an owner thread: the file lock is per thread and must be
 released by the thread that took it, and engine connections are then only ever used by one thread.

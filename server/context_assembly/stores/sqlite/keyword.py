@@ -36,7 +36,7 @@ from attrs import define, field
 
 from ..vector_index import Ranked
 from .database import Database
-from .many_rows import in_lists
+from .many_rows import ids_of, in_lists
 from .postings import (
     FTS,
     K1,
@@ -49,10 +49,10 @@ from .postings import (
     occurrences,
     query_tokens,
     read_transaction,
+    store_generation,
     tokenize,
 )
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
-from .stored_embeddings import ids_of
 
 __all__ = ["KeywordSearch", "fts_query", "idf"]
 
@@ -173,8 +173,7 @@ class KeywordSearch:
         conn = self._db.connection()
         out: dict[int, Phrase] = {}
         with read_transaction(conn):
-            row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
-            if (int(row[0]) if row else 0) != snapshot.generation:
+            if store_generation(conn) != snapshot.generation:
                 return None  # written since the snapshot was taken: FTS5 answers this one
             for n, term in split.items():
                 text = conn.execute(f"SELECT group_concat(rowid) FROM (SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? "

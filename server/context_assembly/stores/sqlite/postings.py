@@ -29,7 +29,7 @@ import numpy as np
 from attrs import define, field, frozen
 from numpy.typing import NDArray
 
-from .many_rows import insert_rows
+from .many_rows import ids_of, insert_rows
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 TOKENIZE = "unicode61 remove_diacritics 2"
@@ -276,13 +276,12 @@ class Snapshot:
 def indexed_ids(conn: sqlite3.Connection, max_id: int) -> Ints:
     """The chunk ids up to `max_id` that the FTS index holds (its small per-chunk size rows, read
     as one string: ~10 ms for 100k ids where fetching them as rows took 200)."""
-    text = conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0]
-    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    return ids_of(conn.execute(f"SELECT group_concat(id) FROM {FTS}_docsize WHERE id <= ?", (max_id,)).fetchone()[0])
 
 
-def store_generation(conn: sqlite3.Connection) -> int:
-    """The vector store's write generation (`generations` row `vector`)."""
-    row = conn.execute("SELECT value FROM generations WHERE store = ?", (STORE,)).fetchone()
+def store_generation(conn: sqlite3.Connection, store: str = STORE) -> int:
+    """A `generations` row's count of writes (by default the vector store's, any collection)."""
+    row = conn.execute("SELECT value FROM generations WHERE store = ?", (store,)).fetchone()
     return int(row[0]) if row else 0
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .database import Database
+from .many_rows import ids_of
 from .postings import (
     EMPTY,
     FTS,
@@ -271,6 +272,5 @@ def _vocabulary(conn: sqlite3.Connection) -> tuple[list[str], np.ndarray]:
 
 def _instances(conn: sqlite3.Connection, first: str, last: str) -> np.ndarray:
     """The chunk id of every occurrence of the words `first`..`last`, by word then chunk (FTS5's order)."""
-    text = conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
-                        (first, last)).fetchone()[0]
-    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    return ids_of(conn.execute(f"SELECT group_concat(doc) FROM temp.{INSTANCES} WHERE term >= ? AND term <= ?",
+                               (first, last)).fetchone()[0])

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ...errors import StorageError
 from ..embedding import Matrix
-from .many_rows import in_lists
+from .many_rows import ids_of, in_lists
 
 BLOB = np.dtype("<f4")
 BLOCK_BYTES = 8 << 20  # per statement (the vectors; their ids as text add up to 20 bytes a row)
@@ -116,7 +116,3 @@ def stored_ids(conn: sqlite3.Connection, collection: str, up_to: int = HIGHEST) 
     ids = ids_of(text or "")
     return ids if bool(np.all(ids[1:] > ids[:-1])) else np.sort(ids)  # (the index's order, as a rule)
 
-
-def ids_of(text: str) -> NDArray[np.int64]:
-    """The ids of a `group_concat(id)`, "1,2,3", parsed in C (as hex digits they took twice as long)."""
-    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)

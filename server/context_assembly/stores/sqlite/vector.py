@@ -43,13 +43,13 @@ from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
 from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
-from .many_rows import in_lists, insert_rows
+from .many_rows import ids_of, in_lists, insert_rows
+from .postings import store_generation as _generation
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
-from .stored_embeddings import ids_of, read_embeddings, stored_ids
+from .stored_embeddings import read_embeddings, stored_ids
 from .vector_ann import AnnSearch, cosine_scores
 from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
-from .vector_ann import store_generation as _generation
 
 __all__ = ["SqliteVectorIndex", "SqliteVectorStore", "cosine_scores", "fts_query"]
 

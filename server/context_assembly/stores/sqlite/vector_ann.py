@@ -26,6 +26,7 @@ from ..embedding import Matrix
 from ..vector_index import Ranked
 from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
 from .database import Database
+from .postings import store_generation
 from .stored_embeddings import embeddings_of, read_embeddings, stored_ids
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,6 @@ def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
 def collection_store(collection: str) -> str:
     """The `generations` row counting writes to one collection."""
     return f"vector:{collection}"
-
-
-def store_generation(conn: sqlite3.Connection, store: str) -> int:
-    row = conn.execute("SELECT value FROM generations WHERE store = ?", (store,)).fetchone()
-    return int(row[0]) if row else 0
 
 
 @frozen
