@@ -78,7 +78,8 @@ def test_ann_agrees_with_exact_search_on_small_sets(n: int, deletes: int, k: int
         for doc in rng.choice(n, min(deletes, n), replace=False):
             index.delete("c", f"d{doc}")
         index.upsert("c", MODEL, DIM, docs(unit(rng, 5), start=n))
-        assert index.ann.current("c") is not None
+        ann = index.ann.current("c")
+        assert ann is not None and ann.viewed  # the writes since the save lie beside the view
         agree(index, open_index(root, NEVER), unit(rng, 5), k)
 
 
@@ -115,6 +116,148 @@ def test_the_index_persists_and_catches_up_with_other_writers(tmp_path: Path) ->
         agree(reader, exact, unit(rng, 10))
         ann = reader.ann.current("c")
         assert ann is not None and len(ann) == 449
+
+
+def mapped_files() -> set[str]:
+    """The files this process has memory-mapped (Linux: /proc/self/maps)."""
+    return {line.split(maxsplit=5)[5].strip() for line in Path("/proc/self/maps").read_text().splitlines()
+            if len(line.split(maxsplit=5)) == 6}
+
+
+def test_a_loaded_index_is_a_shared_view_and_writes_go_beside_it(tmp_path: Path) -> None:
+    rng = np.random.default_rng(21)
+    vectors = unit(rng, 800)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    assert index.build_ann("c")
+    [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    saved = data.read_bytes()
+    reader = open_index(tmp_path)  # another process
+    for current in (index, reader):  # the builder too lets go of the graph it built for the view
+        ann = current.ann.current("c")
+        assert ann is not None and ann.viewed and ann.file == data.name
+    assert str(data) in mapped_files()  # mapped, so every process shares its pages
+    # the nearest neighbours of a query deleted: the view must not run short of live candidates
+    q = vectors[0]
+    nearest = [i for i, _ in open_index(tmp_path, NEVER).nearest("c", q, 60, -1.0)]
+    for chunk in nearest:
+        reader.delete("c", f"d{chunk - 1}")  # chunk id = doc + 1
+    reader.upsert("c", MODEL, DIM, docs(unit(rng, 30), start=800))
+    for current in (reader, index):  # its own writes, and another process's caught up
+        ann = current.ann.current("c")
+        assert ann is not None and ann.viewed and len(ann) == 800 - 60 + 30
+        assert len(ann.hidden) == 60 and ann.delta is not None and len(ann.delta) == 30
+        assert not set(nearest) & {i for i, _ in current.nearest("c", q, 10, -1.0)}
+        agree(current, open_index(tmp_path, NEVER), np.vstack([q[None, :], unit(rng, 6)]))
+    assert data.read_bytes() == saved  # a view is never written
+
+
+def test_changes_past_a_share_fold_into_a_new_file_every_process_views(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+    rng = np.random.default_rng(22)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 1000)))
+    assert index.build_ann("c")
+    other = open_index(tmp_path)
+    first = other.ann.current("c")
+    assert first is not None and first.viewed
+    for doc in range(25):
+        other.delete("c", f"d{doc}")
+    other.upsert("c", MODEL, DIM, docs(unit(rng, 25), start=1000))  # 50 changes: past SAVE_MIN
+    other.ann.wait()  # the fold runs in the background, in a process of its own
+    files = [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    assert len(files) == 1 and files[0] != first.file  # the older file tidied away
+    exact = open_index(tmp_path, NEVER)
+    for reader in (other, index, open_index(tmp_path)):
+        ann = reader.ann.current("c")
+        assert ann is not None and ann.viewed and ann.file == files[0]
+        assert len(ann) == 1000 and not ann.hidden and ann.delta is None  # all in the new file
+        agree(reader, exact, unit(rng, 6))
+    assert not list((tmp_path / "db" / "vector-ann").glob(".fold-*"))  # the hand-over file is gone
+
+
+def test_a_process_behind_a_newer_file_views_it_instead_of_folding(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+    rng = np.random.default_rng(23)
+    writer, behind = open_index(tmp_path), open_index(tmp_path)
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 500)))
+    assert writer.build_ann("c")
+    old = behind.ann.current("c")
+    assert old is not None
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 60), start=500))
+    writer.ann.wait()
+    [newer] = [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    assert newer != old.file
+    # `behind` catches the same 60 chunks up from the table: past SAVE_MIN, but a newer file exists
+    ann = behind.ann.current("c")
+    behind.ann.wait()
+    assert [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"] == [newer]  # no second fold
+    ann = behind.ann.current("c")
+    assert ann is not None and ann.file == newer and len(ann) == 560
+    agree(behind, open_index(tmp_path, NEVER), unit(rng, 5))
+
+
+HOLD_FOLD_LOCK = textwrap.dedent("""
+    import sys
+    from filelock import FileLock
+    with FileLock(sys.argv[1]):
+        print("held", flush=True)
+        sys.stdin.readline()
+""")
+
+
+def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+    rng = np.random.default_rng(25)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 400)))
+    assert index.build_ann("c")
+    viewed = index.ann.current("c")
+    assert viewed is not None
+    lock = tmp_path / "db" / "vector-ann" / ".c.fold-lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 50), start=400))  # past SAVE_MIN: a fold is due
+        index.ann.wait()
+        assert index.ann.current("c") is viewed  # not folded, not let go: the other's file comes next
+        assert [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"] == [viewed.file]
+        agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 1), start=450))  # the next write folds
+    index.ann.wait()
+    ann = index.ann.current("c")
+    assert ann is not None and ann.file != viewed.file and len(ann) == 451 and ann.delta is None
+
+
+def test_a_fold_of_a_file_gone_meanwhile_saves_nothing(tmp_path: Path) -> None:
+    from context_assembly.stores.sqlite.ann_fold import fold
+
+    rng = np.random.default_rng(24)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 200)))
+    assert index.build_ann("c")
+    ann = index.ann.current("c")
+    assert ann is not None and ann.file is not None
+    (tmp_path / "db" / "vector-ann" / ann.file).unlink()  # as a newer save tidies it away
+    none = np.empty(0, dtype=np.int64)
+    assert fold(index.ann._files, "c", ann, ann.generation, ann.max_id, none, none,
+                np.empty((0, DIM), dtype=np.float32))
+    assert [p.name for p in ann_files(tmp_path) if not p.name.startswith(".")] == ["c.json"]
+    agree(index, open_index(tmp_path, NEVER), unit(rng, 5))  # the mapping still reads the unlinked file
 
 
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
@@ -213,11 +356,11 @@ SAVER = textwrap.dedent("""
     rng = np.random.default_rng(9)
     n = 10_000
     print("ready", flush=True)
-    while True:  # writes and saves until killed
+    while True:  # writes and folds until killed
         v = rng.standard_normal((1, 16)).astype(np.float32)
         v /= np.linalg.norm(v)
         index.upsert("c", "test-16", 16, [IndexedDoc(f"d{n}", "t", "{}", ("t",), v)])
-        index.ann._save("c", index.ann.current("c"), force=True)
+        index.ann._save("c", index.ann.current("c"), force=True, background=False)
         n += 1
 """)
 
@@ -227,12 +370,13 @@ def test_a_crash_mid_save_leaves_a_usable_index(tmp_path: Path) -> None:
     index = open_index(tmp_path)
     index.upsert("c", MODEL, DIM, docs(unit(rng, 20_000)))
     assert index.build_ann("c")
-    proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(1.5)  # several saves of a 20k-vector index: the kill lands mid-save or between two
+        time.sleep(3)  # several folds of a 20k-vector index: the kill lands mid-save or between two
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # the writer and the fold process it waits on
         proc.wait()
     reader = open_index(tmp_path)
     queries = unit(rng, 5)

@@ -12,10 +12,17 @@ and records the database's token for the collection (`vector_ann` table: a recre
 has none, so a stale file is never trusted), the collection generation and the highest chunk id it
 reflects. Saving writes a new uniquely named index file, flushes it, then atomically replaces the
 JSON, so a crash mid-save leaves the previous pair intact; a file that cannot be read is rebuilt.
+
+A file, once written, is never changed, so processes load it as a read-only memory-mapped view
+(`Ann`): the pages are shared by every process of the database (a swarm's sidecars on one machine
+hold one copy, not one each) and a view loads in ~0.1 s where a copy took ~0.6 s at 1M chunks.
+The changes since the file was saved lie beside the view until they are a share of it; then
+`ann_fold` writes a new file with them folded in and every process moves on to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -69,7 +76,14 @@ def say_missing(collection: str, chunks: int) -> None:
 
 @define
 class Ann:
-    """One collection's HNSW graph and the table state it reflects."""
+    """One collection's HNSW graph and the table state it reflects.
+
+    `index` is this process's own graph (built here: writable) or, once saved, a read-only view
+    of the saved file: memory-mapped, so every process of the database shares its pages and a new
+    one loads it in a fraction of the time a copy takes. A view is never changed (usearch crashes
+    when asked to): the chunks added since it was saved go into `delta`, a small graph of their
+    own, and the ones deleted from it into `hidden`, filtered from its candidates. `unsaved`
+    counts both; past a share of the index a new file folds them in (`AnnSearch._save`)."""
 
     index: Any
     model: str
@@ -77,41 +91,84 @@ class Ann:
     token: str
     generation: int
     max_id: int
+    file: str | None = None  # the saved file `index` views; None: `index` is this process's own
+    delta: Any = None
+    hidden: set[int] = field(factory=set)
     unsaved: int = 0
     lock: threading.RLock = field(factory=threading.RLock)
 
+    @property
+    def viewed(self) -> bool:
+        return self.file is not None
+
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.index) - len(self.hidden) + (len(self.delta) if self.delta is not None else 0)
 
     def add(self, ids: Ids, vectors: Matrix, threads: int = 1) -> None:
         if len(ids):
             with self.lock:
-                self.index.add(ids.astype(np.uint64), vectors, threads=threads)
+                if self.viewed and self.delta is None:
+                    self.delta = _graph(self.dimension)
+                (self.delta if self.viewed else self.index).add(ids.astype(np.uint64), vectors, threads=threads)
                 self.max_id = max(self.max_id, int(ids.max()))
                 self.unsaved += len(ids)
 
     def remove(self, ids: Ids) -> None:
         if len(ids):
             with self.lock:
-                self.index.remove(ids.astype(np.uint64))
+                keys = ids.astype(np.uint64)
+                if not self.viewed:
+                    self.index.remove(keys)
+                else:
+                    if self.delta is not None:
+                        self.delta.remove(keys)
+                    self.hidden.update(int(key) for key in keys[self.index.contains(keys)])
                 self.unsaved += len(ids)
 
     def keys(self) -> Ids:
         with self.lock:
-            return np.asarray(self.index.keys, dtype=np.int64)
+            keys = np.asarray(self.index.keys, dtype=np.int64)
+            if self.hidden:
+                keys = keys[~np.isin(keys, np.fromiter(self.hidden, dtype=np.int64, count=len(self.hidden)))]
+            if self.delta is not None:
+                keys = np.concatenate([keys, np.asarray(self.delta.keys, dtype=np.int64)])
+            return keys
 
     def candidates(self, query: Matrix, count: int) -> Ids:
+        """The `count` nearest the graph proposes (of the view and its delta, none hidden)."""
         with self.lock:
-            self.index.expansion_search = max(EXPANSION_SEARCH, count)
-            return np.asarray(self.index.search(query, count, threads=1).keys, dtype=np.int64)
+            asked = count + min(len(self.hidden), count)  # room for hidden ones among the nearest
+            self.index.expansion_search = max(EXPANSION_SEARCH, asked)
+            found = self.index.search(query, asked, threads=1)
+            keys, distances = np.asarray(found.keys, dtype=np.int64), np.asarray(found.distances)
+            if self.hidden:
+                shown = np.fromiter((int(key) not in self.hidden for key in keys), dtype=bool, count=len(keys))
+                keys, distances = keys[shown], distances[shown]
+            if self.delta is not None and len(self.delta):
+                self.delta.expansion_search = max(EXPANSION_SEARCH, count)
+                near = self.delta.search(query, count, threads=1)
+                keys = np.concatenate([keys, np.asarray(near.keys, dtype=np.int64)])
+                distances = np.concatenate([distances, np.asarray(near.distances)])
+                keys = keys[np.argsort(distances, kind="stable")]
+            return keys[:count]
+
+    def changes(self) -> tuple[Ids, Ids]:
+        """A view's changes as they stand: the ids hidden from it and the ids in its delta."""
+        with self.lock:
+            hidden = np.fromiter(self.hidden, dtype=np.int64, count=len(self.hidden))
+            added = np.asarray(self.delta.keys, dtype=np.int64) if self.delta is not None else np.empty(0, np.int64)
+            return hidden, added
+
+
+def _graph(dimension: int) -> Any:
+    module = usearch_index()
+    assert module is not None
+    return module.Index(ndim=dimension, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
+                        expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
 
 
 def new_ann(model: str, dimension: int, token: str, generation: int) -> Ann:
-    module = usearch_index()
-    assert module is not None
-    index = module.Index(ndim=dimension, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
-                         expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
-    return Ann(index, model, dimension, token, generation, 0)
+    return Ann(_graph(dimension), model, dimension, token, generation, 0)
 
 
 class AnnFiles:
@@ -140,18 +197,45 @@ class AnnFiles:
             meta = orjson.loads(meta_path.read_bytes())
             if meta.get("format") != FORMAT or meta.get("token") != token:
                 return None
-            index = module.Index.restore(str(self.folder / meta["file"]))
+            # a view: files are written once under a new name and never changed, so a mapping
+            # stays valid (on POSIX even after a newer save unlinks the file)
+            index = module.Index.restore(str(self.folder / meta["file"]), view=True)
             if index is None or index.ndim != meta["dimension"] or len(index) != meta["count"]:
                 raise ValueError("the index file does not match its description")
             index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
             return Ann(index, meta["model"], int(meta["dimension"]), token, int(meta["generation"]),
-                       int(meta["max_id"]))
+                       int(meta["max_id"]), file=str(meta["file"]))
         except (OSError, ValueError, RuntimeError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
             log.warning("the ANN index of collection %r cannot be used (%s): it is rebuilt", collection, exc)
             return None
 
+    def copy_of(self, file: str, count: int) -> Any | None:
+        """A graph of its own (changeable) read from the saved `file` of `count` vectors; None when
+        that file is gone (a newer save tidied it away) or does not hold what was viewed."""
+        module = usearch_index()
+        if module is None:
+            return None
+        try:
+            graph = module.Index.restore(str(self.folder / file))
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.info("the ANN index file %s cannot be read again (%s)", file, exc)
+            return None
+        if graph is None or len(graph) != count:
+            return None
+        graph.expansion_add, graph.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
+        return graph
+
+    def saved_file(self, collection: str) -> str | None:
+        """The name of the index file the collection's JSON names now (None: none, or unreadable)."""
+        try:
+            return str(orjson.loads(self._meta_path(collection).read_bytes())["file"])
+        except (OSError, KeyError, TypeError, orjson.JSONDecodeError):
+            return None
+
     def save(self, collection: str, ann: Ann) -> None:
-        """Write the index under a new name, then point the JSON at it (atomic replace), then tidy."""
+        """Write `ann`'s own graph under a new name, then point the JSON at it (atomic replace), then
+        tidy. A process still viewing an older file keeps reading it (unlinked files stay mapped)."""
+        assert not ann.viewed, "a view is saved by folding its changes into a copy (AnnSearch._fold)"
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"{collection}~{uuid.uuid4().hex[:12]}.usearch"  # "~" is never in a collection name
         path = self.folder / name
@@ -169,7 +253,8 @@ class AnnFiles:
         _fsync(self.folder)
         for old in self.folder.glob(f"{collection}~*.usearch"):
             if old.name != name:
-                old.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # where a mapped file cannot go yet, the next save tidies it
+                    old.unlink(missing_ok=True)
 
     def discard(self, collection: str) -> None:
         self._meta_path(collection).unlink(missing_ok=True)

@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 import numpy as np
 from attrs import frozen
@@ -25,6 +26,7 @@ from ...errors import StorageError
 from ..embedding import Matrix
 from ..vector_index import Ranked
 from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
+from .ann_fold import fold
 from .database import Database
 from .postings import store_generation
 from .stored_embeddings import embeddings_of, read_embeddings, stored_ids
@@ -75,7 +77,7 @@ class AnnSearch:
         self._files = AnnFiles(db.path.parent / "vector-ann")
         self._lock = threading.RLock()
         self._unusable: dict[str, float] = {}  # collection -> mtime of a saved index that failed to load
-        self._builds: dict[str, threading.Thread] = {}
+        self._background: dict[str, threading.Thread] = {}  # collection -> its build or fold, one at a time
 
     def current(self, collection: str) -> Ann | None:
         """The collection's ANN index brought up to the current generation; None when it has none."""
@@ -86,11 +88,13 @@ class AnnSearch:
             return ann
         with self._lock:
             ann = self._anns.get(collection)
+            if ann is not None and self._files.saved_file(collection) != ann.file:
+                ann = self._load(collection) or ann  # another process saved since: catch up from its file
             if ann is None:
                 ann = self._load(collection)
                 if ann is None:
                     return None
-                self._anns[collection] = ann
+            self._anns[collection] = ann
             if ann.generation != self._db.generation(collection_store(collection)) and not self._catch_up(
                     collection, ann):
                 self._anns.pop(collection, None)
@@ -165,50 +169,82 @@ class AnnSearch:
             ann.generation = before + 1
             self._save(collection, ann)
 
-    def _save(self, collection: str, ann: Ann, force: bool = False) -> None:
-        if force or ann.unsaved >= max(SAVE_MIN, SAVE_SHARE * len(ann)):
-            try:
-                self._files.save(collection, ann)
-            except OSError as exc:  # the table stays the truth: a later save or a rebuild catches up
-                log.warning("cannot save the ANN index of collection %r: %s", collection, exc)
+    def _save(self, collection: str, ann: Ann, force: bool = False, background: bool = True) -> None:
+        """Save `ann` once enough of it changed: this process's own graph as it is, a view by folding
+        its changes into a copy of the graph it views (in the background by default)."""
+        if not (force or ann.unsaved >= max(SAVE_MIN, SAVE_SHARE * len(ann))):
+            return
+        if ann.viewed:
+            self._start(collection, self._fold, ann, background)
+            return
+        try:
+            self._files.save(collection, ann)
+        except OSError as exc:  # the table stays the truth: a later save or a rebuild catches up
+            log.warning("cannot save the ANN index of collection %r: %s", collection, exc)
+
+    def _fold(self, collection: str, ann: Ann) -> None:
+        """Save the file `ann` views with its changes folded in (`ann_fold`, in a process of its
+        own), then let go of `ann`: the next search views the newest file and catches up from it.
+        When another process saved a newer file meanwhile, only the letting go is left to do."""
+        if self._files.saved_file(collection) == ann.file:
+            with self._lock:  # the changes exactly as of `ann.generation`
+                generation, max_id = ann.generation, ann.max_id
+                hidden, added = ann.changes()
+            with self._snapshot() as conn:  # a chunk deleted since is absent: the catch-up agrees
+                ids, matrix = embeddings_of(conn, collection, added.tolist(), ann.dimension)
+            if not fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix):
+                return  # another process is folding: the next search after its save views its file
+        with self._lock:
+            if self._anns.get(collection) is ann:
+                del self._anns[collection]
 
     def start_build(self, collection: str, index: MatrixIndex, background: bool = True) -> None:
         """Build the collection's ANN index from its loaded matrix (once; in a thread by default)."""
         if usearch_index() is None:
             say_missing(collection, len(index.ids))
             return
+        self._start(collection, self._build, index, background)
+
+    def _start(self, collection: str, work: Callable[[str, Any], None], subject: Any, background: bool) -> None:
+        """Run `work(collection, subject)` unless the collection's build or fold is already running."""
         with self._lock:
-            if collection in self._builds:
+            if collection in self._background:
                 return
-            thread = threading.Thread(target=self._build, args=(collection, index), daemon=True,
-                                      name=f"ann-build-{collection}")
-            self._builds[collection] = thread
+            thread = threading.Thread(target=self._run, args=(collection, work, subject), daemon=True,
+                                      name=f"ann-{work.__name__.strip('_')}-{collection}")
+            self._background[collection] = thread
         if background:
             thread.start()
         else:
             thread.run()
 
-    def _build(self, collection: str, index: MatrixIndex) -> None:
+    def _run(self, collection: str, work: Callable[[str, Any], None], subject: Any) -> None:
         try:
-            with self._write() as conn:
-                conn.execute("INSERT OR IGNORE INTO vector_ann(collection, token) VALUES (?, ?)",
-                             (collection, uuid.uuid4().hex))
-                token = str(conn.execute("SELECT token FROM vector_ann WHERE collection = ?",
-                                         (collection,)).fetchone()[0])
-            ann = new_ann(index.model, index.matrix.shape[1], token, index.generation)
-            ann.add(index.ids, index.matrix, threads=0)
-            self._save(collection, ann, force=True)
-            with self._lock:
-                current = self._anns.get(collection)
-                if current is None or current.generation <= ann.generation:
-                    self._anns[collection] = ann
-                self._unusable.pop(collection, None)
-            self._on_built(collection)  # searches go to the ANN index now: the matrix can go
-        except Exception:  # a failed build leaves exact search working; the next large search retries
-            log.exception("building the ANN index of collection %r failed", collection)
+            work(collection, subject)
+        except Exception:  # exact search (or the last saved index) keeps working; a later search retries
+            log.exception("the ANN index of collection %r: %s failed", collection, work.__name__.strip("_"))
         finally:
             with self._lock:
-                self._builds.pop(collection, None)
+                self._background.pop(collection, None)
+
+    def _build(self, collection: str, index: MatrixIndex) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO vector_ann(collection, token) VALUES (?, ?)",
+                         (collection, uuid.uuid4().hex))
+            token = str(conn.execute("SELECT token FROM vector_ann WHERE collection = ?",
+                                     (collection,)).fetchone()[0])
+        ann = new_ann(index.model, index.matrix.shape[1], token, index.generation)
+        ann.add(index.ids, index.matrix, threads=0)
+        self._save(collection, ann, force=True)
+        with self._lock:
+            self._unusable.pop(collection, None)
+            saved = self._load(collection)  # the file just saved as a view: its pages shared, the graph built let go
+            if saved is not None and (saved.generation, len(saved)) == (ann.generation, len(ann)):
+                ann = saved
+            current = self._anns.get(collection)
+            if current is None or current.generation <= ann.generation:
+                self._anns[collection] = ann
+        self._on_built(collection)  # searches go to the ANN index now: the matrix can go
 
     def build_now(self, collection: str, index: MatrixIndex) -> bool:
         self.start_build(collection, index, background=False)
@@ -216,6 +252,6 @@ class AnnSearch:
 
     def wait(self, timeout: float | None = None) -> None:
         with self._lock:
-            threads = list(self._builds.values())
+            threads = list(self._background.values())
         for thread in threads:
             thread.join(timeout)
