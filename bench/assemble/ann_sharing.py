@@ -3,6 +3,7 @@ saved file viewed (memory-mapped, as the store loads it now) against a copy per 
 loaded it before), in the same run.
 
     python bench/assemble/ann_sharing.py [--processes 4] [--chunks 1000000] [--queries 200] [--rounds 2]
+                                         [--no-fold]
 
 The collection and its index are `search_scale.py`'s (generated and built once, then reused).
 Each round starts `--processes` processes per way, all at once, as a swarm's sidecars would be.
@@ -16,6 +17,13 @@ file. The ways take turns (copy first in round one), so both find the file in th
 Reported per way: load ms and search p50 (medians over the processes and rounds), and per
 process RSS, PSS and private memory (MiB); the ratio copy ÷ view of the PSS summed over the
 processes (the memory the machine gives them) and of the load time.
+
+Then the fold, on a scratch copy of the database and its index: as many one-chunk documents
+written by one process as make a fold due (1M chunks: ~20,400, 2% of the index), timed from the write
+that makes it due until the process views the new file, with the longest wait a thread sleeping
+1 ms at a time saw meanwhile (what a sidecar's event loop would wait); against, in the same run,
+what the store did before: the same chunks added to a graph of its own and the graph saved in
+the request's thread (usearch holds the GIL while it writes a graph).
 """
 
 from __future__ import annotations
@@ -23,9 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +107,86 @@ def run_way(way: str, db_path: Path, processes: int, queries: int) -> list[dict[
     return reports
 
 
+@contextmanager
+def sleeper() -> Iterator[Callable[[], float]]:
+    """A thread sleeping 1 ms at a time; yields a function giving the longest wait it saw (ms) since
+    the last call."""
+    longest, stop = [0.0], threading.Event()
+
+    def run() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            time.sleep(0.001)
+            now = time.perf_counter()
+            longest[0], last = max(longest[0], now - last), now
+
+    def take() -> float:
+        value, longest[0] = longest[0], 0.0
+        return value * 1000
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield take
+    finally:
+        stop.set()
+        thread.join()
+
+
+def fold_rows(folder: Path, scratch: Path) -> list[str]:
+    """The fold (now) and a graph of its own saved in the request's thread (before); see above."""
+    import numpy as np
+    import search_scale
+    import usearch.index
+
+    from context_assembly.stores.sqlite import vector_ann
+    from context_assembly.stores.vector_index import IndexedDoc
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(folder, scratch)
+    index = search_scale.open_store(scratch).index
+    ann = index.ann.current(search_scale.COLLECTION)
+    assert ann is not None and ann.viewed and ann.file is not None
+    claimed = index.claimed_model(search_scale.COLLECTION)
+    assert claimed is not None
+    model, dimension = claimed
+    share, count = vector_ann.SAVE_SHARE, len(ann)
+    changes = max(vector_ann.SAVE_MIN, int(share * count / (1 - share)) + 1)  # unsaved >= share x (count + unsaved)
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((changes, dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    docs = [IndexedDoc(f"fold-{i}", "t", "{}", ("t",), vectors[i:i + 1]) for i in range(changes)]
+    with sleeper() as longest:
+        index.upsert(search_scale.COLLECTION, model, dimension, docs[:-1])
+        longest()
+        t = time.perf_counter()
+        index.upsert(search_scale.COLLECTION, model, dimension, docs[-1:])  # the write making the fold due
+        index.ann.wait()
+        folded = index.ann.current(search_scale.COLLECTION)
+        now_s, now_gap = time.perf_counter() - t, longest()
+        assert folded is not None and folded.file != ann.file and folded.delta is None, "no fold happened"
+        # before: a graph of its own, holding the same chunks, saved where the write was made
+        graph = usearch.index.Index.restore(str(scratch / "vector-ann" / str(folded.file)))
+        longest()
+        t = time.perf_counter()
+        graph.save(str(scratch / "vector-ann" / "before.usearch"))
+        before_s, before_gap = time.perf_counter() - t, longest()
+    index._db.close()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return [f"\n{changes:,} chunks written by one process into the index of {count:,} (a fold due):\n",
+            "| way | from the write making it due to the new file, s | longest wait of a 1 ms sleeper, ms |",
+            "| --- | ---: | ---: |",
+            f"| saved in the request's thread (before) | {before_s:.2f} | {before_gap:.0f} |",
+            f"| folded by a child process (now) | {now_s:.2f} | {now_gap:.0f} |"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-fold", action="store_true", help="without the fold rows")
     ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble" / "search")
     args = ap.parse_args()
     import search_scale
@@ -135,6 +222,8 @@ def main() -> int:
     pss = statistics.median(totals["copy"]) / statistics.median(totals["view"])
     faster = med("copy", "load_ms") / med("view", "load_ms")
     print(f"\ncopy ÷ view: PSS of all processes {pss:.2f}×, load {faster:.2f}×")
+    if not args.no_fold:
+        print("\n".join(fold_rows(folder, args.out / "fold-scratch")))
     return 0
 
 
