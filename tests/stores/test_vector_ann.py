@@ -243,6 +243,32 @@ def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path,
     assert ann is not None and ann.file != viewed.file and len(ann) == 451 and ann.delta is None
 
 
+def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import resource
+
+    caplog.set_level("WARNING")
+    rng = np.random.default_rng(26)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 3000)))
+    assert index.build_ann("c")
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=3000))
+    ann = index.ann.current("c")
+    assert ann is not None and ann.unsaved == 20
+    [before] = [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, hard))  # the fold process cannot write the index file
+    try:
+        index.ann._save("c", ann, force=True, background=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "cannot fold the changes of collection 'c'" in caplog.text
+    assert index.ann.current("c") is ann and ann.unsaved == 0  # tried again after as many changes more
+    assert [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"] == [before]
+    assert not list((tmp_path / "db" / "vector-ann").glob("c~*.usearch.*")) and not list(
+        (tmp_path / "db" / "vector-ann").glob(".fold-*"))
+    agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
+
+
 def test_a_fold_of_a_file_gone_meanwhile_saves_nothing(tmp_path: Path) -> None:
     from context_assembly.stores.sqlite.ann_fold import fold
 

@@ -239,13 +239,17 @@ class AnnFiles:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"{collection}~{uuid.uuid4().hex[:12]}.usearch"  # "~" is never in a collection name
         path = self.folder / name
-        with ann.lock:
-            ann.index.save(str(path))
-            meta = {"format": FORMAT, "file": name, "token": ann.token, "model": ann.model,
-                    "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,
-                    "count": len(ann.index)}
-            ann.unsaved = 0
-        _fsync(path)
+        try:
+            with ann.lock:
+                ann.index.save(str(path))
+                meta = {"format": FORMAT, "file": name, "token": ann.token, "model": ann.model,
+                        "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,
+                        "count": len(ann.index)}
+                ann.unsaved = 0
+            _fsync(path)
+        except BaseException:
+            path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
+            raise
         tmp = self.folder / f".{name}.json.tmp"
         tmp.write_bytes(orjson.dumps(meta))
         _fsync(tmp)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable
@@ -179,7 +180,7 @@ class AnnSearch:
             return
         try:
             self._files.save(collection, ann)
-        except OSError as exc:  # the table stays the truth: a later save or a rebuild catches up
+        except (OSError, RuntimeError) as exc:  # the table stays the truth: a later save or a rebuild catches up
             log.warning("cannot save the ANN index of collection %r: %s", collection, exc)
 
     def _fold(self, collection: str, ann: Ann) -> None:
@@ -192,8 +193,13 @@ class AnnSearch:
                 hidden, added = ann.changes()
             with self._snapshot() as conn:  # a chunk deleted since is absent: the catch-up agrees
                 ids, matrix = embeddings_of(conn, collection, added.tolist(), ann.dimension)
-            if not fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix):
-                return  # another process is folding: the next search after its save views its file
+            try:
+                if not fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix):
+                    return  # another process is folding: the next search after its save views its file
+            except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+                ann.unsaved = 0  # tried again after as many changes more: the view serves meanwhile
+                log.warning("cannot fold the changes of collection %r into a new ANN index file: %s", collection, exc)
+                return
         with self._lock:
             if self._anns.get(collection) is ann:
                 del self._anns[collection]
