@@ -152,6 +152,24 @@ def test_a_loaded_index_is_a_shared_view_and_writes_go_beside_it(tmp_path: Path)
     assert data.read_bytes() == saved  # a view is never written
 
 
+def test_a_view_finds_live_neighbours_behind_many_deleted_ones(tmp_path: Path) -> None:
+    rng = np.random.default_rng(27)
+    vectors = unit(rng, 2000)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    assert index.build_ann("c")
+    q = vectors[0]
+    exact = open_index(tmp_path, NEVER)
+    crowd = [i for i, _ in exact.nearest("c", q, 450, -1.0)]  # more than twice the candidates asked for
+    for chunk in crowd:
+        index.delete("c", f"d{chunk - 1}")
+    ann = index.ann.current("c")
+    assert ann is not None and ann.viewed and len(ann.hidden) == 450
+    got = index.nearest("c", q, 10, -1.0)
+    assert len(got) == 10 and not {i for i, _ in got} & set(crowd)
+    agree(index, exact, q[None, :])
+
+
 def test_changes_past_a_share_fold_into_a_new_file_every_process_views(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from context_assembly.stores.sqlite import vector_ann

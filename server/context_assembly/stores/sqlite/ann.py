@@ -137,13 +137,7 @@ class Ann:
     def candidates(self, query: Matrix, count: int) -> Ids:
         """The `count` nearest the graph proposes (of the view and its delta, none hidden)."""
         with self.lock:
-            asked = count + min(len(self.hidden), count)  # room for hidden ones among the nearest
-            self.index.expansion_search = max(EXPANSION_SEARCH, asked)
-            found = self.index.search(query, asked, threads=1)
-            keys, distances = np.asarray(found.keys, dtype=np.int64), np.asarray(found.distances)
-            if self.hidden:
-                shown = np.fromiter((int(key) not in self.hidden for key in keys), dtype=bool, count=len(keys))
-                keys, distances = keys[shown], distances[shown]
+            keys, distances = self._shown(query, count, count + min(len(self.hidden), count))
             if self.delta is not None and len(self.delta):
                 self.delta.expansion_search = max(EXPANSION_SEARCH, count)
                 near = self.delta.search(query, count, threads=1)
@@ -151,6 +145,21 @@ class Ann:
                 distances = np.concatenate([distances, np.asarray(near.distances)])
                 keys = keys[np.argsort(distances, kind="stable")]
             return keys[:count]
+
+    def _shown(self, query: Matrix, count: int, asked: int) -> tuple[Ids, NDArray[np.float32]]:
+        """The nearest of `index`, none hidden: `asked` of them, and more while fewer than `count`
+        are left (the deleted chunks may crowd round the query): at most `count` + all hidden."""
+        while True:
+            self.index.expansion_search = max(EXPANSION_SEARCH, asked)
+            found = self.index.search(query, asked, threads=1)
+            keys, distances = np.asarray(found.keys, dtype=np.int64), np.asarray(found.distances)
+            if self.hidden:
+                shown = np.fromiter((int(key) not in self.hidden for key in keys), dtype=bool, count=len(keys))
+                keys, distances = keys[shown], distances[shown]
+            most = count + len(self.hidden)
+            if len(keys) >= count or asked >= most:
+                return keys, distances
+            asked = min(4 * asked, most)
 
     def changes(self) -> tuple[Ids, Ids]:
         """A view's changes as they stand: the ids hidden from it and the ids in its delta."""
