@@ -26,16 +26,21 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 from attrs import define, field
 from numpy.typing import NDArray
 
+from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,7 @@ EXPANSION_SEARCH = 1536  # HNSW ef: recall@10 at 1M chunks 0.87 at 256, 0.92 at 
 CANDIDATES = 100  # proposed per search before the exact re-scoring (at least 2 x k)
 MAX_LIMIT = 1_000  # a larger k is answered exactly
 FORMAT = 2  # 2: ef_construction 128 (a format-1 index is rebuilt)
+STALE_S = 3_600  # a hand-over or temp file older than this was left by an interrupted process
 
 Ids = NDArray[np.int64]
 _usearch: Any = None
@@ -185,6 +191,8 @@ class AnnFiles:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._locks: dict[str, FileLock] = {}
+        self._locks_lock = threading.Lock()
 
     def _meta_path(self, collection: str) -> Path:
         return self.folder / f"{collection}.json"
@@ -220,64 +228,120 @@ class AnnFiles:
 
     def copy_of(self, file: str, count: int) -> Any | None:
         """A graph of its own (changeable) read from the saved `file` of `count` vectors; None when
-        that file is gone (a newer save tidied it away) or does not hold what was viewed."""
+        that file is gone (a newer save tidied it away). Raises when it is there but unreadable or
+        does not hold what was viewed."""
         module = usearch_index()
-        if module is None:
+        path = self.folder / file
+        if module is None or not path.is_file():
             return None
-        try:
-            graph = module.Index.restore(str(self.folder / file))
-        except (OSError, ValueError, RuntimeError) as exc:
-            log.info("the ANN index file %s cannot be read again (%s)", file, exc)
-            return None
+        graph = module.Index.restore(str(path))
         if graph is None or len(graph) != count:
-            return None
+            raise ValueError(f"the ANN index file {file} does not hold the {count} vectors viewed")
         graph.expansion_add, graph.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
         return graph
 
-    def saved_file(self, collection: str) -> str | None:
-        """The name of the index file the collection's JSON names now (None: none, or unreadable)."""
+    def saved(self, collection: str) -> tuple[str, int] | None:
+        """(file, generation) of the index the collection's JSON names now; None: none, or unreadable."""
         try:
-            return str(orjson.loads(self._meta_path(collection).read_bytes())["file"])
-        except (OSError, KeyError, TypeError, orjson.JSONDecodeError):
+            meta = orjson.loads(self._meta_path(collection).read_bytes())
+            return str(meta["file"]), int(meta["generation"])
+        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
             return None
 
-    def save(self, collection: str, ann: Ann) -> None:
-        """Write `ann`'s own graph under a new name, then point the JSON at it (atomic replace), then
-        tidy. A process still viewing an older file keeps reading it (unlinked files stay mapped)."""
-        assert not ann.viewed, "a view is saved by folding its changes into a copy (AnnSearch._fold)"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        name = f"{collection}~{uuid.uuid4().hex[:12]}.usearch"  # "~" is never in a collection name
-        path = self.folder / name
-        try:
-            with ann.lock:
-                ann.index.save(str(path))
-                meta = {"format": FORMAT, "file": name, "token": ann.token, "model": ann.model,
-                        "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,
-                        "count": len(ann.index)}
-                ann.unsaved = 0
-            _fsync(path)
-        except BaseException:
-            path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
-            raise
-        tmp = self.folder / f".{name}.json.tmp"
-        tmp.write_bytes(orjson.dumps(meta))
-        _fsync(tmp)
-        os.replace(tmp, self._meta_path(collection))
-        _fsync(self.folder)
-        for old in self.folder.glob(f"{collection}~*.usearch"):
-            if old.name != name:
-                with contextlib.suppress(OSError):  # where a mapped file cannot go yet, the next save tidies it
-                    old.unlink(missing_ok=True)
+    def lock(self, collection: str) -> FileLock:
+        """The lock every save of the collection's index holds, across processes: a save never tidies
+        away a file another is about to name, and one fold runs at a time. One object per collection,
+        so a holder may take it again (the fold process saves while it holds it)."""
+        from filelock import FileLock  # here: ~35 ms of imports a server without a large collection never pays
 
-    def discard(self, collection: str) -> None:
-        self._meta_path(collection).unlink(missing_ok=True)
-        for old in self.folder.glob(f"{collection}~*.usearch"):
-            old.unlink(missing_ok=True)
+        with self._locks_lock:
+            if collection not in self._locks:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._locks[collection] = FileLock(str(self.folder / f".{collection}.fold-lock"))
+            return self._locks[collection]
+
+    def free(self, collection: str) -> bool:
+        """Whether no process is saving or folding the collection's index right now."""
+        from filelock import Timeout
+
+        try:
+            with self.lock(collection).acquire(timeout=0):
+                return True
+        except Timeout:
+            return False
+
+    def save(self, collection: str, ann: Ann, wait: float = -1) -> bool:
+        """Write `ann`'s own graph under a new name, then point the JSON at it (atomic replace), then
+        tidy; holding the collection's lock (`wait` seconds at most, -1: as long as it takes;
+        `filelock.Timeout` past that). False, saving nothing, when the JSON names a newer index of
+        the same database already. A process still viewing an older file keeps reading it
+        (unlinked files stay mapped; where they cannot be unlinked yet, a later save tidies them)."""
+        assert not ann.viewed, "a view is saved by folding its changes into a copy (AnnSearch._fold)"
+        with self.lock(collection).acquire(timeout=wait):
+            if self._newer_saved(collection, ann):
+                return False
+            name = f"{collection}~{uuid.uuid4().hex[:12]}.usearch"  # "~" is never in a collection name
+            path = self.folder / name
+            try:
+                with ann.lock:
+                    ann.index.save(str(path))
+                    meta = {"format": FORMAT, "file": name, "token": ann.token, "model": ann.model,
+                            "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,
+                            "count": len(ann.index)}
+                    ann.unsaved = 0
+                _fsync(path)
+            except BaseException:
+                path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
+                raise
+            tmp = self.folder / f".{name}.json.tmp"
+            tmp.write_bytes(orjson.dumps(meta))
+            _fsync(tmp)
+            _replace(tmp, self._meta_path(collection))
+            fsync_directory(self.folder)
+            self._tidy(collection, name)
+            return True
+
+    def _newer_saved(self, collection: str, ann: Ann) -> bool:
+        try:
+            meta = orjson.loads(self._meta_path(collection).read_bytes())
+            return bool(meta.get("token") == ann.token and int(meta["generation"]) > ann.generation)
+        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+            return False
+
+    def _tidy(self, collection: str, kept: str) -> None:
+        """Every other index file of the collection (the lock is held: none is about to be named),
+        and hand-over and JSON temp files an interrupted process left over an hour ago."""
+        stale = time.time() - STALE_S
+        leftovers = [old for old in self.folder.glob(f"{collection}~*.usearch") if old.name != kept]
+        for pattern in (".fold-*.npz", ".*.json.tmp"):
+            leftovers += [old for old in self.folder.glob(pattern) if _mtime(old) < stale]
+        for old in leftovers:
+            with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: the next save
+                old.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return time.time()
 
 
 def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDWR)  # Windows refuses to flush a file opened read-only
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _replace(source: Path, target: Path, tries: int = 20) -> None:
+    """os.replace, tried again for a while where a reader has the target open (Windows)."""
+    for attempt in range(tries):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.01)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import subprocess
 import threading
 import uuid
 from collections.abc import Callable
@@ -85,11 +84,13 @@ class AnnSearch:
         ann = self._anns.get(collection)
         if ann is None and (self._files.meta_mtime(collection) is None or usearch_index() is None):
             return None  # a small collection never imports usearch
-        if ann is not None and ann.generation == self._db.generation(collection_store(collection)):
-            return ann
+        if ann is not None and (self._db.in_batch() or ann.generation == self._db.generation(
+                collection_store(collection))):
+            return ann  # in a batch: as committed (the batch may roll back); its candidates are re-scored inside it
         with self._lock:
             ann = self._anns.get(collection)
-            if ann is not None and self._files.saved_file(collection) != ann.file:
+            saved = self._files.saved(collection)
+            if ann is not None and saved is not None and saved[0] != ann.file and saved[1] >= ann.generation:
                 ann = self._load(collection) or ann  # another process saved since: catch up from its file
             if ann is None:
                 ann = self._load(collection)
@@ -178,34 +179,47 @@ class AnnSearch:
         if ann.viewed:
             self._start(collection, self._fold, ann, background)
             return
+        from filelock import Timeout
+
         try:
-            self._files.save(collection, ann)
+            self._files.save(collection, ann, wait=0)
+        except Timeout:
+            pass  # another process is saving: tried again at the next write
         except (OSError, RuntimeError) as exc:  # the table stays the truth: a later save or a rebuild catches up
             log.warning("cannot save the ANN index of collection %r: %s", collection, exc)
 
     def _fold(self, collection: str, ann: Ann) -> None:
         """Save the file `ann` views with its changes folded in (`ann_fold`, in a process of its
         own), then let go of `ann`: the next search views the newest file and catches up from it.
-        When another process saved a newer file meanwhile, only the letting go is left to do."""
-        if self._files.saved_file(collection) == ann.file:
-            with self._lock:  # the changes exactly as of `ann.generation`
-                generation, max_id = ann.generation, ann.max_id
-                hidden, added = ann.changes()
-            with self._snapshot() as conn:  # a chunk deleted since is absent: the catch-up agrees
-                ids, matrix = embeddings_of(conn, collection, added.tolist(), ann.dimension)
-            try:
-                if not fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix):
-                    return  # another process is folding: the next search after its save views its file
-            except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-                ann.unsaved = 0  # tried again after as many changes more: the view serves meanwhile
-                log.warning("cannot fold the changes of collection %r into a new ANN index file: %s", collection, exc)
-                return
+        When another process saved a newer file meanwhile, only the letting go is left to do; when
+        another is saving or folding now, or the fold fails, it is tried again after as many
+        changes more (the view serves meanwhile, and moves to the other's file at a catch-up)."""
+        saved = self._files.saved(collection)
+        try:
+            done = saved is None or saved[0] != ann.file or (self._files.free(collection)
+                                                             and self._fold_now(collection, ann))
+        except Exception as exc:  # a background fold: logged, the view serves on
+            log.warning("cannot fold the changes of collection %r into a new ANN index file: %s", collection, exc)
+            done = False
+        if not done:
+            ann.unsaved = 0
+            return
         with self._lock:
             if self._anns.get(collection) is ann:
                 del self._anns[collection]
 
+    def _fold_now(self, collection: str, ann: Ann) -> bool:
+        with self._lock:  # the changes exactly as of `ann.generation`
+            generation, max_id = ann.generation, ann.max_id
+            hidden, added = ann.changes()
+        with self._snapshot() as conn:  # a chunk deleted since is absent: the catch-up agrees
+            ids, matrix = embeddings_of(conn, collection, added.tolist(), ann.dimension)
+        return fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix)
+
     def start_build(self, collection: str, index: MatrixIndex, background: bool = True) -> None:
         """Build the collection's ANN index from its loaded matrix (once; in a thread by default)."""
+        if self._db.in_batch():
+            return  # the matrix holds the batch's writes, which may roll back
         if usearch_index() is None:
             say_missing(collection, len(index.ids))
             return
@@ -244,8 +258,8 @@ class AnnSearch:
         self._save(collection, ann, force=True)
         with self._lock:
             self._unusable.pop(collection, None)
-            saved = self._load(collection)  # the file just saved as a view: its pages shared, the graph built let go
-            if saved is not None and (saved.generation, len(saved)) == (ann.generation, len(ann)):
+            saved = self._load(collection)  # the file just saved (or a newer one) as a view: the graph built let go
+            if saved is not None and saved.generation >= ann.generation:
                 ann = saved
             current = self._anns.get(collection)
             if current is None or current.generation <= ann.generation:
