@@ -211,9 +211,12 @@ class AnnFiles:
         if module is None or token is None or not meta_path.is_file():
             return None
         try:
-            meta = orjson.loads(meta_path.read_bytes())
-            if meta.get("format") != FORMAT or meta.get("token") != token:
-                return None
+            for again in (False, True):  # again: a save named a newer file and tidied this one meanwhile
+                meta = orjson.loads(meta_path.read_bytes())
+                if meta.get("format") != FORMAT or meta.get("token") != token:
+                    return None
+                if again or (self.folder / meta["file"]).is_file():
+                    break
             # a view: files are written once under a new name and never changed, so a mapping
             # stays valid (on POSIX even after a newer save unlinks the file)
             index = module.Index.restore(str(self.folder / meta["file"]), view=True)
