@@ -272,6 +272,59 @@ def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path,
     assert ann is not None and ann.file != viewed.file and len(ann) == 490 and ann.delta is None
 
 
+SWARM_MEMBER = textwrap.dedent("""
+    import logging, sys
+    import numpy as np
+    from pathlib import Path
+    from context_assembly.stores.sqlite import vector_ann
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+    from context_assembly.stores.vector_index import IndexedDoc
+    logging.basicConfig(level=logging.WARNING)
+    vector_ann.SAVE_MIN, vector_ann.SAVE_SHARE = 30, 0.0  # a fold every 30 changes: many, racing
+    root, member = Path(sys.argv[1]), int(sys.argv[2])
+    index = SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=1)
+    rng = np.random.default_rng(member)
+    mine = []
+    for step in range(40):
+        v = rng.standard_normal((8, 16)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        uris = [f"m{member}-{step}-{i}" for i in range(8)]
+        index.upsert("c", "test-16", 16, [IndexedDoc(u, "t", "{}", ("t",), r[None, :]) for u, r in zip(uris, v)])
+        mine += uris
+        for uri in rng.choice(mine, 3, replace=False):
+            index.delete("c", str(uri))
+        found = index.nearest("c", v[0], 5, -1.0)
+        assert found, "a search found nothing"
+    index.ann.wait()
+    print("done", flush=True)
+""")
+
+
+def test_a_swarm_writing_and_searching_at_once_keeps_one_index_in_step(tmp_path: Path) -> None:
+    rng = np.random.default_rng(32)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 500)))
+    assert index.build_ann("c")
+    built = index.ann.current("c")
+    assert built is not None
+    members = [subprocess.Popen([sys.executable, "-c", SWARM_MEMBER, str(tmp_path), str(member)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for member in range(3)]
+    for member in members:
+        out, err = member.communicate(timeout=300)
+        assert member.returncode == 0 and out.strip() == "done", err
+        assert "cannot" not in err and "Traceback" not in err, err  # no save or fold failed
+    count = index._db.read("SELECT count(*) FROM vector_chunks WHERE collection = 'c'")[0][0]
+    exact = open_index(tmp_path, NEVER)
+    for reader in (index, open_index(tmp_path)):
+        ann = reader.ann.current("c")
+        assert ann is not None and ann.viewed and len(ann) == count
+        agree(reader, exact, unit(rng, 10))
+    left = sorted(p.name for p in ann_files(tmp_path) if not p.name.endswith("fold-lock"))
+    assert len(left) == 2 and left[0] == "c.json" and left[1].endswith(".usearch"), left  # the one it names
+    assert left[1] != built.file  # folded, by one member or another
+
+
 def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import resource
 
