@@ -43,6 +43,22 @@ def open_index(root: Path, ann_min_chunks: int | None = 1) -> SqliteVectorIndex:
     return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=ann_min_chunks)
 
 
+def built(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
+    """An index of `vectors` (docs d0...) with its ANN index built and saved."""
+    index = open_index(root)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    assert index.build_ann("c")
+    return index
+
+
+@pytest.fixture
+def fold_at_40(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fold is due after 40 changes (not 2,000)."""
+    from context_assembly.stores.sqlite import vector_ann
+
+    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+
+
 def ann_files(root: Path) -> list[Path]:
     return sorted((root / "db" / "vector-ann").glob("*"))
 
@@ -129,9 +145,7 @@ def mapped_files() -> set[str]:
 def test_a_loaded_index_is_a_shared_view_and_writes_go_beside_it(tmp_path: Path) -> None:
     rng = np.random.default_rng(21)
     vectors = unit(rng, 800)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(vectors))
-    assert index.build_ann("c")
+    index = built(tmp_path, vectors)
     [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
     saved = data.read_bytes()
     reader = open_index(tmp_path)  # another process
@@ -158,9 +172,7 @@ def test_a_loaded_index_is_a_shared_view_and_writes_go_beside_it(tmp_path: Path)
 def test_a_view_finds_live_neighbours_behind_many_deleted_ones(tmp_path: Path) -> None:
     rng = np.random.default_rng(27)
     vectors = unit(rng, 2000)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(vectors))
-    assert index.build_ann("c")
+    index = built(tmp_path, vectors)
     q = vectors[0]
     exact = open_index(tmp_path, NEVER)
     crowd = [i for i, _ in exact.nearest("c", q, 450, -1.0)]  # more than twice the candidates asked for
@@ -173,15 +185,9 @@ def test_a_view_finds_live_neighbours_behind_many_deleted_ones(tmp_path: Path) -
     agree(index, exact, q[None, :])
 
 
-def test_changes_past_a_share_fold_into_a_new_file_every_process_views(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_assembly.stores.sqlite import vector_ann
-
-    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+def test_changes_past_a_share_fold_into_a_new_file_every_process_views(tmp_path: Path, fold_at_40: None) -> None:
     rng = np.random.default_rng(22)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 1000)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 1000))
     other = open_index(tmp_path)
     first = other.ann.current("c")
     assert first is not None and first.viewed
@@ -200,11 +206,7 @@ def test_changes_past_a_share_fold_into_a_new_file_every_process_views(tmp_path:
     assert not list((tmp_path / "db" / "vector-ann").glob(".fold-*"))  # the hand-over file is gone
 
 
-def test_a_process_behind_a_newer_file_views_it_instead_of_folding(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_assembly.stores.sqlite import vector_ann
-
-    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+def test_a_process_behind_a_newer_file_views_it_instead_of_folding(tmp_path: Path, fold_at_40: None) -> None:
     rng = np.random.default_rng(23)
     writer, behind = open_index(tmp_path), open_index(tmp_path)
     writer.upsert("c", MODEL, DIM, docs(unit(rng, 500)))
@@ -248,15 +250,9 @@ def fold_lock_held(root: Path, collection: str = "c") -> Iterator[None]:
         holder.wait()
 
 
-def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_assembly.stores.sqlite import vector_ann
-
-    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path, fold_at_40: None) -> None:
     rng = np.random.default_rng(25)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 400)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 400))
     viewed = index.ann.current("c")
     assert viewed is not None
     with fold_lock_held(tmp_path):
@@ -303,11 +299,9 @@ SWARM_MEMBER = textwrap.dedent("""
 
 def test_a_swarm_writing_and_searching_at_once_keeps_one_index_in_step(tmp_path: Path) -> None:
     rng = np.random.default_rng(32)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 500)))
-    assert index.build_ann("c")
-    built = index.ann.current("c")
-    assert built is not None
+    index = built(tmp_path, unit(rng, 500))
+    first = index.ann.current("c")
+    assert first is not None
     members = [subprocess.Popen([sys.executable, "-c", SWARM_MEMBER, str(tmp_path), str(member)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for member in range(3)]
     for member in members:
@@ -322,7 +316,7 @@ def test_a_swarm_writing_and_searching_at_once_keeps_one_index_in_step(tmp_path:
         agree(reader, exact, unit(rng, 10))
     left = sorted(p.name for p in ann_files(tmp_path) if not p.name.endswith("fold-lock"))
     assert len(left) == 2 and left[0] == "c.json" and left[1].endswith(".usearch"), left  # the one it names
-    assert left[1] != built.file  # folded, by one member or another
+    assert left[1] != first.file  # folded, by one member or another
 
 
 def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -330,9 +324,7 @@ def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog
 
     caplog.set_level("WARNING")
     rng = np.random.default_rng(26)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 3000)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 3000))
     index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=3000))
     ann = index.ann.current("c")
     assert ann is not None and ann.unsaved == 20
@@ -354,16 +346,12 @@ def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog
 SHADOW = "open(__file__ + '.ran', 'w').close()\nraise ImportError('a module of the user\\'s project')\n"
 
 
-def test_a_fold_imports_nothing_from_the_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_assembly.stores.sqlite import vector_ann
-
-    monkeypatch.setattr(vector_ann, "SAVE_MIN", 40)
+def test_a_fold_imports_nothing_from_the_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        fold_at_40: None) -> None:
     rng = np.random.default_rng(29)
     project = tmp_path / "project"
     project.mkdir()
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 300))
     viewed = index.ann.current("c")
     assert viewed is not None
     for folder in (project, tmp_path / "db" / "vector-ann"):  # the server's working folder, the fold's
@@ -424,9 +412,7 @@ def test_a_fold_of_a_file_gone_meanwhile_saves_nothing(tmp_path: Path) -> None:
     from context_assembly.stores.sqlite.ann_fold import fold
 
     rng = np.random.default_rng(24)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 200)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 200))
     ann = index.ann.current("c")
     assert ann is not None and ann.file is not None
     (tmp_path / "db" / "vector-ann" / ann.file).unlink()  # as a newer save tidies it away
@@ -439,9 +425,7 @@ def test_a_fold_of_a_file_gone_meanwhile_saves_nothing(tmp_path: Path) -> None:
 
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    assert index.build_ann("c")
+    built(tmp_path, unit(rng, 300))
     [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
     data.write_bytes(b"not an index" * 100)
     fresh = open_index(tmp_path)
@@ -454,9 +438,7 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
 
 def test_an_index_built_with_earlier_parameters_is_rebuilt(tmp_path: Path) -> None:
     rng = np.random.default_rng(13)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    assert index.build_ann("c")
+    built(tmp_path, unit(rng, 300))
     [meta] = [p for p in ann_files(tmp_path) if p.suffix == ".json"]
     meta.write_bytes(meta.read_bytes().replace(b'"format":2', b'"format":1'))
     fresh = open_index(tmp_path)
@@ -499,9 +481,7 @@ def test_a_large_collection_gets_its_index_in_the_background(tmp_path: Path) -> 
 
 def test_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: Path) -> None:
     rng = np.random.default_rng(8)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 300))
     with pytest.raises(RuntimeError), index._db.batch():
         index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=300))
         index.delete("c", "d5")
@@ -514,9 +494,7 @@ def test_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: Path) -> None:
 
 def test_a_search_inside_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: Path) -> None:
     rng = np.random.default_rng(28)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 300))
     with pytest.raises(RuntimeError), index._db.batch():
         index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=300))  # not committed
         index.nearest("c", unit(rng, 1)[0], 5, -1.0)  # a search inside the batch does not take them in
@@ -534,9 +512,7 @@ def test_a_search_inside_a_rolled_back_batch_leaves_the_index_in_step(tmp_path: 
 
 def test_a_k_beyond_the_ann_limit_is_answered_exactly(tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 1500)))
-    assert index.build_ann("c")
+    index = built(tmp_path, unit(rng, 1500))
     q = unit(rng, 1)[0]
     assert index.nearest("c", q, 1200, -1.0) == open_index(tmp_path, NEVER).nearest("c", q, 1200, -1.0)
 
