@@ -57,11 +57,7 @@ class PostingsFiles:
         database's token (made now if it has none). Raises StorageError when it cannot be written."""
         if snapshot.tail.entries or not bool(snapshot.live.all()):
             raise ValueError("only a snapshot read whole from the FTS index is saved")
-        token = _token(db.connection())
-        if token is None:
-            with db.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO vector_postings(id, token) VALUES (1, ?)", (uuid.uuid4().hex,))
-                token = _token(conn)
+        token = made_token(db)
         main = snapshot.main
         words = list(main.vocab)
         meta = {"format": FORMAT, "token": token, "generation": snapshot.generation, "rows": snapshot.rows,
@@ -77,7 +73,7 @@ class PostingsFiles:
     def load(self, conn: sqlite3.Connection) -> Snapshot | None:
         """The saved snapshot when this database may use it (see the module's doc), else None."""
         try:
-            token = _token(conn)
+            token = database_token(conn)
             if token is None or not self.path.is_file():
                 return None
             loaded = np.load(self.path, allow_pickle=False)
@@ -93,9 +89,22 @@ class PostingsFiles:
             return None
 
 
-def _token(conn: sqlite3.Connection) -> str | None:
+def database_token(conn: sqlite3.Connection) -> str | None:
+    """The token a file saved beside the database must carry to be trusted (keyword postings, a
+    collection's matrix): made with the first such save, so a recreated database has none."""
     row = conn.execute("SELECT token FROM vector_postings WHERE id = 1").fetchone()
     return str(row[0]) if row else None
+
+
+def made_token(db: Database) -> str:
+    """The database's token, made now if it has none."""
+    token = database_token(db.connection())
+    if token is None:
+        with db.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO vector_postings(id, token) VALUES (1, ?)", (uuid.uuid4().hex,))
+            token = database_token(conn)
+    assert token is not None
+    return token
 
 
 def _snapshot(arrays: dict[str, np.ndarray], token: str) -> Snapshot | None:

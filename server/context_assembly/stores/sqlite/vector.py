@@ -21,6 +21,7 @@ from postings held in memory for a large index, kept in step the same way).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -44,14 +45,18 @@ from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
 from .many_rows import ids_of, in_lists, insert_rows
+from .matrix import MatrixFiles
+from .matrix import MatrixIndex as _Index
 from .postings import store_generation as _generation
+from .postings_files import database_token, made_token
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
 from .stored_embeddings import read_embeddings, stored_ids
 from .vector_ann import AnnSearch, cosine_scores
-from .vector_ann import MatrixIndex as _Index
 from .vector_ann import collection_store as _collection_store
 
 __all__ = ["SqliteVectorIndex", "SqliteVectorStore", "cosine_scores", "fts_query"]
+
+log = logging.getLogger(__name__)
 
 STORE = "vector"
 
@@ -59,6 +64,8 @@ STORE = "vector"
 CATCH_UP_MAX = 20_000  # chunks another process added that a cached matrix takes in; more: read whole
 MANY_GONE = 1_000  # chunks another process deleted that a cached matrix drops run by run; more: read whole
 NONE = np.zeros(0, dtype=np.int64)  # no positions
+SAVE_BUSY_S = 5.0  # another process was saving the collection's matrix: not tried again sooner
+SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, read-only): not tried again sooner
 
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
@@ -113,6 +120,9 @@ class SqliteVectorIndex:
         self._indexes: dict[str, _Index] = {}
         # per collection: buffers with room after its cached matrix, and the ids view they back (`_grown`)
         self._room: dict[str, tuple[NDArray[np.int64], Matrix, NDArray[np.int64]]] = {}
+        self._matrix_files = MatrixFiles(db.path.parent / "vector-matrix")
+        self._saves: dict[str, float] = {}  # collection -> when its matrix save started (monotonic; cleared when done)
+        self._save_after: dict[str, float] = {}  # collection -> no save tried before this (after a failed one)
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
         self.ann_min_chunks = ann_min_chunks  # None: always exact, even where an index was persisted
@@ -223,16 +233,16 @@ class SqliteVectorIndex:
             if ann is not None:
                 return self.ann.nearest(collection, ann, q, limit, min_score)
         index = self._index(collection)
-        if index is None or not len(index.ids):
+        if index is None or not index.size:
             return []
-        if self.ann_min_chunks is not None and len(index.ids) >= self.ann_min_chunks:
+        if self.ann_min_chunks is not None and index.size >= self.ann_min_chunks:
             self.ann.start_build(collection, index)
-        scores = cosine_scores(index.matrix, q)
+        scores, ids = index.scores(q), index.every_id
         n = len(scores)
         top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
-        top = top[scores[top] >= min_score]
-        order = top[np.lexsort((index.ids[top], -scores[top]))]
-        return [(int(index.ids[i]), float(scores[i])) for i in order]
+        top = top[(scores[top] >= min_score) & (scores[top] > -np.inf)]  # -inf: a masked row of a saved matrix
+        order = top[np.lexsort((ids[top], -scores[top]))]
+        return [(int(ids[i]), float(scores[i])) for i in order]
 
     def _keyword(self, collection: str, terms: Terms, limit: int) -> Ranked:
         try:
@@ -260,6 +270,7 @@ class SqliteVectorIndex:
                 self._indexes.pop(collection, None)
             else:
                 self._indexes[collection] = index
+                self._save_when_due(collection, index)
             self._release_room(collection, index)
             return index
 
@@ -273,12 +284,56 @@ class SqliteVectorIndex:
             if row is None:
                 return None
             model, dimension = str(row[0]), int(row[1])
-            if previous is not None and previous.model == model and previous.matrix.shape[1] == dimension:
+            caught = None
+            if previous is not None and previous.model == model and previous.dimension == dimension:
                 caught = _caught_up(conn, collection, previous, generation, self._grown)
-                if caught is not None:
-                    return caught
+            if caught is None or caught.wants_new_file():  # the newest saved matrix, mapped, if it is another
+                saved = self._matrix_files.load(collection, database_token(conn), model, dimension, generation)
+                if saved is not None and saved.shared is not None and (
+                        caught is None or caught.shared is None or caught.shared.file != saved.shared.file):
+                    caught = _caught_up(conn, collection, saved, generation, self._grown) or caught
+            if caught is not None:
+                return caught
             ids, matrix = read_embeddings(conn, collection, dimension)
         return _Index(generation, model, ids, matrix)
+
+    def _save_when_due(self, collection: str, index: _Index) -> None:
+        """Save the matrix in the background once it wants a new file (`matrix.MatrixIndex.wants_new_file`):
+        one save at a time per collection, none inside a batch, none for a while after one failed.
+        The caller holds `_lock`."""
+        if (self._db.in_batch() or not index.wants_new_file() or collection in self._saves
+                or time.monotonic() < self._save_after.get(collection, 0.0)):
+            return
+        self._saves[collection] = time.monotonic()
+        threading.Thread(target=self._save_matrix, args=(collection, index), daemon=True,
+                         name=f"matrix-save-{collection}").start()
+
+    def _save_matrix(self, collection: str, index: _Index) -> None:
+        """Write `index` as the collection's saved matrix; then search the file's mapped rows (caught
+        up at the next search, when writes came meanwhile) instead of the rows of its own."""
+        try:
+            shared = self._matrix_files.save(collection, made_token(self._db), index)
+            if shared is None:  # another process is saving, or saved a newer one: mapped at a later catch-up
+                self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
+                return
+            empty = np.zeros((0, index.dimension), dtype=np.float32)
+            with self._lock:
+                current = self._indexes.get(collection)
+                if current is not None and (current.model, current.dimension) == (index.model, index.dimension):
+                    self._indexes[collection] = _Index(index.generation, index.model, NONE, empty, shared)
+                    self._release_room(collection, None)
+        except Exception as exc:  # a background save: logged, searches go on from memory
+            self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
+            log.warning("cannot save the matrix of collection %r: %s", collection, exc)
+        finally:
+            with self._lock:
+                self._saves.pop(collection, None)
+
+    def wait_for_saves(self, timeout: float = 60.0) -> None:
+        """Until no matrix save is running (tests and bench)."""
+        deadline = time.monotonic() + timeout
+        while self._saves and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _patch(self, collection: str, before: int, model: str, removed: Ids, new_ids: Ids,
                vectors: Matrix) -> None:
@@ -291,22 +346,28 @@ class SqliteVectorIndex:
             index = self._indexes.get(collection)
             if index is None or index.generation != before or index.model != model:
                 return  # not loaded, or another writer came between: the next search reloads
-            gone = np.flatnonzero(np.isin(index.ids, np.asarray(removed, dtype=np.int64))) if removed else NONE
+            gone = np.flatnonzero(np.isin(index.every_id, np.asarray(removed, dtype=np.int64))) if removed else NONE
             self._indexes[collection] = self._grown(collection, index, before + 1, np.asarray(new_ids, dtype=np.int64),
                                                     vectors, gone)
 
     def _grown(self, collection: str, index: _Index, generation: int, new_ids: NDArray[np.int64], rows: Matrix,
                gone: NDArray[np.int64] = NONE) -> _Index:
         """`index` without the rows at positions `gone` and with `rows` appended, as of
-        `generation`. Rows only added are written into the room kept after the matrix when `index`
-        is the one that room was made for, so a write that adds a few chunks copies them, not the
-        matrix. Otherwise the rows kept are copied, run by run between the ones gone, into new
-        buffers with a quarter more room. An earlier `_Index` (a search may still read it) keeps
-        its rows: only rows past its end are ever written. The caller holds `_lock`."""
+        `generation`. Rows of a saved matrix are masked, not copied. Rows only added are written
+        into the room kept after the matrix of its own when `index` is the one that room was made
+        for, so a write that adds a few chunks copies them, not the matrix. Otherwise the rows kept
+        are copied, run by run between the ones gone, into new buffers with a quarter more room. An
+        earlier `_Index` (a search may still read it) keeps its rows: only rows past its end are
+        ever written. The caller holds `_lock`."""
+        shared = index.shared
+        if shared is not None and len(gone):
+            in_file = gone[gone < len(shared.ids)]
+            shared = shared.masked(in_file) if len(in_file) else shared
+            gone = gone[gone >= len(shared.ids)] - len(shared.ids)
         n, k = len(index.ids), len(new_ids)
         if not k and not len(gone):
             self._release_room(collection, index)
-            return _Index(generation, index.model, index.ids, index.matrix)
+            return _Index(generation, index.model, index.ids, index.matrix, shared)
         kept = n - len(gone)
         room = self._room.get(collection)
         if len(gone) or room is None or room[2] is not index.ids or len(room[0]) < n + k:
@@ -315,7 +376,7 @@ class SqliteVectorIndex:
                     index.ids)
             _copy_kept(index, gone, room[0], room[1])
         room[0][kept:kept + k], room[1][kept:kept + k] = new_ids, rows
-        grown = _Index(generation, index.model, room[0][:kept + k], room[1][:kept + k])
+        grown = _Index(generation, index.model, room[0][:kept + k], room[1][:kept + k], shared)
         self._room[collection] = (room[0], room[1], grown.ids)
         return grown
 
@@ -335,7 +396,7 @@ class SqliteVectorIndex:
         started), as a first search would."""
         if self.ann_min_chunks is None or self.ann.current(collection) is None:
             index = self._index(collection)
-            if index is not None and self.ann_min_chunks is not None and len(index.ids) >= self.ann_min_chunks:
+            if index is not None and self.ann_min_chunks is not None and index.size >= self.ann_min_chunks:
                 self.ann.start_build(collection, index)
         if keyword:
             self._keywords.postings.current()
@@ -409,18 +470,22 @@ def _caught_up(conn: sqlite3.Connection, collection: str, index: _Index, generat
     wrote, and when it deleted one copy of the matrix (~20 ms at 100k chunks), not reading the whole
     matrix (~110 ms; 170 ms as rows). None when more than `CATCH_UP_MAX` chunks were added or
     `MANY_GONE` deleted (reading it whole is as cheap), or the counts still differ."""
-    highest = int(index.ids[-1]) if len(index.ids) else 0
-    new_ids, new_rows = read_embeddings(conn, collection, index.matrix.shape[1], after=highest, limit=CATCH_UP_MAX + 1)
+    highest = index.highest
+    new_ids, new_rows = read_embeddings(conn, collection, index.dimension, after=highest, limit=CATCH_UP_MAX + 1)
     if len(new_ids) > CATCH_UP_MAX:
         return None
     count = int(conn.execute("SELECT count(*) FROM vector_chunks WHERE collection = ?", (collection,)).fetchone()[0])
-    keep = None
-    if count != len(index.ids) + len(new_ids):  # chunks deleted since
+    gone = NONE
+    if count != index.size + len(new_ids):  # chunks deleted since
         present = stored_ids(conn, collection, highest)
-        keep = np.isin(index.ids, present, assume_unique=True)
-        if int(np.count_nonzero(keep)) + len(new_ids) != count or len(keep) - int(np.count_nonzero(keep)) > MANY_GONE:
+        keep = np.isin(index.every_id, present, assume_unique=True)
+        if index.shared is not None and index.shared.gone is not None:  # masked before: not gone again
+            keep[:len(index.shared.ids)] |= index.shared.gone
+        kept = int(np.count_nonzero(keep)) - (len(index.shared.ids) - index.shared.live if index.shared else 0)
+        gone = np.flatnonzero(~keep)
+        if kept + len(new_ids) != count or (len(gone) > MANY_GONE and index.shared is None):
             return None
-    return grow(collection, index, generation, new_ids, new_rows, NONE if keep is None else np.flatnonzero(~keep))
+    return grow(collection, index, generation, new_ids, new_rows, gone)
 
 
 def _copy_kept(index: _Index, gone: NDArray[np.int64], ids: NDArray[np.int64], matrix: Matrix) -> None:

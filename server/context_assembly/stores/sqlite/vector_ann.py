@@ -19,8 +19,6 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
-from attrs import frozen
-from numpy.typing import NDArray
 
 from ...errors import StorageError
 from ..embedding import Matrix
@@ -28,6 +26,7 @@ from ..vector_index import Ranked
 from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
 from .ann_fold import fold
 from .database import Database
+from .matrix import MatrixIndex
 from .postings import store_generation
 from .stored_embeddings import embeddings_of, read_embeddings, stored_ids
 
@@ -52,16 +51,6 @@ def cosine_scores(matrix: Matrix, query: Matrix) -> Matrix:
 def collection_store(collection: str) -> str:
     """The `generations` row counting writes to one collection."""
     return f"vector:{collection}"
-
-
-@frozen
-class MatrixIndex:
-    """One collection's embeddings as of `generation`: row i of `matrix` is chunk `ids[i]`."""
-
-    generation: int
-    model: str
-    ids: NDArray[np.int64]
-    matrix: Matrix
 
 
 class AnnSearch:
@@ -221,7 +210,7 @@ class AnnSearch:
         if self._db.in_batch():
             return  # the matrix holds the batch's writes, which may roll back
         if usearch_index() is None:
-            say_missing(collection, len(index.ids))
+            say_missing(collection, index.size)
             return
         self._start(collection, self._build, index, background)
 
@@ -253,8 +242,9 @@ class AnnSearch:
                          (collection, uuid.uuid4().hex))
             token = str(conn.execute("SELECT token FROM vector_ann WHERE collection = ?",
                                      (collection,)).fetchone()[0])
-        ann = new_ann(index.model, index.matrix.shape[1], token, index.generation)
-        ann.add(index.ids, index.matrix, threads=0)
+        ann = new_ann(index.model, index.dimension, token, index.generation)
+        ids, matrix = index.rows()
+        ann.add(ids, matrix, threads=0)
         self._save(collection, ann, force=True)
         with self._lock:
             self._unusable.pop(collection, None)
