@@ -45,6 +45,7 @@ FILE_MIN_CHUNKS = 20_000  # smaller collections read from SQLite in ~20 ms and h
 RESAVE_SHARE = 0.1  # rows of its own or masked past this share of the file's: a new file
 FORMAT = 1
 STALE_S = 3_600  # a temp file older than this was left by an interrupted process
+SAVE_WAIT_S = 60.0  # another process saving the same collection: its save is waited for this long
 WRITE_BLOCK = 8 << 20  # bytes a write: each lets go of the interpreter's lock while the OS copies
 
 Ids = NDArray[np.int64]
@@ -146,7 +147,7 @@ class MatrixFiles:
         return self.folder / f"{collection}.json"
 
     def load(self, collection: str, token: str | None, model: str, dimension: int,
-             generation: int) -> MatrixIndex | None:
+             generation: int | None = None) -> MatrixIndex | None:
         """The saved matrix mapped, when it is this database's, of `model` and `dimension`, and not
         ahead of `generation`; None otherwise (or when it cannot be read: logged)."""
         if token is None:
@@ -155,7 +156,8 @@ class MatrixFiles:
             for again in (False, True):  # again: a save named a newer file and tidied this one meanwhile
                 meta = orjson.loads(self._meta_path(collection).read_bytes())
                 if (meta.get("format"), meta.get("token"), meta.get("model"), meta.get("dimension")) != (
-                        FORMAT, token, model, dimension) or int(meta["generation"]) > generation:
+                        FORMAT, token, model, dimension) or (generation is not None
+                                                             and int(meta["generation"]) > generation):
                     return None
                 if again or (self.folder / meta["file"]).is_file():
                     break
@@ -178,16 +180,19 @@ class MatrixFiles:
                 self._locks[collection] = FileLock(str(self.folder / f".{collection}.lock"))
             return self._locks[collection]
 
-    def save(self, collection: str, token: str, index: MatrixIndex) -> SharedRows | None:
-        """Write `index`'s live rows as a new file and name it (see the module's doc), holding the
-        collection's lock (another process saving: None at once, as when the file named is newer);
-        the new file mapped."""
+    def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None) -> MatrixIndex | None:
+        """The collection's saved matrix as named once this returns, mapped: `index`'s live rows
+        written as a new file and named (see the module's doc), or, when the file named already is
+        usable and of `index`'s generation or newer, that one (nothing to add). Holds the
+        collection's lock, waited for while another process saves (`wait` seconds at most, `SAVE_WAIT_S`
+        by default: None past that)."""
         from filelock import Timeout
 
         try:
-            with self.lock(collection).acquire(timeout=0):
-                if self._newer_saved(collection, token, index.generation):
-                    return None
+            with self.lock(collection).acquire(timeout=SAVE_WAIT_S if wait is None else wait):
+                named = self.load(collection, token, index.model, index.dimension)
+                if named is not None and named.generation >= index.generation:
+                    return named
                 ids, matrix = index.rows()
                 name = f"{collection}~{uuid.uuid4().hex[:12]}.f32"  # "~" is never in a collection name
                 _write(self.folder / name, ids, matrix)
@@ -198,16 +203,11 @@ class MatrixFiles:
                 _replace(tmp, self._meta_path(collection))
                 fsync_directory(self.folder)
                 self._tidy(collection, name)
-                return _mapped(self.folder / name, len(ids), index.dimension)
+                empty = np.empty((0, index.dimension), dtype=np.float32)
+                return MatrixIndex(index.generation, index.model, np.empty(0, dtype=np.int64), empty,
+                                   _mapped(self.folder / name, len(ids), index.dimension))
         except Timeout:
             return None
-
-    def _newer_saved(self, collection: str, token: str, generation: int) -> bool:
-        try:
-            meta = orjson.loads(self._meta_path(collection).read_bytes())
-            return bool(meta.get("token") == token and int(meta["generation"]) > generation)
-        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
-            return False
 
     def _tidy(self, collection: str, kept: str) -> None:
         stale = time.time() - STALE_S

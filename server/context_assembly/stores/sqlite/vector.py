@@ -64,7 +64,7 @@ STORE = "vector"
 CATCH_UP_MAX = 20_000  # chunks another process added that a cached matrix takes in; more: read whole
 MANY_GONE = 1_000  # chunks another process deleted that a cached matrix drops run by run; more: read whole
 NONE = np.zeros(0, dtype=np.int64)  # no positions
-SAVE_BUSY_S = 5.0  # another process was saving the collection's matrix: not tried again sooner
+SAVE_BUSY_S = 60.0  # another process held the collection's matrix lock past matrix.SAVE_WAIT_S: not tried again sooner
 SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, read-only): not tried again sooner
 
 # Module-level aliases: inside the class, `list` names the method.
@@ -312,15 +312,13 @@ class SqliteVectorIndex:
         """Write `index` as the collection's saved matrix; then search the file's mapped rows (caught
         up at the next search, when writes came meanwhile) instead of the rows of its own."""
         try:
-            shared = self._matrix_files.save(collection, made_token(self._db), index)
-            if shared is None:  # another process is saving, or saved a newer one: mapped at a later catch-up
-                self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
-                return
-            empty = np.zeros((0, index.dimension), dtype=np.float32)
+            saved = self._matrix_files.save(collection, made_token(self._db), index)
             with self._lock:
                 current = self._indexes.get(collection)
-                if current is not None and (current.model, current.dimension) == (index.model, index.dimension):
-                    self._indexes[collection] = _Index(index.generation, index.model, NONE, empty, shared)
+                if saved is None:  # another process held the lock all along: not tried again for a while
+                    self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
+                elif current is not None and (current.model, current.dimension) == (saved.model, saved.dimension):
+                    self._indexes[collection] = saved  # an older generation: the next search catches it up
                     self._release_room(collection, None)
         except Exception as exc:  # a background save: logged, searches go on from memory
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
@@ -347,8 +345,9 @@ class SqliteVectorIndex:
             if index is None or index.generation != before or index.model != model:
                 return  # not loaded, or another writer came between: the next search reloads
             gone = np.flatnonzero(np.isin(index.every_id, np.asarray(removed, dtype=np.int64))) if removed else NONE
-            self._indexes[collection] = self._grown(collection, index, before + 1, np.asarray(new_ids, dtype=np.int64),
-                                                    vectors, gone)
+            grown = self._grown(collection, index, before + 1, np.asarray(new_ids, dtype=np.int64), vectors, gone)
+            self._indexes[collection] = grown
+            self._save_when_due(collection, grown)
 
     def _grown(self, collection: str, index: _Index, generation: int, new_ids: NDArray[np.int64], rows: Matrix,
                gone: NDArray[np.int64] = NONE) -> _Index:

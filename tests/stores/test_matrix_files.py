@@ -1,0 +1,325 @@
+"""A collection's matrix saved beside the database and mapped by every process: searches equal
+exact search over the table through any mix of writes from any process, the file is shared and
+never written, a new file replaces it past a share of changes, and a file that is not this
+database's, not this model's, or damaged is never used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_assembly.stores.sqlite import matrix as matrix_module
+from context_assembly.stores.sqlite.database import Database
+from context_assembly.stores.sqlite.postings_files import database_token
+from context_assembly.stores.sqlite.stored_embeddings import read_embeddings
+from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+from context_assembly.stores.vector_index import IndexedDoc
+
+DIM = 16
+MODEL = "test-16"
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def docs(vectors: np.ndarray, start: int = 0) -> list[IndexedDoc]:
+    return [IndexedDoc(f"d{start + i}", "t", "{}", ("t",), v[None, :]) for i, v in enumerate(vectors)]
+
+
+def open_index(root: Path) -> SqliteVectorIndex:
+    return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=None)
+
+
+def folder(root: Path) -> Path:
+    return root / "db" / "vector-matrix"
+
+
+def saved(root: Path) -> list[str]:
+    return sorted(p.name for p in folder(root).glob("c~*.f32")) if folder(root).is_dir() else []
+
+
+def truth(root: Path, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """Exact top k over the table itself, read afresh."""
+    db = Database(root / "db" / "project.db")
+    try:
+        ids, matrix = read_embeddings(db.connection(), "c", DIM)
+    finally:
+        db.close()
+    scores = matrix @ query
+    order = np.lexsort((ids, -scores))[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """The same chunks with the same scores (rows scored from a mapped file may differ in the last
+    bit); chunks tied at the cut may differ."""
+    assert len(got) == len(want)
+    assert all(abs(a - b) <= 1e-6 for (_, a), (_, b) in zip(got, want, strict=True))
+    cut = want[-1][1] if want else 0.0
+    assert {i for i, s in got if s > cut + 1e-6} == {i for i, s in want if s > cut + 1e-6}
+
+
+@pytest.fixture
+def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collections of 50 chunks and more are saved (not 20,000)."""
+    monkeypatch.setattr(matrix_module, "FILE_MIN_CHUNKS", 50)
+
+
+def mapped_files() -> set[str]:
+    return {line.split(maxsplit=5)[5].strip() for line in Path("/proc/self/maps").read_text().splitlines()
+            if len(line.split(maxsplit=5)) == 6}
+
+
+def test_a_read_matrix_is_saved_and_another_process_maps_it(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(1)
+    first = open_index(tmp_path)
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    q = unit(rng, 1)[0]
+    want = first.nearest("c", q, 10, -1.0)
+    first.wait_for_saves()
+    [file] = saved(tmp_path)
+    other = open_index(tmp_path)
+    same(other.nearest("c", q, 10, -1.0), want)
+    index = other._indexes["c"]
+    assert index.shared is not None and index.shared.file == file and not len(index.ids)
+    if sys.platform.startswith("linux"):
+        assert str(folder(tmp_path) / file) in mapped_files()
+    assert first._indexes["c"].shared is not None  # the saving process maps it too: its own rows let go
+
+
+def test_writes_go_beside_the_mapped_rows_and_the_file_is_never_written(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(2)
+    writer = open_index(tmp_path)
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 400)))
+    writer.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    writer.wait_for_saves()
+    [file] = saved(tmp_path)
+    content = (folder(tmp_path) / file).read_bytes()
+    reader = open_index(tmp_path)
+    reader.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    for doc in range(0, 30, 3):  # 10 deleted, 10 added: within the share, no new file
+        writer.delete("c", f"d{doc}")
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 10), start=400))
+    for searcher in (writer, reader):  # its own writes, another process's caught up
+        for q in unit(rng, 5):
+            same(searcher.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+        index = searcher._indexes["c"]
+        assert index.shared is not None and index.shared.file == file
+        assert index.size == 400 and len(index.ids) == 10 and index.shared.live == 390
+    writer.wait_for_saves()
+    reader.wait_for_saves()
+    assert saved(tmp_path) == [file] and (folder(tmp_path) / file).read_bytes() == content
+
+
+def test_past_a_share_of_changes_a_new_file_replaces_it_for_every_process(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(3)
+    writer = open_index(tmp_path)
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 200)))
+    writer.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    writer.wait_for_saves()
+    [first] = saved(tmp_path)
+    reader = open_index(tmp_path)
+    reader.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 30), start=200))  # 15 %: past the share
+    q = unit(rng, 1)[0]
+    writer.nearest("c", q, 10, -1.0)
+    writer.wait_for_saves()
+    [second] = saved(tmp_path)
+    assert second != first
+    same(reader.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))  # catches up, then maps the newer file
+    reader.wait_for_saves()
+    assert saved(tmp_path) == [second]  # it did not write one of its own
+    for searcher in (writer, reader):
+        same(searcher.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+        index = searcher._indexes["c"]
+        assert index.shared is not None and index.shared.file == second and index.size == 230
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["add", "delete", "replace", "search"]), st.integers(0, 1),
+                         st.integers(1, 40)), min_size=1, max_size=12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS, seed=st.integers(0, 2**32 - 1), share=st.sampled_from([0.05, 0.3, 10.0]))
+def test_any_writes_from_two_processes_leave_searches_exact(ops: list[tuple[str, int, int]], seed: int,
+                                                            share: float) -> None:
+    rng = np.random.default_rng(seed)
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
+        patch.setattr(matrix_module, "FILE_MIN_CHUNKS", 30)
+        patch.setattr(matrix_module, "RESAVE_SHARE", share)
+        root = Path(tmp)
+        processes = [open_index(root), open_index(root)]
+        processes[0].upsert("c", MODEL, DIM, docs(unit(rng, 60)))
+        next_doc, live, mapped = 60, list(range(60)), 0
+        for op, who, n in ops:
+            index = processes[who]
+            if op == "add":
+                index.upsert("c", MODEL, DIM, docs(unit(rng, n), start=next_doc))
+                live += range(next_doc, next_doc + n)
+                next_doc += n
+            elif op in ("delete", "replace") and live:
+                chosen = [int(d) for d in rng.choice(live, min(n, len(live)), replace=False)]
+                if op == "delete":
+                    for doc in chosen:
+                        index.delete("c", f"d{doc}")
+                    live = [d for d in live if d not in set(chosen)]
+                else:  # new chunk ids for the same documents
+                    index.upsert("c", MODEL, DIM, [IndexedDoc(f"d{d}", "t", "{}", ("t",), unit(rng, 1))
+                                                  for d in chosen])
+            for searcher in processes:
+                searcher.wait_for_saves()
+                q = unit(rng, 1)[0]
+                same(searcher.nearest("c", q, 8, -1.0), truth(root, q, 8))
+        for searcher in processes:
+            searcher.wait_for_saves()
+        for searcher in processes:  # once the saves are done (one may let its rows go), both map one file
+            for _ in range(2):
+                q = unit(rng, 1)[0]
+                same(searcher.nearest("c", q, 8, -1.0), truth(root, q, 8))
+                searcher.wait_for_saves()
+            index = searcher._indexes.get("c")
+            mapped += index is not None and index.shared is not None
+        for searcher in processes:
+            searcher.wait_for_saves()
+            searcher._db.close()
+        if len(live) >= 30:  # FILE_MIN_CHUNKS: a file is saved
+            assert mapped >= 2  # both searched through the mapped file, not only rows of their own
+
+
+def test_a_file_not_of_this_database_or_model_or_damaged_is_not_used(tmp_path: Path, small_files: None,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    rng = np.random.default_rng(4)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    [file] = saved(tmp_path)
+    # damaged: a byte short
+    data = folder(tmp_path) / file
+    data.write_bytes(data.read_bytes()[:-1])
+    caplog.set_level("WARNING")
+    q = unit(rng, 1)[0]
+    reader = open_index(tmp_path)
+    same(reader.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    assert "cannot be used" in caplog.text
+    reader.wait_for_saves()
+    [file] = saved(tmp_path)  # the reader saved a whole one in its place
+    assert file != data.name and reader._indexes["c"].shared is not None
+    # of another model (as if the collection had been embedded anew): not used, nothing logged
+    meta = folder(tmp_path) / "c.json"
+    meta.write_bytes(meta.read_bytes().replace(MODEL.encode(), b"other-16"))
+    caplog.clear()
+    fresh = open_index(tmp_path)
+    token = database_token(fresh._db.connection())
+    assert token is not None and fresh._matrix_files.load("c", token, MODEL, DIM) is None and not caplog.text
+    same(fresh.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))  # read from the database, then saved anew
+    fresh.wait_for_saves()
+    [replaced] = saved(tmp_path)
+    assert replaced != file and fresh._indexes["c"].shared is not None
+    fresh._db.close()
+    # a recreated database has no token: the file left beside it is not trusted
+    index._db.close()
+    reader._db.close()
+    for path in (tmp_path / "db").glob("project.db*"):
+        path.unlink()
+    recreated = open_index(tmp_path)  # a recreated database: no token, so no file is trusted
+    recreated.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    assert database_token(recreated._db.connection()) is None
+    same(recreated.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    recreated.wait_for_saves()  # then a file of its own replaces the stale one
+    [own] = saved(tmp_path)
+    assert own != replaced and recreated._indexes["c"].shared is not None
+    recreated._db.close()
+
+
+SAVE_LOCK = textwrap.dedent("""
+    import sys
+    from filelock import FileLock
+    with FileLock(sys.argv[1]):
+        print("held", flush=True)
+        sys.stdin.readline()
+""")
+
+
+def test_while_another_process_saves_none_is_written_and_searches_go_on(tmp_path: Path, small_files: None,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matrix_module, "SAVE_WAIT_S", 0.3)
+    rng = np.random.default_rng(5)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    folder(tmp_path).mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", SAVE_LOCK, str(folder(tmp_path) / ".c.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        q = unit(rng, 1)[0]
+        same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+        index.wait_for_saves()
+        assert saved(tmp_path) == [] and index._indexes["c"].shared is None
+        assert index._save_after["c"] > time.monotonic()  # not tried at every search
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+
+
+def test_a_save_that_cannot_write_is_logged_and_not_tried_again_soon(tmp_path: Path, small_files: None,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    import resource
+
+    caplog.set_level("WARNING")
+    rng = np.random.default_rng(6)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 3000)))  # ~200 KB of rows
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    q = unit(rng, 1)[0]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, hard))
+    try:
+        got = index.nearest("c", q, 10, -1.0)
+        index.wait_for_saves()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    same(got, truth(tmp_path, q, 10))
+    assert "cannot save the matrix of collection 'c'" in caplog.text
+    assert saved(tmp_path) == [] and not list(folder(tmp_path).glob(".*.tmp"))
+    assert index._save_after["c"] > time.monotonic() + 60
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 1), start=5000))
+    index.nearest("c", q, 10, -1.0)
+    assert "c" not in index._saves and saved(tmp_path) == []
+
+
+def test_small_collections_and_batches_save_nothing(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))  # below FILE_MIN_CHUNKS (20,000)
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    assert saved(tmp_path) == []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix_module, "FILE_MIN_CHUNKS", 50)
+        with pytest.raises(RuntimeError), index._db.batch():
+            index.upsert("c", MODEL, DIM, docs(unit(rng, 10), start=300))
+            index.nearest("c", unit(rng, 1)[0], 1, -1.0)  # inside a batch: nothing saved
+            index.wait_for_saves()
+            assert saved(tmp_path) == []
+            raise RuntimeError("abort")
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """No test leaves a temp file behind."""
+    yield
+    if folder(tmp_path).is_dir():
+        assert not [p.name for p in folder(tmp_path).iterdir() if p.name.endswith(".tmp")]
