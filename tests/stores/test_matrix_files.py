@@ -317,6 +317,23 @@ def test_small_collections_and_batches_save_nothing(tmp_path: Path) -> None:
             raise RuntimeError("abort")
 
 
+def test_a_collection_its_ann_index_serves_keeps_no_saved_matrix(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(8)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    assert saved(tmp_path)
+    index.ann_min_chunks = 200
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 40), start=300))  # past the share: a new file would be due
+    q = unit(rng, 1)[0]
+    same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))  # exact, and the ANN build starts
+    index.wait_for_saves()
+    index.ann.wait()
+    assert index.ann.current("c") is not None
+    assert saved(tmp_path) == [] and not (folder(tmp_path) / "c.json").exists()
+
+
 @pytest.fixture(autouse=True)
 def _no_leftovers(tmp_path: Path) -> Iterator[None]:
     """No test leaves a temp file behind."""

@@ -209,6 +209,16 @@ class MatrixFiles:
         except Timeout:
             return None
 
+    def discard(self, collection: str) -> None:
+        """Remove the collection's saved matrix (its ANN index serves it now); quietly, as a cache."""
+        from filelock import Timeout
+
+        if not self._meta_path(collection).exists():
+            return
+        with contextlib.suppress(Timeout, OSError), self.lock(collection).acquire(timeout=SAVE_WAIT_S):
+            self._meta_path(collection).unlink(missing_ok=True)
+            self._tidy(collection, "")
+
     def _tidy(self, collection: str, kept: str) -> None:
         stale = time.time() - STALE_S
         leftovers = [old for old in self.folder.glob(f"{collection}~*.f32") if old.name != kept]

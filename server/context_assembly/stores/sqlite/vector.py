@@ -40,7 +40,7 @@ from ..embedding import Matrix
 from ..vector import Records
 from ..vector_collections import VectorCollections, fts_terms
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
-from .ann import ANN_MIN_CHUNKS, MAX_LIMIT
+from .ann import ANN_MIN_CHUNKS, MAX_LIMIT, usearch_index
 from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
@@ -304,6 +304,8 @@ class SqliteVectorIndex:
         if (self._db.in_batch() or not index.wants_new_file() or collection in self._saves
                 or time.monotonic() < self._save_after.get(collection, 0.0)):
             return
+        if self.ann_min_chunks is not None and index.size >= self.ann_min_chunks and usearch_index() is not None:
+            return  # the ANN index serves it soon: this matrix is let go once that is built
         self._saves[collection] = time.monotonic()
         threading.Thread(target=self._save_matrix, args=(collection, index), daemon=True,
                          name=f"matrix-save-{collection}").start()
@@ -411,9 +413,11 @@ class SqliteVectorIndex:
             del self._room[collection]
 
     def _forget_matrix(self, collection: str) -> None:
+        """The collection's ANN index is built: its matrix, held or saved, can go."""
         with self._lock:
             self._indexes.pop(collection, None)
             self._release_room(collection, None)
+        self._matrix_files.discard(collection)
 
     # --- plumbing ----------------------------------------------------------------------------
 
