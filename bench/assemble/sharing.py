@@ -1,29 +1,35 @@
-"""Memory and load time of the 1M-chunk ANN index across several processes of one database: the
-saved file viewed (memory-mapped, as the store loads it now) against a copy per process (as it
-loaded it before), in the same run.
+"""Memory and load time of what exact and approximate search keep per collection, across several
+processes of one database: the saved file mapped (as the store loads it now) against a copy per
+process (as it loaded it before), in the same run.
 
-    python bench/assemble/ann_sharing.py [--processes 4] [--chunks 1000000] [--queries 200] [--rounds 2]
-                                         [--no-fold]
+    python bench/assemble/sharing.py [--what ann|matrix] [--processes 4] [--chunks N] [--queries 200]
+                                     [--rounds 2] [--no-fold]
 
-The collection and its index are `search_scale.py`'s (generated and built once, then reused).
+`--what ann` (default; 1M chunks): the ANN index of `search_scale.py`'s collection (generated
+and built once, then reused); "before" is the same code with usearch's `Index.restore` made to
+ignore `view=True`. `--what matrix` (100k chunks): the float32 matrix exact search streams, of
+the same corpus at that size, saved once beside the database (`stores/sqlite/matrix.py`);
+"before" is the same code with no file saved or mapped (`matrix.FILE_MIN_CHUNKS` out of reach,
+`MatrixFiles.load` finding none), so each process reads the matrix from SQLite into memory of its
+own, as it did before.
+
 Each round starts `--processes` processes per way, all at once, as a swarm's sidecars would be.
-Each opens the store, loads the index (`AnnSearch.current`, timed), runs `--queries` searches
-(`SqliteVectorIndex.nearest`, top 10 re-scored exactly; random unit queries), then reports
-its memory from `/proc/self/smaps_rollup` while every process of its way is still alive, so
-PSS shares the pages they map in common between them. The "copy" way is the same code with
-usearch's `Index.restore` made to ignore `view=True`: the store as it was before it viewed the
-file. The ways take turns (copy first in round one), so both find the file in the page cache.
+Each opens the store, loads the index or matrix (timed), runs `--queries` searches
+(`SqliteVectorIndex.nearest`, top 10; random unit queries), then reports its memory from
+`/proc/self/smaps_rollup` while every process of its way is still alive, so PSS shares the pages
+they map in common between them. The ways take turns (copy first in round one), so both find the
+files in the page cache.
 
 Reported per way: load ms and search p50 (medians over the processes and rounds), and per
 process RSS, PSS and private memory (MiB); the ratio copy ÷ view of the PSS summed over the
 processes (the memory the machine gives them) and of the load time.
 
-Then the fold, on a scratch copy of the database and its index: as many one-chunk documents
-written by one process as make a fold due (1M chunks: ~20,400, 2% of the index), timed from the write
-that makes it due until the process views the new file, with the longest wait a thread sleeping
-1 ms at a time saw meanwhile (what a sidecar's event loop would wait); against, in the same run,
-what the store did before: the same chunks added to a graph of its own and the graph saved in
-the request's thread (usearch holds the GIL while it writes a graph).
+Then, for the ANN index, the fold, on a scratch copy of the database and its index: as many
+one-chunk documents written by one process as make a fold due (1M chunks: ~20,400, 2% of the
+index), timed from the write making it due until the process views the new file, with the
+longest wait a thread sleeping 1 ms at a time saw meanwhile (what a sidecar's event loop would
+wait); against, in the same run, what the store did before: the same chunks in a graph of its
+own saved in the request's thread (usearch holds the GIL while it writes a graph).
 """
 
 from __future__ import annotations
@@ -52,21 +58,31 @@ import json, sys, time
 from pathlib import Path
 import numpy as np
 
-way, db_path, queries = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
-if way == "copy":  # the store before: a graph of its own per process
+what, way, db_path, queries = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+if what == "ann" and way == "copy":  # the store before: a graph of its own per process
     import usearch.index
     restore = usearch.index.Index.restore
     usearch.index.Index.restore = staticmethod(lambda path, view=False, **kw: restore(path, view=False, **kw))
+if what == "matrix" and way == "copy":  # the store before: the matrix read from SQLite, per process
+    from context_assembly.stores.sqlite import matrix
+    matrix.FILE_MIN_CHUNKS = 10**12  # none saved,
+    matrix.MatrixFiles.load = lambda self, *args, **kwargs: None  # none mapped
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.vector import SqliteVectorIndex
 
-index = SqliteVectorIndex(Database(db_path))
-t = time.perf_counter()
-ann = index.ann.current("docs")
+if what == "ann":
+    index = SqliteVectorIndex(Database(db_path))
+    t = time.perf_counter()
+    loaded = index.ann.current("docs")
+else:
+    index = SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+    t = time.perf_counter()
+    loaded = index._index("docs")
+    assert loaded is not None and (loaded.shared is not None) == (way == "view"), "not loaded as this way loads"
 load_ms = (time.perf_counter() - t) * 1000
-assert ann is not None, "the collection has no ANN index"
+assert loaded is not None, "the collection has no index"
 rng = np.random.default_rng(5)
-q = rng.standard_normal((queries + 3, ann.dimension)).astype(np.float32)
+q = rng.standard_normal((queries + 3, loaded.dimension)).astype(np.float32)
 q /= np.linalg.norm(q, axis=1, keepdims=True)
 samples = []
 for i, query in enumerate(q):
@@ -84,11 +100,11 @@ sys.stdin.readline()  # alive until every process of this way has reported
 """
 
 
-def run_way(way: str, db_path: Path, processes: int, queries: int) -> list[dict[str, float]]:
+def run_way(what: str, way: str, db_path: Path, processes: int, queries: int) -> list[dict[str, float]]:
     """Start `processes` workers at once; collect each one's report, then let them all go."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
                                                          os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, way, str(db_path), str(queries)],
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, what, way, str(db_path), str(queries)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
              for _ in range(processes)]
     reports = []
@@ -180,10 +196,27 @@ def fold_rows(folder: Path, scratch: Path) -> list[str]:
             f"| folded by a child process (now) | {now_s:.2f} | {now_gap:.0f} |"]
 
 
+def prepare(what: str, folder: Path) -> None:
+    """The collection's ANN index built, or its matrix saved (once; persisted beside the database)."""
+    import search_scale
+
+    if what == "ann":
+        index = search_scale.open_store(folder).index
+        if index.ann.current(search_scale.COLLECTION) is None:
+            search_scale.log("building the ANN index (once; persisted beside the database) ...")
+            assert index.build_ann(search_scale.COLLECTION), "usearch is not installed"
+    else:
+        index = search_scale.open_store(folder, ann_min_chunks=10**12).index
+        index._index(search_scale.COLLECTION)  # read, then saved in the background (or the saved one mapped)
+        index.wait_for_saves()
+    index._db.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--what", choices=("ann", "matrix"), default="ann")
     ap.add_argument("--processes", type=int, default=4)
-    ap.add_argument("--chunks", type=int, default=1_000_000)
+    ap.add_argument("--chunks", type=int, help="default: 1,000,000 (ann), 100,000 (matrix)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-fold", action="store_true", help="without the fold rows")
@@ -191,18 +224,15 @@ def main() -> int:
     args = ap.parse_args()
     import search_scale
 
+    args.chunks = args.chunks or (1_000_000 if args.what == "ann" else 100_000)
     folder = search_scale.ensure(args.out, "assemble", args.chunks)
-    index = search_scale.open_store(folder).index
-    if index.ann.current(search_scale.COLLECTION) is None:
-        search_scale.log("building the ANN index (once; persisted beside the database) ...")
-        assert index.build_ann(search_scale.COLLECTION), "usearch is not installed"
-    index._db.close()
+    prepare(args.what, folder)
     load = [os.getloadavg()[0]]
     reports: dict[str, list[dict[str, Any]]] = {way: [] for way in WAYS}
     totals: dict[str, list[float]] = {way: [] for way in WAYS}
     for round_ in range(args.rounds):
         for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
-            got = run_way(way, folder / "project.db", args.processes, args.queries)
+            got = run_way(args.what, way, folder / "project.db", args.processes, args.queries)
             reports[way] += got
             totals[way].append(sum(r["pss"] for r in got))
     load.append(os.getloadavg()[0])
@@ -210,7 +240,7 @@ def main() -> int:
     def med(way: str, key: str) -> float:
         return statistics.median(r[key] for r in reports[way])
 
-    print(f"{args.chunks:,} chunks, {args.processes} processes a way, {args.rounds} rounds; "
+    print(f"{args.what}: {args.chunks:,} chunks, {args.processes} processes a way, {args.rounds} rounds; "
           f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")
     print("| way | load ms | search p50 ms | RSS MiB a process | PSS MiB a process | private MiB a process "
           f"| PSS MiB, all {args.processes} |")
@@ -222,7 +252,7 @@ def main() -> int:
     pss = statistics.median(totals["copy"]) / statistics.median(totals["view"])
     faster = med("copy", "load_ms") / med("view", "load_ms")
     print(f"\ncopy ÷ view: PSS of all processes {pss:.2f}×, load {faster:.2f}×")
-    if not args.no_fold:
+    if args.what == "ann" and not args.no_fold:
         print("\n".join(fold_rows(folder, args.out / "fold-scratch")))
     return 0
 
