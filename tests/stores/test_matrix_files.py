@@ -334,6 +334,36 @@ def test_a_collection_its_ann_index_serves_keeps_no_saved_matrix(tmp_path: Path,
     assert saved(tmp_path) == [] and not (folder(tmp_path) / "c.json").exists()
 
 
+ONE_SEARCH = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from pathlib import Path
+    from context_assembly.stores.sqlite import matrix
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+    matrix.FILE_MIN_CHUNKS = 50
+    index = SqliteVectorIndex(Database(Path(sys.argv[1]) / "db" / "project.db"), ann_min_chunks=None)
+    q = np.ones(16, dtype=np.float32) / 4
+    print(len(index.nearest("c", q, 3, -1.0)), flush=True)
+    # exits at once, the save just started
+""")
+
+
+def test_a_process_exiting_after_one_search_leaves_its_saved_matrix_whole(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(9)
+    writer = open_index(tmp_path)
+    writer.upsert("c", MODEL, DIM, docs(unit(rng, 5000)))
+    writer._db.close()
+    done = subprocess.run([sys.executable, "-c", ONE_SEARCH, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr
+    [file] = saved(tmp_path)
+    reader = open_index(tmp_path)
+    q = unit(rng, 1)[0]
+    same(reader.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    assert reader._indexes["c"].shared is not None and reader._indexes["c"].shared.file == file
+
+
 @pytest.fixture(autouse=True)
 def _no_leftovers(tmp_path: Path) -> Iterator[None]:
     """No test leaves a temp file behind."""

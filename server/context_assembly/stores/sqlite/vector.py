@@ -307,7 +307,9 @@ class SqliteVectorIndex:
         if self.ann_min_chunks is not None and index.size >= self.ann_min_chunks and usearch_index() is not None:
             return  # the ANN index serves it soon: this matrix is let go once that is built
         self._saves[collection] = time.monotonic()
-        threading.Thread(target=self._save_matrix, args=(collection, index), daemon=True,
+        # not a daemon: a process that exits meanwhile (a CLI command) finishes the save, which the
+        # next one then maps, instead of leaving a part-written file behind
+        threading.Thread(target=self._save_matrix, args=(collection, index), daemon=False,
                          name=f"matrix-save-{collection}").start()
 
     def _save_matrix(self, collection: str, index: _Index) -> None:
