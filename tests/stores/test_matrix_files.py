@@ -27,6 +27,7 @@ from context_assembly.stores.vector_index import IndexedDoc
 
 DIM = 16
 MODEL = "test-16"
+STEM = matrix_module.file_stem("c")  # the collection's name in file names
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -47,7 +48,7 @@ def folder(root: Path) -> Path:
 
 
 def saved(root: Path) -> list[str]:
-    return sorted(p.name for p in folder(root).glob("c~*.f32")) if folder(root).is_dir() else []
+    return sorted(p.name for p in folder(root).glob(f"{STEM}~*.f32")) if folder(root).is_dir() else []
 
 
 def truth(root: Path, query: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -218,7 +219,7 @@ def test_a_file_not_of_this_database_or_model_or_damaged_is_not_used(tmp_path: P
     [file] = saved(tmp_path)  # the reader saved a whole one in its place
     assert file != data.name and reader._indexes["c"].shared is not None
     # of another model (as if the collection had been embedded anew): not used, nothing logged
-    meta = folder(tmp_path) / "c.json"
+    meta = folder(tmp_path) / f"{STEM}.json"
     meta.write_bytes(meta.read_bytes().replace(MODEL.encode(), b"other-16"))
     caplog.clear()
     fresh = open_index(tmp_path)
@@ -260,7 +261,7 @@ def test_while_another_process_saves_none_is_written_and_searches_go_on(tmp_path
     index = open_index(tmp_path)
     index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
     folder(tmp_path).mkdir(parents=True)
-    holder = subprocess.Popen([sys.executable, "-c", SAVE_LOCK, str(folder(tmp_path) / ".c.lock")],
+    holder = subprocess.Popen([sys.executable, "-c", SAVE_LOCK, str(folder(tmp_path) / f".{STEM}.lock")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -331,7 +332,7 @@ def test_a_collection_its_ann_index_serves_keeps_no_saved_matrix(tmp_path: Path,
     index.wait_for_saves()
     index.ann.wait()
     assert index.ann.current("c") is not None
-    assert saved(tmp_path) == [] and not (folder(tmp_path) / "c.json").exists()
+    assert saved(tmp_path) == [] and not (folder(tmp_path) / f"{STEM}.json").exists()
 
 
 ONE_SEARCH = textwrap.dedent("""
@@ -362,6 +363,112 @@ def test_a_process_exiting_after_one_search_leaves_its_saved_matrix_whole(tmp_pa
     q = unit(rng, 1)[0]
     same(reader.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
     assert reader._indexes["c"].shared is not None and reader._indexes["c"].shared.file == file
+
+
+def test_a_collection_shrunk_below_the_size_saves_no_new_file(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(10)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    for doc in range(100):  # emptied (a file saved on the way down, while it still held 50)
+        index.delete("c", f"d{doc}")
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    [file] = saved(tmp_path)
+    for n in range(10):  # then a chunk at a time: each past 10 % of nothing, none past the size
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 1), start=200 + n))
+        q = unit(rng, 1)[0]
+        same(index.nearest("c", q, 5, -1.0), truth(tmp_path, q, 5))
+        index.wait_for_saves()
+    assert saved(tmp_path) == [file]
+
+
+def test_writes_made_while_a_save_runs_are_kept_over_the_saved_file(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(11)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index._save_after["c"] = float("inf")  # no save of its own accord: this test starts the one it needs
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    at_start = index._indexes["c"]
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 10), start=100))  # while the save of `at_start` runs
+    index.delete("c", "d3")
+    index._save_matrix("c", at_start)
+    [file] = saved(tmp_path)
+    current = index._indexes["c"]
+    assert current.shared is not None and current.shared.file == file  # over the file, not read again
+    assert current.size == 109 and len(current.ids) == 10 and current.shared.live == 99
+    for q in unit(rng, 5):
+        same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+
+
+def test_rebasing_keeps_exactly_the_rows_it_held() -> None:
+    rng = np.random.default_rng(12)
+    rows = unit(rng, 12)
+    ids = np.arange(1, 13, dtype=np.int64)
+    file_rows = matrix_module.SharedRows("f", ids[:10], rows[:10])
+    saved_index = matrix_module.MatrixIndex(3, MODEL, ids[:0], rows[:0], file_rows)
+    held = np.array([i != 2 for i in range(12)])  # chunk 3 deleted since, 11 and 12 added
+    current = matrix_module.MatrixIndex(5, MODEL, ids[held], rows[held])
+    rebased = current.rebased(saved_index)
+    assert rebased is not None and rebased.size == 11 and rebased.ids.tolist() == [11, 12]
+    assert rebased.shared is not None and rebased.shared.gone is not None and rebased.shared.gone.tolist() == [
+        i == 2 for i in range(10)]
+    q = unit(rng, 1)[0]
+    got, want = rebased.scores(q), current.scores(q)
+    assert dict(zip(rebased.every_id.tolist(), got.tolist(), strict=True)) == {
+        **dict(zip(current.every_id.tolist(), want.tolist(), strict=True)), 3: -np.inf}
+    lacking = matrix_module.SharedRows("g", ids[[0, 1, 2, 4, 5, 6, 7, 8, 9]], rows[[0, 1, 2, 4, 5, 6, 7, 8, 9]])
+    assert current.rebased(matrix_module.MatrixIndex(3, MODEL, ids[:0], rows[:0], lacking)) is None  # lacks 5
+    assert current.rebased(matrix_module.MatrixIndex(6, MODEL, ids[:0], rows[:0], file_rows)) is None  # newer
+
+
+def test_collections_differing_in_case_keep_files_apart(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(13)
+    index = open_index(tmp_path)
+    for name in ("c", "C"):
+        index.upsert(name, MODEL, DIM, docs(unit(rng, 60)))
+        index.nearest(name, unit(rng, 1)[0], 1, -1.0)
+        index.wait_for_saves()
+    metas = sorted(p.name for p in folder(tmp_path).glob("*.json"))
+    assert len(metas) == 2 and metas[0].lower() != metas[1].lower()
+    mine, other = folder(tmp_path) / f"{STEM}.json", folder(tmp_path) / f"{matrix_module.file_stem('C')}.json"
+    mine.write_bytes(other.read_bytes())  # as if a file system ignoring case had let one overwrite the other
+    token = database_token(index._db.connection())
+    assert index._matrix_files.load("c", token, MODEL, DIM) is None
+
+
+def test_a_search_inside_a_rolled_back_batch_is_neither_kept_nor_saved(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(14)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    index.wait_for_saves()
+    with pytest.raises(RuntimeError), index._db.batch():
+        index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=100))  # not committed
+        index.nearest("c", unit(rng, 1)[0], 5, -1.0)
+        raise RuntimeError("abort")
+    new = unit(rng, 20)
+    index.upsert("c", MODEL, DIM, docs(new, start=200))  # the rolled-back chunk ids again, other vectors
+    index.wait_for_saves()
+    for searcher in (index, open_index(tmp_path)):
+        for v in new:  # each new chunk is its own nearest neighbour
+            same(searcher.nearest("c", v, 3, -1.0), truth(tmp_path, v, 3))
+        searcher.wait_for_saves()
+
+
+def test_a_meta_file_that_is_not_an_object_is_logged_and_read_around(tmp_path: Path, small_files: None,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING")
+    rng = np.random.default_rng(15)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    folder(tmp_path).mkdir(parents=True)
+    (folder(tmp_path) / f"{STEM}.json").write_bytes(b"[1, 2]")
+    q = unit(rng, 1)[0]
+    same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    index.wait_for_saves()
+    assert "cannot be used" in caplog.text and len(saved(tmp_path)) == 1  # replaced by a good one
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ named when older than the file already named, and trusted only with the database
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -127,12 +128,32 @@ class MatrixIndex:
                 np.concatenate((shared.matrix[keep], self.matrix)))
 
     def wants_new_file(self) -> bool:
-        """Whether its rows of its own or masked ones are past `RESAVE_SHARE` of the file's."""
+        """Whether it is large enough to save (`FILE_MIN_CHUNKS`) and, mapped from a file, its rows
+        of its own or masked ones are past `RESAVE_SHARE` of the file's."""
         shared = self.shared
+        if self.size < FILE_MIN_CHUNKS:
+            return False  # a collection shrunk since its file was saved keeps it (masked) until it grows again
         if shared is None:
-            return self.size >= FILE_MIN_CHUNKS
+            return True
         changed = len(self.ids) + len(shared.ids) - shared.live
         return changed > RESAVE_SHARE * len(shared.ids)
+
+    def rebased(self, saved: MatrixIndex) -> MatrixIndex | None:
+        """This index over `saved`'s mapped rows (a file of an earlier generation that holds no
+        chunk above its highest that this one lacks): the saved rows this one no longer holds
+        masked, its rows above the file's highest id kept as its own. None when they do not add up."""
+        if saved.shared is None or saved.generation > self.generation:
+            return None
+        every, live = self.every_id, np.ones(len(self.every_id), dtype=bool)
+        if self.shared is not None and self.shared.gone is not None:
+            live[:len(self.shared.ids)] = ~self.shared.gone
+        held = every[live]
+        gone = ~np.isin(saved.shared.ids, held, assume_unique=True)
+        above = np.flatnonzero(self.ids > saved.highest)
+        shared = SharedRows(saved.shared.file, saved.shared.ids, saved.shared.matrix, gone if gone.any() else None)
+        rebased = MatrixIndex(self.generation, self.model, self.ids[above], self.matrix[above], shared)
+        # equal sizes: every chunk it holds up to the file's highest id is in the file, every one above is its own
+        return rebased if rebased.size == self.size else None
 
 
 class MatrixFiles:
@@ -144,7 +165,7 @@ class MatrixFiles:
         self._locks_lock = threading.Lock()
 
     def _meta_path(self, collection: str) -> Path:
-        return self.folder / f"{collection}.json"
+        return self.folder / f"{file_stem(collection)}.json"
 
     def load(self, collection: str, token: str | None, model: str, dimension: int,
              generation: int | None = None) -> MatrixIndex | None:
@@ -155,9 +176,9 @@ class MatrixFiles:
         try:
             for again in (False, True):  # again: a save named a newer file and tidied this one meanwhile
                 meta = orjson.loads(self._meta_path(collection).read_bytes())
-                if (meta.get("format"), meta.get("token"), meta.get("model"), meta.get("dimension")) != (
-                        FORMAT, token, model, dimension) or (generation is not None
-                                                             and int(meta["generation"]) > generation):
+                if (meta.get("format"), meta.get("collection"), meta.get("token"), meta.get("model"),
+                        meta.get("dimension")) != (FORMAT, collection, token, model, dimension) or (
+                        generation is not None and int(meta["generation"]) > generation):
                     return None
                 if again or (self.folder / meta["file"]).is_file():
                     break
@@ -166,7 +187,7 @@ class MatrixFiles:
                                np.empty((0, dimension), dtype=np.float32), shared)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
             log.warning("the saved matrix of collection %r cannot be used (%s): it is read from the database",
                         collection, exc)
             return None
@@ -177,7 +198,7 @@ class MatrixFiles:
         with self._locks_lock:
             if collection not in self._locks:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                self._locks[collection] = FileLock(str(self.folder / f".{collection}.lock"))
+                self._locks[collection] = FileLock(str(self.folder / f".{file_stem(collection)}.lock"))
             return self._locks[collection]
 
     def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None) -> MatrixIndex | None:
@@ -194,9 +215,9 @@ class MatrixFiles:
                 if named is not None and named.generation >= index.generation:
                     return named
                 ids, matrix = index.rows()
-                name = f"{collection}~{uuid.uuid4().hex[:12]}.f32"  # "~" is never in a collection name
+                name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.f32"
                 _write(self.folder / name, ids, matrix)
-                meta = {"format": FORMAT, "file": name, "token": token, "model": index.model,
+                meta = {"format": FORMAT, "collection": collection, "file": name, "token": token, "model": index.model,
                         "dimension": index.dimension, "generation": index.generation, "count": len(ids)}
                 tmp = self.folder / f".{name}.json.tmp"
                 _write_bytes(tmp, orjson.dumps(meta))
@@ -221,11 +242,17 @@ class MatrixFiles:
 
     def _tidy(self, collection: str, kept: str) -> None:
         stale = time.time() - STALE_S
-        leftovers = [old for old in self.folder.glob(f"{collection}~*.f32") if old.name != kept]
+        leftovers = [old for old in self.folder.glob(f"{file_stem(collection)}~*.f32") if old.name != kept]
         leftovers += [old for old in self.folder.glob(".*.json.tmp") if _mtime(old) < stale]
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)
+
+
+def file_stem(collection: str) -> str:
+    """The collection's name in file names, with a hash of it: names differing only in case stay
+    apart on file systems that ignore case ("~" is never in either)."""
+    return f"{collection}-{hashlib.blake2b(collection.encode(), digest_size=4).hexdigest()}"
 
 
 def _mapped(path: Path, count: int, dimension: int) -> SharedRows:

@@ -265,6 +265,8 @@ class SqliteVectorIndex:
             index = self._indexes.get(collection)
             if index is not None and index.generation == generation:
                 return index
+            if self._db.in_batch():  # it holds the batch's writes, which may roll back: neither kept nor saved
+                return self._load(collection, index)
             index = self._load(collection, index)
             if index is None:
                 self._indexes.pop(collection, None)
@@ -309,8 +311,13 @@ class SqliteVectorIndex:
         self._saves[collection] = time.monotonic()
         # not a daemon: a process that exits meanwhile (a CLI command) finishes the save, which the
         # next one then maps, instead of leaving a part-written file behind
-        threading.Thread(target=self._save_matrix, args=(collection, index), daemon=False,
-                         name=f"matrix-save-{collection}").start()
+        try:
+            threading.Thread(target=self._save_matrix, args=(collection, index), daemon=False,
+                             name=f"matrix-save-{collection}").start()
+        except RuntimeError as exc:  # no new threads (the interpreter is exiting): searches go on from memory
+            del self._saves[collection]
+            self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
+            log.info("the matrix of collection %r is not saved: %s", collection, exc)
 
     def _save_matrix(self, collection: str, index: _Index) -> None:
         """Write `index` as the collection's saved matrix; then search the file's mapped rows (caught
@@ -321,9 +328,16 @@ class SqliteVectorIndex:
                 current = self._indexes.get(collection)
                 if saved is None:  # another process held the lock all along: not tried again for a while
                     self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
-                elif current is not None and (current.model, current.dimension) == (saved.model, saved.dimension):
-                    self._indexes[collection] = saved  # an older generation: the next search catches it up
+                elif current is index or (current is not None and current.generation <= saved.generation
+                                          and (current.model, current.dimension) == (saved.model, saved.dimension)):
+                    self._indexes[collection] = saved  # (of an older generation: the next search catches it up)
                     self._release_room(collection, None)
+                elif current is not None and current.model == saved.model and saved.shared is not None and (
+                        current.shared is None or current.shared.file != saved.shared.file):
+                    rebased = current.rebased(saved)  # written to meanwhile: those writes kept, over the file
+                    if rebased is not None:
+                        self._indexes[collection] = rebased
+                        self._release_room(collection, None)
         except Exception as exc:  # a background save: logged, searches go on from memory
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
             log.warning("cannot save the matrix of collection %r: %s", collection, exc)
