@@ -4,13 +4,15 @@ a saved file that every process of the database shares.
 Exact search streams the whole matrix per query, so each process used to hold a copy of it
 (~100 MB at 100k chunks of 256 floats) and read it from SQLite first (~110 ms alone, 0.2-0.3 s
 beside a first request's own work). A collection of `FILE_MIN_CHUNKS` chunks or more is saved
-once read, as one file in `<database folder>/vector-matrix/` (`<collection>~<random>.f32`: the
-ids as int64, then the rows as float32, little-endian; `<collection>.json` names it and records
-the database's token, the model, dimension and generation and the row count). A new process maps
+once read, as one file in `<database folder>/vector-matrix/` (`<stem>~<random>.f32`: the ids as
+int64, then the rows as float32, little-endian; `<stem>.json` names it and records the collection,
+the database's token, the model, dimension and generation and the row count; the stem is the
+collection's name and a hash of it, `file_stem`). A new process maps
 the file read-only (`SharedRows`), so the pages are shared and there is nothing to read, and
 catches it up from the table like any cached matrix: chunks added since become rows of its own,
 chunks deleted since are masked out of the mapped rows (`gone`). Once the rows of its own or the
-masked ones are a share of the file, the process saves a new file and maps it instead.
+masked ones are a share of the file, the process saves a new file and maps it instead (a
+collection shrunk below `FILE_MIN_CHUNKS` keeps the file it has until it grows again).
 
 Files are written once under a new name and never changed (a mapping stays valid; on POSIX even
 after the file is unlinked), saved under a lock per collection that every save holds, never
