@@ -43,6 +43,15 @@ def open_index(root: Path) -> SqliteVectorIndex:
     return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=None)
 
 
+def saved_index(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
+    """An index of `vectors` (docs d0...) searched once and its matrix saved."""
+    index = open_index(root)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    index.nearest("c", vectors[0], 1, -1.0)
+    index.wait_for_saves()
+    return index
+
+
 def folder(root: Path) -> Path:
     return root / "db" / "vector-matrix"
 
@@ -102,10 +111,7 @@ def test_a_read_matrix_is_saved_and_another_process_maps_it(tmp_path: Path, smal
 
 def test_writes_go_beside_the_mapped_rows_and_the_file_is_never_written(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(2)
-    writer = open_index(tmp_path)
-    writer.upsert("c", MODEL, DIM, docs(unit(rng, 400)))
-    writer.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    writer.wait_for_saves()
+    writer = saved_index(tmp_path, unit(rng, 400))
     [file] = saved(tmp_path)
     content = (folder(tmp_path) / file).read_bytes()
     reader = open_index(tmp_path)
@@ -126,10 +132,7 @@ def test_writes_go_beside_the_mapped_rows_and_the_file_is_never_written(tmp_path
 
 def test_past_a_share_of_changes_a_new_file_replaces_it_for_every_process(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(3)
-    writer = open_index(tmp_path)
-    writer.upsert("c", MODEL, DIM, docs(unit(rng, 200)))
-    writer.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    writer.wait_for_saves()
+    writer = saved_index(tmp_path, unit(rng, 200))
     [first] = saved(tmp_path)
     reader = open_index(tmp_path)
     reader.nearest("c", unit(rng, 1)[0], 1, -1.0)
@@ -202,10 +205,7 @@ def test_any_writes_from_two_processes_leave_searches_exact(ops: list[tuple[str,
 def test_a_file_not_of_this_database_or_model_or_damaged_is_not_used(tmp_path: Path, small_files: None,
                                                                      caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(4)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
-    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    index.wait_for_saves()
+    index = saved_index(tmp_path, unit(rng, 100))
     [file] = saved(tmp_path)
     # damaged: a byte short
     data = folder(tmp_path) / file
@@ -320,10 +320,7 @@ def test_small_collections_and_batches_save_nothing(tmp_path: Path) -> None:
 
 def test_a_collection_its_ann_index_serves_keeps_no_saved_matrix(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(8)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
-    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    index.wait_for_saves()
+    index = saved_index(tmp_path, unit(rng, 300))
     assert saved(tmp_path)
     index.ann_min_chunks = 200
     index.upsert("c", MODEL, DIM, docs(unit(rng, 40), start=300))  # past the share: a new file would be due
@@ -367,10 +364,7 @@ def test_a_process_exiting_after_one_search_leaves_its_saved_matrix_whole(tmp_pa
 
 def test_a_collection_shrunk_below_the_size_saves_no_new_file(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(10)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
-    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    index.wait_for_saves()
+    index = saved_index(tmp_path, unit(rng, 100))
     for doc in range(100):  # emptied (a file saved on the way down, while it still held 50)
         index.delete("c", f"d{doc}")
     index.nearest("c", unit(rng, 1)[0], 1, -1.0)
@@ -440,10 +434,7 @@ def test_collections_differing_in_case_keep_files_apart(tmp_path: Path, small_fi
 
 def test_a_search_inside_a_rolled_back_batch_is_neither_kept_nor_saved(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(14)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
-    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
-    index.wait_for_saves()
+    index = saved_index(tmp_path, unit(rng, 100))
     with pytest.raises(RuntimeError), index._db.batch():
         index.upsert("c", MODEL, DIM, docs(unit(rng, 20), start=100))  # not committed
         index.nearest("c", unit(rng, 1)[0], 5, -1.0)

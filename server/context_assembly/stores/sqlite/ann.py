@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +36,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
+from .saved_files import CollectionLocks, fsync_file, replace, stale
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -51,7 +50,6 @@ EXPANSION_SEARCH = 1536  # HNSW ef: recall@10 at 1M chunks 0.87 at 256, 0.92 at 
 CANDIDATES = 100  # proposed per search before the exact re-scoring (at least 2 x k)
 MAX_LIMIT = 1_000  # a larger k is answered exactly
 FORMAT = 2  # 2: ef_construction 128 (a format-1 index is rebuilt)
-STALE_S = 3_600  # a hand-over or temp file older than this was left by an interrupted process
 
 Ids = NDArray[np.int64]
 _usearch: Any = None
@@ -191,8 +189,7 @@ class AnnFiles:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._locks: dict[str, FileLock] = {}
-        self._locks_lock = threading.Lock()
+        self._locks = CollectionLocks(folder)
 
     def _meta_path(self, collection: str) -> Path:
         return self.folder / f"{collection}.json"
@@ -253,15 +250,8 @@ class AnnFiles:
 
     def lock(self, collection: str) -> FileLock:
         """The lock every save of the collection's index holds, across processes: a save never tidies
-        away a file another is about to name, and one fold runs at a time. One object per collection,
-        so a holder may take it again (the fold process saves while it holds it)."""
-        from filelock import FileLock  # here: ~35 ms of imports a server without a large collection never pays
-
-        with self._locks_lock:
-            if collection not in self._locks:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                self._locks[collection] = FileLock(str(self.folder / f".{collection}.fold-lock"))
-            return self._locks[collection]
+        away a file another is about to name, and one fold runs at a time."""
+        return self._locks(collection, f".{collection}.fold-lock")
 
     def free(self, collection: str) -> bool:
         """Whether no process is saving or folding the collection's index right now."""
@@ -292,14 +282,14 @@ class AnnFiles:
                             "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,
                             "count": len(ann.index)}
                     ann.unsaved = 0
-                _fsync(path)
+                fsync_file(path)
             except BaseException:
                 path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
                 raise
             tmp = self.folder / f".{name}.json.tmp"
             tmp.write_bytes(orjson.dumps(meta))
-            _fsync(tmp)
-            _replace(tmp, self._meta_path(collection))
+            fsync_file(tmp)
+            replace(tmp, self._meta_path(collection))
             fsync_directory(self.folder)
             self._tidy(collection, name)
             return True
@@ -314,37 +304,9 @@ class AnnFiles:
     def _tidy(self, collection: str, kept: str) -> None:
         """Every other index file of the collection (the lock is held: none is about to be named),
         and hand-over and JSON temp files an interrupted process left over an hour ago."""
-        stale = time.time() - STALE_S
         leftovers = [old for old in self.folder.glob(f"{collection}~*.usearch") if old.name != kept]
         for pattern in (".fold-*.npz", ".*.json.tmp"):
-            leftovers += [old for old in self.folder.glob(pattern) if _mtime(old) < stale]
+            leftovers += [old for old in self.folder.glob(pattern) if stale(old)]
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: the next save
                 old.unlink(missing_ok=True)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return time.time()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDWR)  # Windows refuses to flush a file opened read-only
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _replace(source: Path, target: Path, tries: int = 20) -> None:
-    """os.replace, tried again for a while where a reader has the target open (Windows)."""
-    for attempt in range(tries):
-        try:
-            os.replace(source, target)
-            return
-        except PermissionError:
-            if attempt == tries - 1:
-                raise
-            time.sleep(0.01)

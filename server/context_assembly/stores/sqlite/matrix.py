@@ -25,8 +25,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import threading
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +36,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
+from .saved_files import CollectionLocks, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -47,7 +46,6 @@ log = logging.getLogger(__name__)
 FILE_MIN_CHUNKS = 20_000  # smaller collections read from SQLite in ~20 ms and hold ~20 MB: no file
 RESAVE_SHARE = 0.1  # rows of its own or masked past this share of the file's: a new file
 FORMAT = 1
-STALE_S = 3_600  # a temp file older than this was left by an interrupted process
 SAVE_WAIT_S = 10.0  # another process saving the collection: its save (~0.3 s at 100k chunks) is waited for
 WRITE_BLOCK = 8 << 20  # bytes a write: each lets go of the interpreter's lock while the OS copies
 
@@ -163,8 +161,7 @@ class MatrixFiles:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._locks: dict[str, FileLock] = {}
-        self._locks_lock = threading.Lock()
+        self._locks = CollectionLocks(folder)
 
     def _meta_path(self, collection: str) -> Path:
         return self.folder / f"{file_stem(collection)}.json"
@@ -195,13 +192,7 @@ class MatrixFiles:
             return None
 
     def lock(self, collection: str) -> FileLock:
-        from filelock import FileLock  # here: ~35 ms of imports a server without a large collection never pays
-
-        with self._locks_lock:
-            if collection not in self._locks:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                self._locks[collection] = FileLock(str(self.folder / f".{file_stem(collection)}.lock"))
-            return self._locks[collection]
+        return self._locks(collection, f".{file_stem(collection)}.lock")
 
     def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None) -> MatrixIndex | None:
         """The collection's saved matrix as named once this returns, mapped: `index`'s live rows
@@ -222,8 +213,8 @@ class MatrixFiles:
                 meta = {"format": FORMAT, "collection": collection, "file": name, "token": token, "model": index.model,
                         "dimension": index.dimension, "generation": index.generation, "count": len(ids)}
                 tmp = self.folder / f".{name}.json.tmp"
-                _write_bytes(tmp, orjson.dumps(meta))
-                _replace(tmp, self._meta_path(collection))
+                write_flushed(tmp, orjson.dumps(meta))
+                replace(tmp, self._meta_path(collection))
                 fsync_directory(self.folder)
                 self._tidy(collection, name)
                 empty = np.empty((0, index.dimension), dtype=np.float32)
@@ -243,9 +234,8 @@ class MatrixFiles:
             self._tidy(collection, "")
 
     def _tidy(self, collection: str, kept: str) -> None:
-        stale = time.time() - STALE_S
         leftovers = [old for old in self.folder.glob(f"{file_stem(collection)}~*.f32") if old.name != kept]
-        leftovers += [old for old in self.folder.glob(".*.json.tmp") if _mtime(old) < stale]
+        leftovers += [old for old in self.folder.glob(".*.json.tmp") if stale(old)]
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)
@@ -281,29 +271,3 @@ def _write(path: Path, ids: Ids, matrix: Matrix) -> None:
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    with path.open("wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def _replace(source: Path, target: Path, tries: int = 20) -> None:
-    """os.replace, tried again for a while where a reader has the target open (Windows)."""
-    for attempt in range(tries):
-        try:
-            os.replace(source, target)
-            return
-        except PermissionError:
-            if attempt == tries - 1:
-                raise
-            time.sleep(0.01)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return time.time()
