@@ -436,6 +436,18 @@ def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
     agree(open_index(tmp_path), open_index(tmp_path, NEVER), queries)
 
 
+def test_a_description_that_is_not_an_object_is_rebuilt_around(tmp_path: Path) -> None:
+    rng = np.random.default_rng(33)
+    built(tmp_path, unit(rng, 300))
+    [meta] = [p for p in ann_files(tmp_path) if p.suffix == ".json"]
+    meta.write_bytes(b"[1, 2]")
+    fresh = open_index(tmp_path)
+    queries = unit(rng, 5)
+    agree(fresh, open_index(tmp_path, NEVER), queries, min_recall=1.0)  # exact while it is rebuilt
+    fresh.ann.wait()
+    assert fresh.ann.current("c") is not None
+
+
 def test_an_index_built_with_earlier_parameters_is_rebuilt(tmp_path: Path) -> None:
     rng = np.random.default_rng(13)
     built(tmp_path, unit(rng, 300))

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, fsync_file, replace, stale
+from .saved_files import CollectionLocks, fsync_file, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -222,7 +222,7 @@ class AnnFiles:
             index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
             return Ann(index, meta["model"], int(meta["dimension"]), token, int(meta["generation"]),
                        int(meta["max_id"]), file=str(meta["file"]))
-        except (OSError, ValueError, RuntimeError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
             log.warning("the ANN index of collection %r cannot be used (%s): it is rebuilt", collection, exc)
             return None
 
@@ -287,8 +287,7 @@ class AnnFiles:
                 path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
                 raise
             tmp = self.folder / f".{name}.json.tmp"
-            tmp.write_bytes(orjson.dumps(meta))
-            fsync_file(tmp)
+            write_flushed(tmp, orjson.dumps(meta))
             replace(tmp, self._meta_path(collection))
             fsync_directory(self.folder)
             self._tidy(collection, name)
@@ -298,7 +297,7 @@ class AnnFiles:
         try:
             meta = orjson.loads(self._meta_path(collection).read_bytes())
             return bool(meta.get("token") == ann.token and int(meta["generation"]) > ann.generation)
-        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+        except (OSError, KeyError, TypeError, ValueError, AttributeError, orjson.JSONDecodeError):
             return False
 
     def _tidy(self, collection: str, kept: str) -> None:
