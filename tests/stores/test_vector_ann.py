@@ -20,12 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.stores.sqlite.database import Database
+from context_assembly.stores.sqlite.saved_files import file_stem
 from context_assembly.stores.sqlite.vector import SqliteVectorIndex, SqliteVectorStore
 from context_assembly.stores.vector_index import IndexedDoc
 from context_assembly.workspace.layout import WorkspaceLayout
 
 DIM = 16
 MODEL = "test-16"
+STEM = file_stem("c")  # the collection's name in file names
 NEVER = None  # ann_min_chunks of an index that always searches exactly, never through a persisted ANN
 
 
@@ -238,7 +240,7 @@ HOLD_FOLD_LOCK = textwrap.dedent("""
 @contextmanager
 def fold_lock_held(root: Path, collection: str = "c") -> Iterator[None]:
     """Another process holding the collection's save and fold lock meanwhile."""
-    lock = root / "db" / "vector-ann" / f".{collection}.fold-lock"
+    lock = root / "db" / "vector-ann" / f".{file_stem(collection)}.fold-lock"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_FOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -315,7 +317,7 @@ def test_a_swarm_writing_and_searching_at_once_keeps_one_index_in_step(tmp_path:
         assert ann is not None and ann.viewed and len(ann) == count
         agree(reader, exact, unit(rng, 10))
     left = sorted(p.name for p in ann_files(tmp_path) if not p.name.endswith("fold-lock"))
-    assert len(left) == 2 and left[0] == "c.json" and left[1].endswith(".usearch"), left  # the one it names
+    assert len(left) == 2 and left[0] == f"{STEM}.json" and left[1].endswith(".usearch"), left  # the one it names
     assert left[1] != first.file  # folded, by one member or another
 
 
@@ -338,7 +340,7 @@ def test_a_fold_that_cannot_write_leaves_the_view_serving(tmp_path: Path, caplog
     assert "cannot fold the changes of collection 'c'" in caplog.text
     assert index.ann.current("c") is ann and ann.unsaved == 0  # tried again after as many changes more
     assert [p.name for p in ann_files(tmp_path) if p.suffix == ".usearch"] == [before]
-    assert not list((tmp_path / "db" / "vector-ann").glob("c~*.usearch.*")) and not list(
+    assert not list((tmp_path / "db" / "vector-ann").glob(f"{STEM}~*.usearch.*")) and not list(
         (tmp_path / "db" / "vector-ann").glob(".fold-*"))
     agree(index, open_index(tmp_path, NEVER), unit(rng, 5))
 
@@ -377,7 +379,7 @@ def test_a_save_never_names_an_older_index_and_waits_for_the_lock(tmp_path: Path
     assert index.build_ann("c")
     ann = index.ann.current("c")
     assert ann is not None
-    meta = tmp_path / "db" / "vector-ann" / "c.json"
+    meta = tmp_path / "db" / "vector-ann" / f"{STEM}.json"
     named = meta.read_bytes()
     late = new_ann(MODEL, DIM, ann.token, ann.generation - 1)  # a build that started before the last write
     late.add(np.arange(1, 300, dtype=np.int64), vectors[:299])
@@ -419,8 +421,29 @@ def test_a_fold_of_a_file_gone_meanwhile_saves_nothing(tmp_path: Path) -> None:
     none = np.empty(0, dtype=np.int64)
     assert fold(index.ann._files, "c", ann, ann.generation, ann.max_id, none, none,
                 np.empty((0, DIM), dtype=np.float32))
-    assert [p.name for p in ann_files(tmp_path) if not p.name.startswith(".")] == ["c.json"]
+    assert [p.name for p in ann_files(tmp_path) if not p.name.startswith(".")] == [f"{STEM}.json"]
     agree(index, open_index(tmp_path, NEVER), unit(rng, 5))  # the mapping still reads the unlinked file
+
+
+def test_an_index_saved_under_the_earlier_names_is_used_then_replaced(tmp_path: Path, fold_at_40: None) -> None:
+    import orjson
+
+    rng = np.random.default_rng(34)
+    built(tmp_path, unit(rng, 300))
+    folder = tmp_path / "db" / "vector-ann"
+    [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    meta = folder / f"{STEM}.json"
+    legacy = data.rename(folder / f"c~{data.name.split('~', 1)[1]}")  # as an earlier version named them
+    (folder / "c.json").write_bytes(orjson.dumps({**orjson.loads(meta.read_bytes()), "file": legacy.name}))
+    meta.unlink()
+    reader = open_index(tmp_path)
+    ann = reader.ann.current("c")
+    assert ann is not None and ann.viewed and ann.file == legacy.name  # used as it is: no rebuild
+    reader.upsert("c", MODEL, DIM, docs(unit(rng, 40), start=300))  # a fold: saved under the stem
+    reader.ann.wait()
+    names = sorted(p.name for p in ann_files(tmp_path) if not p.name.startswith("."))
+    assert len(names) == 2 and names[0] == f"{STEM}.json" and names[1].startswith(f"{STEM}~"), names
+    agree(reader, open_index(tmp_path, NEVER), unit(rng, 5))
 
 
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:

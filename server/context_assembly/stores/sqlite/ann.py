@@ -7,7 +7,7 @@ candidates: `SqliteVectorIndex` re-scores them from the stored float32 embedding
 score is the exact cosine and a chunk that is gone from the table can never be returned.
 
 The graph holds int8-quantised vectors keyed by chunk id (ids are never reused). It is a cache of
-the table, persisted in `<database folder>/vector-ann/`: `<collection>.json` names the index file
+the table, persisted in `<database folder>/vector-ann/`: `<stem>.json` names the index file
 and records the database's token for the collection (`vector_ann` table: a recreated database
 has none, so a stale file is never trusted), the collection generation and the highest chunk id it
 reflects. Saving writes a new uniquely named index file, flushes it, then atomically replaces the
@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, fsync_file, replace, stale, write_flushed
+from .saved_files import CollectionLocks, file_stem, fsync_file, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -185,14 +185,19 @@ def new_ann(model: str, dimension: int, token: str, generation: int) -> Ann:
 
 
 class AnnFiles:
-    """The persisted indexes of one database: `<collection>.json` + the index file it names."""
+    """The persisted indexes of one database: `<stem>.json` + the index file it names, the stem
+    the collection's name and a hash of it (`saved_files.file_stem`). Files saved before the stem
+    (`<collection>.json`, `<collection>~*.usearch`) are read until a save replaces them."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._locks = CollectionLocks(folder)
 
     def _meta_path(self, collection: str) -> Path:
-        return self.folder / f"{collection}.json"
+        """Where the collection's description is: under its stem, or where an earlier version saved it."""
+        path = self.folder / f"{file_stem(collection)}.json"
+        legacy = self.folder / f"{collection}.json"
+        return legacy if not path.exists() and legacy.exists() else path
 
     def meta_mtime(self, collection: str) -> float | None:
         """When the collection's index was last saved; None when it has none."""
@@ -251,7 +256,7 @@ class AnnFiles:
     def lock(self, collection: str) -> FileLock:
         """The lock every save of the collection's index holds, across processes: a save never tidies
         away a file another is about to name, and one fold runs at a time."""
-        return self._locks(collection, f".{collection}.fold-lock")
+        return self._locks(collection, f".{file_stem(collection)}.fold-lock")
 
     def free(self, collection: str) -> bool:
         """Whether no process is saving or folding the collection's index right now."""
@@ -273,7 +278,7 @@ class AnnFiles:
         with self.lock(collection).acquire(timeout=wait):
             if self._newer_saved(collection, ann):
                 return False
-            name = f"{collection}~{uuid.uuid4().hex[:12]}.usearch"  # "~" is never in a collection name
+            name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.usearch"
             path = self.folder / name
             try:
                 with ann.lock:
@@ -288,7 +293,7 @@ class AnnFiles:
                 raise
             tmp = self.folder / f".{name}.json.tmp"
             write_flushed(tmp, orjson.dumps(meta))
-            replace(tmp, self._meta_path(collection))
+            replace(tmp, self.folder / f"{file_stem(collection)}.json")
             fsync_directory(self.folder)
             self._tidy(collection, name)
             return True
@@ -303,7 +308,8 @@ class AnnFiles:
     def _tidy(self, collection: str, kept: str) -> None:
         """Every other index file of the collection (the lock is held: none is about to be named),
         and hand-over and JSON temp files an interrupted process left over an hour ago."""
-        leftovers = [old for old in self.folder.glob(f"{collection}~*.usearch") if old.name != kept]
+        leftovers = [old for old in self.folder.glob(f"{file_stem(collection)}~*.usearch") if old.name != kept]
+        leftovers += [*self.folder.glob(f"{collection}~*.usearch"), self.folder / f"{collection}.json"]  # before stems
         for pattern in (".fold-*.npz", ".*.json.tmp"):
             leftovers += [old for old in self.folder.glob(pattern) if stale(old)]
         for old in leftovers:

@@ -22,7 +22,6 @@ named when older than the file already named, and trusted only with the database
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import uuid
@@ -36,7 +35,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, replace, stale, write_flushed
+from .saved_files import CollectionLocks, file_stem, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -244,12 +243,6 @@ class MatrixFiles:
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)
-
-
-def file_stem(collection: str) -> str:
-    """The collection's name in file names, with a hash of it: names differing only in case stay
-    apart on file systems that ignore case ("~" is never in either)."""
-    return f"{collection}-{hashlib.blake2b(collection.encode(), digest_size=4).hexdigest()}"
 
 
 def _mapped(path: Path, count: int, dimension: int) -> SharedRows:

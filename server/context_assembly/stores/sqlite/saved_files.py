@@ -4,6 +4,7 @@ across processes, flushing, the atomic replace of the JSON naming a file, and th
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
 STALE_S = 3_600  # a temp file older than this was left by an interrupted process
+
+
+def file_stem(collection: str) -> str:
+    """The collection's name in file names, with a hash of it: names differing only in case stay
+    apart on file systems that ignore case ("~" is never in either)."""
+    return f"{collection}-{hashlib.blake2b(collection.encode(), digest_size=4).hexdigest()}"
 
 
 class CollectionLocks:
