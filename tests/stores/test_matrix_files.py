@@ -43,10 +43,16 @@ def open_index(root: Path) -> SqliteVectorIndex:
     return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=None)
 
 
-def saved_index(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
-    """An index of `vectors` (docs d0...) searched once and its matrix saved."""
+def filled(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
+    """An index holding `vectors` (docs d0...) in collection "c"."""
     index = open_index(root)
     index.upsert("c", MODEL, DIM, docs(vectors))
+    return index
+
+
+def saved_index(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
+    """An index of `vectors` (docs d0...) searched once and its matrix saved."""
+    index = filled(root, vectors)
     index.nearest("c", vectors[0], 1, -1.0)
     index.wait_for_saves()
     return index
@@ -94,8 +100,7 @@ def mapped_files() -> set[str]:
 
 def test_a_read_matrix_is_saved_and_another_process_maps_it(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(1)
-    first = open_index(tmp_path)
-    first.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    first = filled(tmp_path, unit(rng, 300))
     q = unit(rng, 1)[0]
     want = first.nearest("c", q, 10, -1.0)
     first.wait_for_saves()
@@ -258,8 +263,7 @@ def test_while_another_process_saves_none_is_written_and_searches_go_on(tmp_path
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(matrix_module, "SAVE_WAIT_S", 0.3)
     rng = np.random.default_rng(5)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index = filled(tmp_path, unit(rng, 100))
     folder(tmp_path).mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", SAVE_LOCK, str(folder(tmp_path) / f".{STEM}.lock")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -282,8 +286,7 @@ def test_a_save_that_cannot_write_is_logged_and_not_tried_again_soon(tmp_path: P
 
     caplog.set_level("WARNING")
     rng = np.random.default_rng(6)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 3000)))  # ~200 KB of rows
+    index = filled(tmp_path, unit(rng, 3000))  # ~200 KB of rows
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     q = unit(rng, 1)[0]
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, hard))
@@ -303,8 +306,7 @@ def test_a_save_that_cannot_write_is_logged_and_not_tried_again_soon(tmp_path: P
 
 def test_small_collections_and_batches_save_nothing(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))  # below FILE_MIN_CHUNKS (20,000)
+    index = filled(tmp_path, unit(rng, 300))  # below FILE_MIN_CHUNKS (20,000)
     index.nearest("c", unit(rng, 1)[0], 1, -1.0)
     index.wait_for_saves()
     assert saved(tmp_path) == []
@@ -349,8 +351,7 @@ ONE_SEARCH = textwrap.dedent("""
 
 def test_a_process_exiting_after_one_search_leaves_its_saved_matrix_whole(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(9)
-    writer = open_index(tmp_path)
-    writer.upsert("c", MODEL, DIM, docs(unit(rng, 5000)))
+    writer = filled(tmp_path, unit(rng, 5000))
     writer._db.close()
     done = subprocess.run([sys.executable, "-c", ONE_SEARCH, str(tmp_path)], capture_output=True, text=True,
                           timeout=120, check=False)
@@ -380,8 +381,7 @@ def test_a_collection_shrunk_below_the_size_saves_no_new_file(tmp_path: Path, sm
 
 def test_writes_made_while_a_save_runs_are_kept_over_the_saved_file(tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(11)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index = filled(tmp_path, unit(rng, 100))
     index._save_after["c"] = float("inf")  # no save of its own accord: this test starts the one it needs
     index.nearest("c", unit(rng, 1)[0], 1, -1.0)
     at_start = index._indexes["c"]
@@ -452,8 +452,7 @@ def test_a_meta_file_that_is_not_an_object_is_logged_and_read_around(tmp_path: P
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("WARNING")
     rng = np.random.default_rng(15)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(unit(rng, 100)))
+    index = filled(tmp_path, unit(rng, 100))
     folder(tmp_path).mkdir(parents=True)
     (folder(tmp_path) / f"{STEM}.json").write_bytes(b"[1, 2]")
     q = unit(rng, 1)[0]

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, file_stem, fsync_file, replace, stale, write_flushed
+from .saved_files import CollectionLocks, current_meta, file_stem, fsync_file, read_meta, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -191,7 +191,7 @@ class AnnFiles:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._locks = CollectionLocks(folder)
+        self._locks = CollectionLocks(folder, ".fold-lock")
 
     def _meta_path(self, collection: str) -> Path:
         """Where the collection's description is: under its stem, or where an earlier version saved it."""
@@ -213,12 +213,9 @@ class AnnFiles:
         if module is None or token is None or not meta_path.is_file():
             return None
         try:
-            for again in (False, True):  # again: a save named a newer file and tidied this one meanwhile
-                meta = orjson.loads(meta_path.read_bytes())
-                if meta.get("format") != FORMAT or meta.get("token") != token:
-                    return None
-                if again or (self.folder / meta["file"]).is_file():
-                    break
+            meta = current_meta(meta_path)
+            if meta.get("format") != FORMAT or meta.get("token") != token:
+                return None
             # a view: files are written once under a new name and never changed, so a mapping
             # stays valid (on POSIX even after a newer save unlinks the file)
             index = module.Index.restore(str(self.folder / meta["file"]), view=True)
@@ -227,7 +224,7 @@ class AnnFiles:
             index.expansion_add, index.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
             return Ann(index, meta["model"], int(meta["dimension"]), token, int(meta["generation"]),
                        int(meta["max_id"]), file=str(meta["file"]))
-        except (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
             log.warning("the ANN index of collection %r cannot be used (%s): it is rebuilt", collection, exc)
             return None
 
@@ -248,15 +245,15 @@ class AnnFiles:
     def saved(self, collection: str) -> tuple[str, int] | None:
         """(file, generation) of the index the collection's JSON names now; None: none, or unreadable."""
         try:
-            meta = orjson.loads(self._meta_path(collection).read_bytes())
+            meta = read_meta(self._meta_path(collection))
             return str(meta["file"]), int(meta["generation"])
-        except (OSError, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+        except (OSError, KeyError, TypeError, ValueError):
             return None
 
     def lock(self, collection: str) -> FileLock:
         """The lock every save of the collection's index holds, across processes: a save never tidies
         away a file another is about to name, and one fold runs at a time."""
-        return self._locks(collection, f".{file_stem(collection)}.fold-lock")
+        return self._locks(collection)
 
     def free(self, collection: str) -> bool:
         """Whether no process is saving or folding the collection's index right now."""
@@ -300,9 +297,9 @@ class AnnFiles:
 
     def _newer_saved(self, collection: str, ann: Ann) -> bool:
         try:
-            meta = orjson.loads(self._meta_path(collection).read_bytes())
+            meta = read_meta(self._meta_path(collection))
             return bool(meta.get("token") == ann.token and int(meta["generation"]) > ann.generation)
-        except (OSError, KeyError, TypeError, ValueError, AttributeError, orjson.JSONDecodeError):
+        except (OSError, KeyError, TypeError, ValueError):
             return False
 
     def _tidy(self, collection: str, kept: str) -> None:

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, file_stem, replace, stale, write_flushed
+from .saved_files import CollectionLocks, current_meta, file_stem, replace, stale, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -99,6 +99,12 @@ class MatrixIndex:
         every = self.ids if shared is None or not len(shared.ids) else np.concatenate((shared.ids, self.ids))
         object.__setattr__(self, "every_id", every)
         object.__setattr__(self, "size", len(self.ids) + (shared.live if shared is not None else 0))
+
+    @classmethod
+    def mapped(cls, generation: int, model: str, shared: SharedRows) -> MatrixIndex:
+        """The rows of a saved file alone, none of its own."""
+        empty = np.empty((0, shared.matrix.shape[1]), dtype=np.float32)
+        return cls(generation, model, np.empty(0, dtype=np.int64), empty, shared)
 
     @property
     def dimension(self) -> int:
@@ -165,7 +171,7 @@ class MatrixFiles:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._locks = CollectionLocks(folder)
+        self._locks = CollectionLocks(folder, ".lock")
 
     def _meta_path(self, collection: str) -> Path:
         return self.folder / f"{file_stem(collection)}.json"
@@ -177,26 +183,22 @@ class MatrixFiles:
         if token is None:
             return None
         try:
-            for again in (False, True):  # again: a save named a newer file and tidied this one meanwhile
-                meta = orjson.loads(self._meta_path(collection).read_bytes())
-                if (meta.get("format"), meta.get("collection"), meta.get("token"), meta.get("model"),
-                        meta.get("dimension")) != (FORMAT, collection, token, model, dimension) or (
-                        generation is not None and int(meta["generation"]) > generation):
-                    return None
-                if again or (self.folder / meta["file"]).is_file():
-                    break
+            meta = current_meta(self._meta_path(collection))
+            if (meta.get("format"), meta.get("collection"), meta.get("token"), meta.get("model"),
+                    meta.get("dimension")) != (FORMAT, collection, token, model, dimension) or (
+                    generation is not None and int(meta["generation"]) > generation):
+                return None
             shared = _mapped(self.folder / str(meta["file"]), int(meta["count"]), dimension)
-            return MatrixIndex(int(meta["generation"]), model, np.empty(0, dtype=np.int64),
-                               np.empty((0, dimension), dtype=np.float32), shared)
+            return MatrixIndex.mapped(int(meta["generation"]), model, shared)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("the saved matrix of collection %r cannot be used (%s): it is read from the database",
                         collection, exc)
             return None
 
     def lock(self, collection: str) -> FileLock:
-        return self._locks(collection, f".{file_stem(collection)}.lock")
+        return self._locks(collection)
 
     def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None) -> MatrixIndex | None:
         """The collection's saved matrix as named once this returns, mapped: `index`'s live rows
@@ -221,9 +223,8 @@ class MatrixFiles:
                 replace(tmp, self._meta_path(collection))
                 fsync_directory(self.folder)
                 self._tidy(collection, name)
-                empty = np.empty((0, index.dimension), dtype=np.float32)
-                return MatrixIndex(index.generation, index.model, np.empty(0, dtype=np.int64), empty,
-                                   _mapped(self.folder / name, len(ids), index.dimension))
+                return MatrixIndex.mapped(index.generation, index.model,
+                                          _mapped(self.folder / name, len(ids), index.dimension))
         except Timeout:
             return None
 

@@ -9,7 +9,9 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -23,22 +25,39 @@ def file_stem(collection: str) -> str:
     return f"{collection}-{hashlib.blake2b(collection.encode(), digest_size=4).hexdigest()}"
 
 
-class CollectionLocks:
-    """One file lock per collection in `folder` (the file named at first use): every process's
-    saves of a collection's file take it. One object per collection, so a holder may take it again."""
+def read_meta(path: Path) -> dict[str, Any]:
+    """The description of a saved file (a JSON object). OSError when it cannot be read, ValueError
+    when it is not a JSON object (orjson's decode error is one)."""
+    meta = orjson.loads(path.read_bytes())
+    if not isinstance(meta, dict):
+        raise ValueError("the description is not a JSON object")
+    return meta
 
-    def __init__(self, folder: Path) -> None:
+
+def current_meta(path: Path) -> dict[str, Any]:
+    """`read_meta`, read once more when the file it names is gone: a save named a newer one and
+    tidied that one away meanwhile."""
+    meta = read_meta(path)
+    return meta if (path.parent / str(meta.get("file"))).is_file() else read_meta(path)
+
+
+class CollectionLocks:
+    """One file lock per collection in `folder`, `.<stem><suffix>`: every process's saves of a
+    collection's file take it. One object per collection, so a holder may take it again."""
+
+    def __init__(self, folder: Path, suffix: str) -> None:
         self.folder = folder
+        self.suffix = suffix
         self._locks: dict[str, FileLock] = {}
         self._guard = threading.Lock()
 
-    def __call__(self, collection: str, file_name: str) -> FileLock:
+    def __call__(self, collection: str) -> FileLock:
         from filelock import FileLock  # here: ~35 ms of imports a server without a large collection never pays
 
         with self._guard:
             if collection not in self._locks:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                self._locks[collection] = FileLock(str(self.folder / file_name))
+                self._locks[collection] = FileLock(str(self.folder / f".{file_stem(collection)}{self.suffix}"))
             return self._locks[collection]
 
 
