@@ -3,7 +3,6 @@ kept in step with writes from this and other processes and with batches, rebuilt
 
 from __future__ import annotations
 
-import io
 import logging
 import random
 import sqlite3
@@ -15,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.stores.embedding import HASHING
 from context_assembly.stores.sqlite import postings_files, postings_keeper
-from context_assembly.stores.sqlite.postings import TOKENIZE, chunk_rows, tokenize
+from context_assembly.stores.sqlite.postings import TOKENIZE, Postings, SavedWords, Snapshot, chunk_rows, tokenize
 from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
@@ -290,7 +290,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def saved_file(root: Path) -> Path:
-    return WorkspaceLayout(root).db_path.parent / postings_files.FOLDER / postings_files.FILE
+    return WorkspaceLayout(root).db_path.parent / postings_files.FOLDER / postings_files.META
 
 
 QUERIES = ("w1 w2", "w3 rare_word", "w1_w2 w7", "naive replaced", "w0 w5 w9 w13 w100", "absent")
@@ -387,27 +387,157 @@ def test_a_restored_database_written_past_the_file_ignores_it(tmp_path: Path, mo
     assert built == [1]
 
 
+def named_file(root: Path) -> Path:
+    """The postings file the description names."""
+    return saved_file(root).parent / str(orjson.loads(saved_file(root).read_bytes())["file"])
+
+
+def region(meta: dict[str, Any], array: str) -> tuple[int, int]:
+    """Where `array` lies in the file (`postings_files.LAYOUT`), in bytes."""
+    at = 0
+    for name, dtype, key in postings_files.LAYOUT:
+        size = np.dtype(dtype).itemsize * (int(meta[key.removesuffix("+1")]) + key.endswith("+1"))
+        if name == array:
+            return at, at + size
+        at += size
+    raise KeyError(array)
+
+
+def with_array(data: bytes, meta: dict[str, Any], array: str, change: Any) -> bytes:
+    """The file's bytes with `change` applied to a copy of one of its arrays."""
+    start, end = region(meta, array)
+    dtype = next(d for name, d, _ in postings_files.LAYOUT if name == array)
+    values = np.frombuffer(data[start:end], dtype=dtype).copy()
+    change(values)
+    return data[:start] + values.tobytes() + data[end:]
+
+
+def set_at(values: np.ndarray, at: int, value: int) -> None:
+    values[at] = value
+
+
+DAMAGES: list[tuple[str, Any]] = [  # (what, (description, file bytes) -> damaged (description, file bytes))
+    ("a description that is not JSON", lambda meta, data: (b"not json", data)),
+    ("a description that is not an object", lambda meta, data: (b"[1, 2]", data)),
+    ("a description without a count", lambda meta, data: (orjson.dumps({**meta, "entries": None}), data)),
+    ("a count one too many", lambda meta, data: (orjson.dumps({**meta, "entries": meta["entries"] + 1}), data)),
+    ("a negative count", lambda meta, data: (orjson.dumps({**meta, "words": -1}), data)),
+    ("a file cut short", lambda meta, data: (orjson.dumps(meta), data[: len(data) // 2])),
+    ("an empty file", lambda meta, data: (orjson.dumps(meta), b"")),
+    ("a chunk position past the chunks", lambda meta, data: (
+        orjson.dumps(meta), with_array(data, meta, "docs", lambda v: set_at(v, 0, meta["chunks"])))),
+    ("word offsets that go back", lambda meta, data: (
+        orjson.dumps(meta), with_array(data, meta, "offsets", lambda v: set_at(v, 1, v[2] + 1)))),
+    ("a word order naming a word twice", lambda meta, data: (
+        orjson.dumps(meta), with_array(data, meta, "order", lambda v: set_at(v, 0, v[1])))),
+    ("word starts past the words", lambda meta, data: (
+        orjson.dumps(meta), with_array(data, meta, "starts", lambda v: set_at(v, -1, v[-1] + 1)))),
+    ("chunk lengths that disagree with the totals", lambda meta, data: (
+        orjson.dumps(meta), with_array(data, meta, "lengths", lambda v: set_at(v, 0, v[0] + 1)))),
+]
+
+
+@pytest.mark.parametrize("what, damage", DAMAGES, ids=[what for what, _ in DAMAGES])
 def test_an_unreadable_saved_file_is_read_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+                                              caplog: pytest.LogCaptureFixture, what: str, damage: Any) -> None:
     seeded_store(tmp_path)
-    path = saved_file(tmp_path)
-    whole = path.read_bytes()
-    with np.load(path) as saved:
-        arrays = {name: saved[name] for name in saved.files}
-    inconsistent, plain_array = io.BytesIO(), io.BytesIO()
-    np.savez(inconsistent, **{**arrays, "docs": arrays["docs"][:-1]})
-    np.save(plain_array, arrays["ids"])
-    for damaged in (whole[: len(whole) // 2], b"not a zip file", b"", inconsistent.getvalue(), plain_array.getvalue()):
-        path.write_bytes(damaged)
-        built = reads(monkeypatch)
-        s = postings_store(tmp_path)
-        with caplog.at_level(logging.WARNING):
-            agrees(s, "a", "w1 w2 w3", 30)
-        assert built == [1] and "cannot be used" in caplog.text
-        monkeypatch.undo()
-        caplog.clear()
-    assert path.read_bytes() != b""  # the last build saved a good file again
-    assert postings_store(tmp_path).index.postings.current() is not None
+    path, data = named_file(tmp_path), named_file(tmp_path).read_bytes()
+    meta, damaged = damage(orjson.loads(saved_file(tmp_path).read_bytes()), data)
+    saved_file(tmp_path).write_bytes(meta)
+    path.chmod(0o644)
+    path.write_bytes(damaged)
+    built = reads(monkeypatch)
+    s = postings_store(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        agrees(s, "a", "w1 w2 w3", 30)
+    assert built == [1] and "cannot be used" in caplog.text
+    assert named_file(tmp_path) != path and postings_store(tmp_path).index.postings.current() is not None  # saved anew
+
+
+def test_a_description_naming_a_file_that_is_gone_is_read_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded_store(tmp_path)
+    named_file(tmp_path).unlink()
+    built = reads(monkeypatch)
+    agrees(postings_store(tmp_path), "a", "w1 w2 w3", 30)
+    assert built == [1] and named_file(tmp_path).is_file()
+
+
+def mapped_from(postings: Any) -> str:
+    """The name of the file a snapshot's postings are mapped from (AssertionError: a copy of its own)."""
+    assert isinstance(postings.vocab, SavedWords) and isinstance(postings.docs, np.memmap)
+    assert not postings.docs.flags.writeable and not postings.freqs.flags.writeable
+    return Path(str(postings.docs.filename)).name
+
+
+def test_the_saved_postings_are_mapped_by_the_process_that_saved_them_and_by_the_next(tmp_path: Path) -> None:
+    first = seeded_store(tmp_path)
+    snapshot = first.index.postings.current()
+    assert snapshot is not None
+    name = mapped_from(snapshot.main)  # its own copy let go once saved
+    assert name == named_file(tmp_path).name
+    second = postings_store(tmp_path)
+    loaded = second.index.postings.current()
+    assert loaded is not None and mapped_from(loaded.main) == name
+    for query in QUERIES:
+        assert agrees(second, "a", query, 40) == agrees(first, "a", query, 40)
+    first.upsert("a", "late", "w1 w2 late", {})  # a catch-up keeps the mapped postings, adds a tail
+    caught = second.index.postings.current()
+    assert caught is not None and mapped_from(caught.main) == name and caught.tail.entries
+    agrees(second, "a", "w1 late", 40)
+
+
+def test_processes_reading_the_same_state_end_on_one_file(tmp_path: Path) -> None:
+    first = seeded_store(tmp_path)
+    second = postings_store(tmp_path)
+    assert second.index.build_postings()  # read anew at the same generation: the file named is taken
+    snapshots = [s.index.postings.current() for s in (first, second)]
+    assert all(s is not None for s in snapshots)
+    assert {mapped_from(s.main) for s in snapshots if s is not None} == {named_file(tmp_path).name}
+    assert list(saved_file(tmp_path).parent.glob("postings~*.bin")) == [named_file(tmp_path)]
+
+
+def test_a_build_behind_the_named_file_keeps_its_copy_and_the_newer_file(tmp_path: Path) -> None:
+    first = seeded_store(tmp_path)
+    behind = first.index.postings._read()  # read before the write below,
+    first.upsert("a", "late", "w1 w2 late", {})
+    assert first.index.build_postings()  # and a newer file saved meantime
+    newer = named_file(tmp_path)
+    files = postings_files.PostingsFiles(saved_file(tmp_path).parent)
+    assert files.save(first.index._db, behind) is None
+    assert named_file(tmp_path) == newer and newer.is_file()
+
+
+def test_postings_saved_by_an_earlier_version_are_read_anew_and_removed(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded_store(tmp_path)
+    folder = saved_file(tmp_path).parent
+    for old in folder.iterdir():
+        old.unlink()
+    earlier = folder / postings_files.EARLIER
+    earlier.write_bytes(b"PK\x03\x04 an archive of arrays")
+    built = reads(monkeypatch)
+    agrees(postings_store(tmp_path), "a", "w1 w2", 30)
+    assert built == [1] and not earlier.exists() and named_file(tmp_path).is_file()
+
+
+WORD_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(WORD_TEXT, unique=True, max_size=40), others=st.lists(
+    st.one_of(WORD_TEXT, st.just(""), st.just("\ud800")), max_size=10))
+def test_saved_words_find_each_word_s_number_and_nothing_else(words: list[str], others: list[str]) -> None:
+    """The binary search over the words in byte order finds every word of the vocabulary by its
+    number, and no other text: prefixes, extensions, the empty string, a lone surrogate."""
+    vocab = {word: n for n, word in enumerate(words)}
+    none = np.zeros(0, np.int32)
+    main = Postings(vocab, np.zeros(len(words) + 1, np.int64), none, none)
+    arrays = postings_files._arrays(Snapshot(0, np.zeros(0, np.int64), none, {}, np.ones(0, bool), np.zeros(0), 0, 0,
+                                             main))
+    saved = SavedWords(memoryview(arrays["vocab"]), memoryview(arrays["starts"]), memoryview(arrays["order"]))
+    assert dict(saved.items()) == vocab and list(saved) == words and len(saved) == len(words)
+    for text in [*others, *(w[:-1] for w in words), *(w + "a" for w in words)]:
+        assert saved.get(text) == vocab.get(text)
 
 
 def test_postings_that_cannot_be_saved_still_serve(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +34,7 @@ from numpy.typing import NDArray
 
 from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, current_meta, file_stem, replace, stale, write_flushed
+from .saved_files import CollectionLocks, current_meta, file_stem, replace, stale, write_arrays, write_flushed
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -46,7 +45,6 @@ FILE_MIN_CHUNKS = 20_000  # smaller collections read from SQLite in ~20 ms and h
 RESAVE_SHARE = 0.1  # rows of its own or masked past this share of the file's: a new file
 FORMAT = 1
 SAVE_WAIT_S = 10.0  # another process saving the collection: its save (~0.3 s at 100k chunks) is waited for
-WRITE_BLOCK = 8 << 20  # bytes a write: each lets go of the interpreter's lock while the OS copies
 
 Ids = NDArray[np.int64]
 
@@ -215,7 +213,7 @@ class MatrixFiles:
                     return named
                 ids, matrix = index.rows()
                 name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.f32"
-                _write(self.folder / name, ids, matrix)
+                write_arrays(self.folder / name, [ids.astype("<i8", copy=False), matrix.astype("<f4", copy=False)])
                 meta = {"format": FORMAT, "collection": collection, "file": name, "token": token, "model": index.model,
                         "dimension": index.dimension, "generation": index.generation, "count": len(ids)}
                 tmp = self.folder / f".{name}.json.tmp"
@@ -255,18 +253,3 @@ def _mapped(path: Path, count: int, dimension: int) -> SharedRows:
     ids = np.memmap(path, dtype="<i8", mode="r", shape=(count,))
     matrix = np.memmap(path, dtype="<f4", mode="r", offset=8 * count, shape=(count, dimension))
     return SharedRows(path.name, ids, matrix)
-
-
-def _write(path: Path, ids: Ids, matrix: Matrix) -> None:
-    """ids then rows, little-endian, in blocks, flushed; a part-written file is removed."""
-    try:
-        with path.open("wb") as out:
-            for array in (np.ascontiguousarray(ids, dtype="<i8"), np.ascontiguousarray(matrix, dtype="<f4")):
-                data = memoryview(array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
-                for start in range(0, len(data), WRITE_BLOCK):
-                    out.write(data[start:start + WRITE_BLOCK])
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise

@@ -1,11 +1,19 @@
-"""The keyword postings saved beside the database, so that a new process starts from them.
+"""The keyword postings saved beside the database, so that a new process starts from them, and
+maps them rather than holding a copy.
 
 Reading the postings from the FTS index takes seconds at 100k chunks, and each process that
 searched a large index read them anew; until it had, FTS5 answered its keyword legs (~100 ms a
 query holding common words at 100k chunks). A build now saves what it read in
-`<database folder>/keyword-postings/postings.npz` (one file, replaced atomically); another process
-loads it (~40 ms at 100k chunks, its checks included) and then catches it up from the table as after any write
-(`PostingsKeeper`). The file is a cache: it is used only when
+`<database folder>/keyword-postings/`: `postings~<random>.bin` holds the arrays one after the
+other, little-endian (`LAYOUT`), and `postings.json` names it and records the database's token,
+the generation, the FTS totals, the collections' codes and the arrays' lengths. A file is written
+once under a new name and never changed; the description is replaced atomically, under a lock
+that every save holds, and never names a generation older than the one it names. Another process
+maps the file read-only (the pages are shared between a swarm's processes: ~40 MB at 100k chunks
+held once, not once per process), its words looked up by binary search (`SavedWords`, no dict per
+process), and then catches it up from the table as after any write (`PostingsKeeper`); the
+process that saved it maps it too, instead of its own copy. The file is a cache: it is used only
+when
 
 - it carries the database's token (`vector_postings` table, written with the first save: a
   recreated database has none, so it never reads another's file);
@@ -16,75 +24,111 @@ loads it (~40 ms at 100k chunks, its checks included) and then catches it up fro
 - its arrays are whole and agree with each other and with the totals it records.
 
 Anything else, and the file is ignored: the postings are read from the FTS index as before.
+(`postings.npz`, the one-file copy earlier versions saved, is no longer read: the next save removes it.)
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import logging
 import sqlite3
 import uuid
-import zipfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 
-from ...errors import StorageError
-from ...workspace.atomic import write_atomic
+from ...workspace.atomic import fsync_directory
 from .database import Database
-from .postings import Postings, Snapshot, indexed_ids, read_transaction, store_generation, tokenize
+from .postings import Postings, SavedWords, Snapshot, indexed_ids, read_transaction, store_generation, tokenize
+from .saved_files import CollectionLocks, current_meta, replace, stale, write_arrays, write_flushed
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 FOLDER = "keyword-postings"
-FILE = "postings.npz"
-ARRAYS = ("ids", "collections", "lengths", "offsets", "docs", "freqs", "vocab", "meta")
+META = "postings.json"
+EARLIER = "postings.npz"  # format 1: one archive, loaded as a copy by each process
+SAVE_WAIT_S = 10.0  # another process saving: its save (~0.1 s at 100k chunks) is waited for
 SAMPLE = 16  # the newest chunks a loaded file must hold word for word
-SEPARATOR = b"\n"  # between vocabulary words: FTS5's unicode61 never puts one inside a token
+# (array, dtype, its length's key in the description): 8-byte items first, so each array starts aligned
+LAYOUT = (("ids", "<i8", "chunks"), ("lengths", "<f8", "chunks"), ("offsets", "<i8", "words+1"),
+          ("starts", "<i8", "words+1"), ("docs", "<i4", "entries"), ("freqs", "<i4", "entries"),
+          ("collections", "<i4", "chunks"), ("order", "<i4", "words"), ("vocab", "u1", "vocab_bytes"))
 
 
 class PostingsFiles:
     """The saved postings of one database (see the module's doc)."""
 
     def __init__(self, folder: Path) -> None:
-        self.path = folder / FILE
+        self.folder = folder
+        self.path = folder / META
+        self._locks = CollectionLocks(folder, ".lock")
 
-    def save(self, db: Database, snapshot: Snapshot) -> None:
+    def save(self, db: Database, snapshot: Snapshot) -> Postings | None:
         """Save a snapshot freshly read from the FTS index (no tail, nothing deleted), under the
-        database's token (made now if it has none). Raises StorageError when it cannot be written."""
+        database's token (made now if it has none); its postings as mapped from the file named
+        once this returns, for the caller to use instead of its own copy: the new file, or one of
+        the same generation another process named meanwhile. None when a newer one is named (or
+        another process held the lock past `SAVE_WAIT_S`). Raises OSError when it cannot be written."""
+        from filelock import Timeout
+
         if snapshot.tail.entries or not bool(snapshot.live.all()):
             raise ValueError("only a snapshot read whole from the FTS index is saved")
         token = made_token(db)
-        main = snapshot.main
-        words = list(main.vocab)
-        meta = {"format": FORMAT, "token": token, "generation": snapshot.generation, "rows": snapshot.rows,
-                "tokens": snapshot.tokens, "codes": snapshot.codes, "words": len(words)}
-        buffer = io.BytesIO()
-        np.savez(buffer, ids=snapshot.ids, collections=snapshot.collections, lengths=snapshot.lengths,
-                 offsets=main.offsets, docs=main.docs, freqs=main.freqs,
-                 vocab=np.frombuffer(SEPARATOR.join(w.encode("utf-8") for w in words), dtype=np.uint8),
-                 meta=np.frombuffer(orjson.dumps(meta), dtype=np.uint8))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, buffer.getvalue())
+        try:
+            with self._locks("postings").acquire(timeout=SAVE_WAIT_S):
+                named = self._named(token)
+                if named is not None and named.generation >= snapshot.generation:
+                    same = named.generation == snapshot.generation and np.array_equal(named.ids, snapshot.ids)
+                    return named.main if same else None
+                return self._write(token, snapshot)
+        except Timeout:
+            return None
+
+    def _named(self, token: str) -> Snapshot | None:
+        """The snapshot the description names, when it is this database's and can be read."""
+        try:
+            return _mapped(self.folder, current_meta(self.path), token)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def _write(self, token: str, snapshot: Snapshot) -> Postings:
+        arrays = _arrays(snapshot)
+        name = f"postings~{uuid.uuid4().hex[:12]}.bin"
+        write_arrays(self.folder / name, [arrays[key].astype(dtype, copy=False) for key, dtype, _ in LAYOUT])
+        meta = {"format": FORMAT, "file": name, "token": token, "generation": snapshot.generation,
+                "rows": snapshot.rows, "tokens": snapshot.tokens, "codes": snapshot.codes, "chunks": len(snapshot.ids),
+                "words": len(arrays["order"]), "entries": len(arrays["docs"]), "vocab_bytes": len(arrays["vocab"])}
+        tmp = self.folder / f".{name}.json.tmp"
+        write_flushed(tmp, orjson.dumps(meta))
+        replace(tmp, self.path)
+        fsync_directory(self.folder)
+        self._tidy(name)
+        mapped = _mapped(self.folder, meta, token)
+        assert mapped is not None  # (this format, this token)
+        return mapped.main
+
+    def _tidy(self, kept: str) -> None:
+        leftovers = [old for old in self.folder.glob("postings~*.bin") if old.name != kept]
+        leftovers += [old for old in self.folder.glob(".*.json.tmp") if stale(old)]
+        for old in [*leftovers, self.folder / EARLIER]:
+            with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
+                old.unlink(missing_ok=True)
 
     def load(self, conn: sqlite3.Connection) -> Snapshot | None:
-        """The saved snapshot when this database may use it (see the module's doc), else None."""
+        """The saved snapshot, mapped, when this database may use it (see the module's doc), else None."""
         try:
             token = database_token(conn)
-            if token is None or not self.path.is_file():
+            if token is None:
                 return None
-            loaded = np.load(self.path, allow_pickle=False)
-            if not isinstance(loaded, np.lib.npyio.NpzFile):
-                raise ValueError("it is not an archive of arrays")
-            with loaded as saved:
-                arrays = {name: saved[name] for name in ARRAYS}
-            snapshot = _snapshot(arrays, token)
+            snapshot = _mapped(self.folder, current_meta(self.path), token)
             return snapshot if snapshot is not None and _same_history(conn, snapshot) else None
-        except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, IndexError,
-                zipfile.BadZipFile, sqlite3.Error) as exc:
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, IndexError, sqlite3.Error) as exc:
             log.warning("the saved keyword postings %s cannot be used (%s): they are read anew", self.path, exc)
             return None
 
@@ -107,29 +151,64 @@ def made_token(db: Database) -> str:
     return token
 
 
-def _snapshot(arrays: dict[str, np.ndarray], token: str) -> Snapshot | None:
-    """The snapshot the arrays hold, checked whole; None when they are another database's."""
-    meta = orjson.loads(arrays["meta"].tobytes())
+def _arrays(snapshot: Snapshot) -> dict[str, np.ndarray]:
+    """What the file holds (`LAYOUT`): the snapshot's arrays, and its words as bytes with their
+    starts and the word numbers in byte order of the words (`SavedWords`)."""
+    main = snapshot.main
+    words: list[bytes] = [b""] * len(main.vocab)
+    for word, number in main.vocab.items():
+        words[number] = word.encode("utf-8")
+    starts = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum([len(word) for word in words], out=starts[1:])
+    order = np.array(sorted(range(len(words)), key=words.__getitem__), dtype=np.int32)
+    return {"ids": snapshot.ids, "lengths": snapshot.lengths, "offsets": main.offsets, "starts": starts,
+            "docs": main.docs, "freqs": main.freqs, "collections": snapshot.collections, "order": order,
+            "vocab": np.frombuffer(b"".join(words), dtype=np.uint8)}
+
+
+def _mapped(folder: Path, meta: dict[str, Any], token: str) -> Snapshot | None:
+    """The snapshot the description names, its file mapped read-only and checked whole; None when
+    it is another database's or another format. ValueError when the file does not agree with it."""
     if meta.get("format") != FORMAT or meta.get("token") != token:
         return None
-    ids, collections, lengths = arrays["ids"], arrays["collections"], arrays["lengths"]
-    offsets, docs, freqs = arrays["offsets"], arrays["docs"], arrays["freqs"]
-    words = arrays["vocab"].tobytes().decode("utf-8").split(SEPARATOR.decode()) if meta["words"] else []
+    path = folder / str(meta["file"])
+    lengths = {key: int(meta[key.removesuffix("+1")]) + key.endswith("+1") for _, _, key in LAYOUT}
+    sizes = [np.dtype(dtype).itemsize * lengths[key] for _, dtype, key in LAYOUT]
+    if path.stat().st_size != sum(sizes):
+        raise ValueError(f"{path.name} holds {path.stat().st_size} bytes, not the {sum(sizes)} its description gives")
+    raw = np.memmap(path, dtype=np.uint8, mode="r") if sum(sizes) else np.zeros(0, dtype=np.uint8)
+    arrays, at = {}, 0
+    for (name, dtype, _), size in zip(LAYOUT, sizes, strict=True):
+        arrays[name] = raw[at:at + size].view(dtype)
+        at += size
+    return _snapshot(arrays, meta)
+
+
+def _snapshot(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Snapshot:
+    """The snapshot the arrays hold, checked whole (ValueError when they disagree)."""
+    ids, collections, lengths = (arrays[name] for name in ("ids", "collections", "lengths"))
+    offsets, docs, freqs, starts, order = (arrays[name] for name in ("offsets", "docs", "freqs", "starts", "order"))
     codes = {str(name): int(code) for name, code in meta["codes"].items()}
-    chunks = len(ids)
-    if (len(words) != meta["words"] or len(offsets) != len(words) + 1 or len(collections) != chunks
-            or len(lengths) != chunks or len(docs) != len(freqs) or int(offsets[0]) != 0
-            or int(offsets[-1]) != len(docs) or bool(np.any(np.diff(offsets) < 0))
+    chunks, words = len(ids), len(order)
+    if (int(offsets[0]) != 0 or int(offsets[-1]) != len(docs) or bool(np.any(np.diff(offsets) < 0))
+            or int(starts[0]) != 0 or int(starts[-1]) != len(arrays["vocab"]) or bool(np.any(np.diff(starts) < 0))
+            or not np.array_equal(np.sort(order), np.arange(words))
             or (chunks and bool(np.any(np.diff(ids) <= 0)))
             or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= chunks))
             or (chunks and (int(collections.min()) < 0 or int(collections.max()) >= len(codes)))
             or int(lengths.sum()) != int(meta["tokens"]) or chunks != int(meta["rows"])):
         raise ValueError("its arrays do not agree with each other")
-    main = Postings({word: n for n, word in enumerate(words)}, offsets.astype(np.int64, copy=False),
-                    docs.astype(np.int32, copy=False), freqs.astype(np.int32, copy=False))
+    vocab = SavedWords(_buffer(arrays["vocab"]), _buffer(starts.astype(np.int64, copy=False)),  # native
+                       _buffer(order.astype(np.int32, copy=False)))  # (a copy only on a big-endian machine)
+    main = Postings(vocab, offsets.astype(np.int64, copy=False), docs.astype(np.int32, copy=False),
+                    freqs.astype(np.int32, copy=False))
     return Snapshot(int(meta["generation"]), ids.astype(np.int64, copy=False),
                     collections.astype(np.int32, copy=False), codes, np.ones(chunks, dtype=np.bool_),
                     lengths.astype(np.float64, copy=False), int(meta["rows"]), int(meta["tokens"]), main)
+
+
+def _buffer(array: np.ndarray) -> memoryview:
+    return memoryview(array)  # type: ignore[arg-type]  # (numpy's stubs do not say ndarray is a buffer)
 
 
 def _same_history(conn: sqlite3.Connection, snapshot: Snapshot) -> bool:
@@ -168,9 +247,10 @@ def _holds(snapshot: Snapshot, position: int, tokens: list[str]) -> bool:
     return True
 
 
-def save_quietly(files: PostingsFiles, db: Database, snapshot: Snapshot) -> None:
-    """`save`, a failure logged: the postings in memory serve on, the next process reads its own."""
+def save_quietly(files: PostingsFiles, db: Database, snapshot: Snapshot) -> Postings | None:
+    """`save`, a failure logged (None): the postings in memory serve on, the next process reads its own."""
     try:
-        files.save(db, snapshot)
-    except (StorageError, OSError, sqlite3.Error) as exc:
-        log.warning("the keyword postings could not be saved in %s (%s)", files.path, exc)
+        return files.save(db, snapshot)
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("the keyword postings could not be saved in %s (%s)", files.folder, exc)
+        return None

@@ -147,12 +147,23 @@ class PostingsKeeper:
                     self._snapshot = snapshot
                     self._removed.clear()
             if self.files is not None:  # (outside the lock: searches go on while it is written)
-                save_quietly(self.files, self._db, snapshot)
+                self._map_saved(snapshot, save_quietly(self.files, self._db, snapshot))
         except Exception:  # FTS5 keeps answering; the next search after a write tries again
             log.exception("building the keyword postings failed")
         finally:
             with self._lock:
                 self._build = None
+
+    def _map_saved(self, built: Snapshot, saved: Postings | None) -> None:
+        """The postings `built` read, as mapped from the file they were saved in (or one of the same
+        generation), in place of this process's copy wherever the current snapshot still holds it
+        (a catch-up keeps its `main`): the same words, numbers and arrays, shared with the other
+        processes instead of held alone."""
+        if saved is not None:
+            with self._lock:
+                current = self._snapshot
+                if current is not None and current.main is built.main:
+                    current.main = saved
 
     def _read(self) -> Snapshot:
         conn = self._db.connection()

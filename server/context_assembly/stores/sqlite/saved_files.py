@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
 STALE_S = 3_600  # a temp file older than this was left by an interrupted process
+WRITE_BLOCK = 8 << 20  # bytes a write: each lets go of the interpreter's lock while the OS copies
 
 
 def file_stem(collection: str) -> str:
@@ -74,6 +76,22 @@ def write_flushed(path: Path, data: bytes) -> None:
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
+
+
+def write_arrays(path: Path, arrays: list[np.ndarray]) -> None:
+    """The arrays' bytes one after the other, as they are in memory, in blocks, flushed; a
+    part-written file is removed."""
+    try:
+        with path.open("wb") as out:
+            for array in arrays:
+                data = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+                for start in range(0, len(data), WRITE_BLOCK):
+                    out.write(data[start:start + WRITE_BLOCK])
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def replace(source: Path, target: Path, tries: int = 20) -> None:
