@@ -2,7 +2,7 @@
 processes of one database: the saved file mapped (as the store loads it now) against a copy per
 process (as it loaded it before), in the same run.
 
-    python bench/assemble/sharing.py [--what ann|matrix] [--processes 4] [--chunks N] [--queries 200]
+    python bench/assemble/sharing.py [--what ann|matrix|postings] [--processes 4] [--chunks N] [--queries 200]
                                      [--rounds 2] [--no-fold]
 
 `--what ann` (default; 1M chunks): the ANN index of `search_scale.py`'s collection (generated
@@ -11,7 +11,10 @@ ignore `view=True`. `--what matrix` (100k chunks): the float32 matrix exact sear
 the same corpus at that size, saved once beside the database (`stores/sqlite/matrix.py`);
 "before" is the same code with no file saved or mapped (`matrix.FILE_MIN_CHUNKS` out of reach,
 `MatrixFiles.load` finding none), so each process reads the matrix from SQLite into memory of its
-own, as it did before.
+own, as it did before. `--what postings` (100k chunks): the keyword postings of the same corpus
+(`stores/sqlite/postings_files.py`), searched by `full_text` with three of the 400 commonest
+words; "before" is the same code with the mapped arrays copied into memory of the process's own and its
+words into a dict, as the one-archive file of earlier versions was loaded.
 
 Each round starts `--processes` processes per way, all at once, as a swarm's sidecars would be.
 Each opens the store, loads the index or matrix (timed), runs `--queries` searches
@@ -67,10 +70,29 @@ if what == "matrix" and way == "copy":  # the store before: the matrix read from
     from context_assembly.stores.sqlite import matrix
     matrix.FILE_MIN_CHUNKS = 10**12  # none saved,
     matrix.MatrixFiles.load = lambda self, *args, **kwargs: None  # none mapped
+if what == "postings" and way == "copy":  # the store before: arrays and a dict of words per process
+    from context_assembly.stores.sqlite import postings_files
+    from context_assembly.stores.sqlite.postings import Postings
+    mapped = postings_files._snapshot
+    def copied(arrays, meta, file):
+        s = mapped(arrays, meta, file)
+        m, blob, starts = s.main, arrays["vocab"].tobytes(), arrays["starts"].tolist()
+        words = {blob[a:b].decode(): n for n, (a, b) in enumerate(zip(starts, starts[1:]))}
+        s.main = Postings(words, np.array(m.offsets), np.array(m.docs), np.array(m.freqs))  # (file None: a copy)
+        s.ids, s.collections, s.lengths = np.array(s.ids), np.array(s.collections), np.array(s.lengths)
+        return s
+    postings_files._snapshot = copied
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.vector import SqliteVectorIndex
 
-if what == "ann":
+if what == "postings":
+    index = SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+    common = [str(r[0]) for r in index._db.connection().execute(
+        "SELECT term FROM vector_chunks_vocab ORDER BY cnt DESC LIMIT 400")]
+    t = time.perf_counter()
+    loaded = index.postings.current()
+    assert loaded is not None and (loaded.main.file is not None) == (way == "view"), "not loaded so"
+elif what == "ann":
     index = SqliteVectorIndex(Database(db_path))
     t = time.perf_counter()
     loaded = index.ann.current("docs")
@@ -82,12 +104,17 @@ else:
 load_ms = (time.perf_counter() - t) * 1000
 assert loaded is not None, "the collection has no index"
 rng = np.random.default_rng(5)
-q = rng.standard_normal((queries + 3, loaded.dimension)).astype(np.float32)
-q /= np.linalg.norm(q, axis=1, keepdims=True)
+if what == "postings":
+    q = [list(rng.choice(common, 3, replace=False)) for _ in range(queries + 3)]
+    search = lambda query: index.full_text("docs", query, 10)
+else:
+    q = rng.standard_normal((queries + 3, loaded.dimension)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    search = lambda query: index.nearest("docs", query, 10, -1.0)
 samples = []
 for i, query in enumerate(q):
     t = time.perf_counter()
-    index.nearest("docs", query, 10, -1.0)
+    search(query)
     if i >= 3:  # the first three warm up
         samples.append((time.perf_counter() - t) * 1000)
 memory = {}
@@ -205,6 +232,11 @@ def prepare(what: str, folder: Path) -> None:
         if index.ann.current(search_scale.COLLECTION) is None:
             search_scale.log("building the ANN index (once; persisted beside the database) ...")
             assert index.build_ann(search_scale.COLLECTION), "usearch is not installed"
+    elif what == "postings":
+        index = search_scale.open_store(folder).index
+        index.postings.background = False
+        if index.postings.current() is None:  # none saved (or not of this version): read and saved
+            assert index.build_postings(), "the keyword postings could not be read"
     else:
         index = search_scale.open_store(folder, ann_min_chunks=10**12).index
         index._index(search_scale.COLLECTION)  # read, then saved in the background (or the saved one mapped)
@@ -214,9 +246,9 @@ def prepare(what: str, folder: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--what", choices=("ann", "matrix"), default="ann")
+    ap.add_argument("--what", choices=("ann", "matrix", "postings"), default="ann")
     ap.add_argument("--processes", type=int, default=4)
-    ap.add_argument("--chunks", type=int, help="default: 1,000,000 (ann), 100,000 (matrix)")
+    ap.add_argument("--chunks", type=int, help="default: 1,000,000 (ann), 100,000 (matrix, postings)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-fold", action="store_true", help="without the fold rows")

@@ -199,6 +199,7 @@ class Postings:
     offsets: Ints
     docs: NDArray[np.int32]
     freqs: NDArray[np.int32]
+    file: str | None = None  # the saved file they are mapped from (None: read into this process)
 
     def of(self, term: str) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
         t = self.vocab.get(term)
