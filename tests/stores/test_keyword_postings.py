@@ -524,6 +524,56 @@ def test_postings_saved_by_an_earlier_version_are_read_anew_and_removed(tmp_path
     assert built == [1] and not earlier.exists() and named_file(tmp_path).is_file()
 
 
+SWARM_MEMBER = textwrap.dedent("""
+    import logging, random, sys
+    from pathlib import Path
+    from context_assembly.stores.embedding import HASHING
+    from context_assembly.stores.sqlite.postings import read_transaction
+    from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
+    from context_assembly.stores.vector_collections import fts_terms
+    from context_assembly.workspace.layout import WorkspaceLayout
+    logging.basicConfig(level=logging.WARNING)
+    root, member = Path(sys.argv[1]), int(sys.argv[2])
+    s = SqliteVectorStore.for_workspace(WorkspaceLayout(root), default_model=HASHING)
+    s.index.postings.min_chunks, s.index.postings.background = 0, False
+    rng = random.Random(member)
+    conn = s.index._db.connection()
+    for step in range(12):
+        s.upsert_many("a", [(f"m{member}-{step}-{i}", " ".join(rng.choices(["w1", "w2", "w3", f"z{member}"], k=6)), {})
+                            for i in range(5)])
+        s.delete("a", f"d{rng.randrange(300)}")
+        if step % 3 == member % 3:
+            assert s.index.build_postings()  # read anew and saved, racing the others' saves
+        for query in ("w1 w2", f"z{member} w3", "w0 w5"):
+            terms = fts_terms(query)
+            with read_transaction(conn):  # the others' writes wait for the next query
+                want = [(int(i), float(x)) for i, x in conn.execute(
+                    "SELECT c.id, -bm25(vector_chunks_fts) AS s FROM vector_chunks_fts JOIN vector_chunks c "
+                    "ON c.id = vector_chunks_fts.rowid WHERE vector_chunks_fts MATCH ? AND c.collection = 'a' "
+                    "ORDER BY s DESC, c.id LIMIT 20", (fts_query(terms),))]
+                snapshot = s.index.postings.current()
+                assert snapshot is not None, "no postings"
+                assert s.index._keywords._from_postings(snapshot, "a", terms, 20) == want, query
+    print("done", flush=True)
+""")
+
+
+def test_a_swarm_reading_and_saving_at_once_ends_on_one_file_in_step(tmp_path: Path) -> None:
+    seeded_store(tmp_path)
+    members = [subprocess.Popen([sys.executable, "-c", SWARM_MEMBER, str(tmp_path), str(member)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for member in range(3)]
+    for member in members:
+        out, err = member.communicate(timeout=300)
+        assert member.returncode == 0 and out.strip() == "done", err
+        assert "cannot" not in err and "Traceback" not in err, err  # no save failed, no file refused
+    assert [p.name for p in saved_file(tmp_path).parent.glob("postings~*.bin")] == [named_file(tmp_path).name]
+    fresh = postings_store(tmp_path)
+    snapshot = fresh.index.postings.current()
+    assert snapshot is not None and mapped_from(snapshot.main) == named_file(tmp_path).name
+    for query in ("w1 w2", "z0 z1 z2 w3", "w0 w5"):
+        agrees(fresh, "a", query, 60)
+
+
 WORD_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=6)
 
 
