@@ -511,6 +511,27 @@ def test_a_build_behind_the_named_file_keeps_its_copy_and_the_newer_file(tmp_pat
     assert named_file(tmp_path) == newer and newer.is_file()
 
 
+def test_a_save_that_cannot_be_written_leaves_the_file_named_and_the_postings_serving(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import resource
+
+    s = seeded_store(tmp_path)
+    named = named_file(tmp_path)
+    s.upsert("a", "late", "w1 w2 late", {})
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # writes past 4 KiB fail (EFBIG)
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert s.index.build_postings()
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert "could not be saved" in caplog.text
+    assert named_file(tmp_path) == named and list(named.parent.glob("postings~*.bin")) == [named]  # no part left
+    snapshot = s.index.postings.current()
+    assert snapshot is not None and snapshot.main.file is None  # its own copy serves
+    agrees(s, "a", "w1 late", 30)
+
+
 def test_postings_saved_by_an_earlier_version_are_read_anew_and_removed(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     seeded_store(tmp_path)
