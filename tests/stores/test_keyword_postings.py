@@ -387,6 +387,26 @@ def test_a_restored_database_written_past_the_file_ignores_it(tmp_path: Path, mo
     assert built == [1]
 
 
+def test_a_build_at_the_generation_named_with_other_texts_keeps_its_own(tmp_path: Path) -> None:
+    """A database restored from an older copy and written again can reach the generation and the
+    chunk ids of the file named with other texts: a build then saves its own file, it does not take
+    that one."""
+    restored_from_an_older_copy(tmp_path)
+    stale = named_file(tmp_path)
+    writer = postings_store(tmp_path)
+    rng = random.Random(3)  # as the writes behind the file, in one write as they were, other words
+    writer.upsert_many("a", [(f"n{i}", zipf_text(rng, i).replace("w", "z"), {}) for i in range(30)])
+    described = orjson.loads(saved_file(tmp_path).read_bytes())
+    assert writer.index._db.generation(postings_keeper.STORE) == described["generation"]
+    assert writer.index.build_postings()
+    snapshot = writer.index.postings.current()
+    assert snapshot is not None and len(snapshot.ids) == described["chunks"]  # the same ids
+    assert named_file(tmp_path) != stale and snapshot.main.file == named_file(tmp_path).name
+    for s in (writer, postings_store(tmp_path)):
+        for query in ("z1 z2", "w1 w2", "z3 w5 z7"):
+            agrees(s, "a", query, 80)
+
+
 def named_file(root: Path) -> Path:
     """The postings file the description names."""
     return saved_file(root).parent / str(orjson.loads(saved_file(root).read_bytes())["file"])

@@ -70,46 +70,56 @@ class PostingsFiles:
     def save(self, db: Database, snapshot: Snapshot) -> Postings | None:
         """Save a snapshot freshly read from the FTS index (no tail, nothing deleted), under the
         database's token (made now if it has none); its postings as mapped from the file named
-        once this returns, for the caller to use instead of its own copy: the new file, or one of
-        the same generation another process named meanwhile. None when a newer one is named (or
-        another process held the lock past `SAVE_WAIT_S`). Raises OSError when it cannot be written."""
+        once this returns, for the caller to use instead of its own copy: the new file, or one
+        another process named meanwhile holding exactly what this one would. None when one of a
+        later generation is named (or another process held the lock past `SAVE_WAIT_S`). Raises
+        OSError when it cannot be written."""
         from filelock import Timeout
 
         if snapshot.tail.entries or not bool(snapshot.live.all()):
             raise ValueError("only a snapshot read whole from the FTS index is saved")
         token = made_token(db)
+        arrays = _arrays(snapshot)
+        meta = {"format": FORMAT, "token": token, "generation": snapshot.generation, "rows": snapshot.rows,
+                "tokens": snapshot.tokens, "codes": snapshot.codes, "chunks": len(snapshot.ids),
+                "words": len(arrays["order"]), "entries": len(arrays["docs"]), "vocab_bytes": len(arrays["vocab"])}
         try:
             with self._locks("postings").acquire(timeout=SAVE_WAIT_S):
                 named = self._named(token)
-                if named is not None and named.generation >= snapshot.generation:
-                    same = named.generation == snapshot.generation and np.array_equal(named.ids, snapshot.ids)
-                    return named.main if same else None
-                return self._write(token, snapshot)
+                if named is not None and int(named[0]["generation"]) >= snapshot.generation:
+                    if {**named[0], "file": None} == {**meta, "file": None} and all(
+                            np.array_equal(arrays[name], named[1][name]) for name, _, _ in LAYOUT):
+                        return named[2].main
+                    if int(named[0]["generation"]) > snapshot.generation:
+                        return None
+                    # the same generation, other postings: a database restored from an older copy
+                    # and written again reached it with other texts; what was just read is right
+                return self._write(arrays, meta)
         except Timeout:
             return None
 
-    def _named(self, token: str) -> Snapshot | None:
-        """The snapshot the description names, when it is this database's and can be read."""
+    def _named(self, token: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Snapshot] | None:
+        """The description, arrays and snapshot of the file named, when it is this database's and
+        can be read."""
         try:
-            return _mapped(self.folder, current_meta(self.path), token)
+            meta = current_meta(self.path)
+            if meta.get("format") != FORMAT or meta.get("token") != token:
+                return None
+            arrays = _file_arrays(self.folder / str(meta["file"]), meta)
+            return meta, arrays, _snapshot(arrays, meta, str(meta["file"]))
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
-    def _write(self, token: str, snapshot: Snapshot) -> Postings:
-        arrays = _arrays(snapshot)
+    def _write(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Postings:
         name = f"postings~{uuid.uuid4().hex[:12]}.bin"
         write_arrays(self.folder / name, [arrays[key].astype(dtype, copy=False) for key, dtype, _ in LAYOUT])
-        meta = {"format": FORMAT, "file": name, "token": token, "generation": snapshot.generation,
-                "rows": snapshot.rows, "tokens": snapshot.tokens, "codes": snapshot.codes, "chunks": len(snapshot.ids),
-                "words": len(arrays["order"]), "entries": len(arrays["docs"]), "vocab_bytes": len(arrays["vocab"])}
+        meta = {**meta, "file": name}
         tmp = self.folder / f".{name}.json.tmp"
         write_flushed(tmp, orjson.dumps(meta))
         replace(tmp, self.path)
         fsync_directory(self.folder)
         self._tidy(name)
-        mapped = _mapped(self.folder, meta, token)
-        assert mapped is not None  # (this format, this token)
-        return mapped.main
+        return _snapshot(_file_arrays(self.folder / name, meta), meta, name).main
 
     def _tidy(self, kept: str) -> None:
         leftovers = [old for old in self.folder.glob("postings~*.bin") if old.name != kept]
@@ -171,19 +181,23 @@ def _mapped(folder: Path, meta: dict[str, Any], token: str) -> Snapshot | None:
     it is another database's or another format. ValueError when the file does not agree with it."""
     if meta.get("format") != FORMAT or meta.get("token") != token:
         return None
-    path = folder / str(meta["file"])
+    return _snapshot(_file_arrays(folder / str(meta["file"]), meta), meta, str(meta["file"]))
+
+
+def _file_arrays(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The arrays of the file, mapped read-only (`LAYOUT`, their lengths from the description)."""
     lengths = {key: int(meta[key.removesuffix("+1")]) + key.endswith("+1") for _, _, key in LAYOUT}
     sizes = [np.dtype(dtype).itemsize * lengths[key] for _, dtype, key in LAYOUT]
     if path.stat().st_size != sum(sizes):
         raise ValueError(f"{path.name} holds {path.stat().st_size} bytes, not the {sum(sizes)} its description gives")
     # plain arrays over the mapping: a memmap's slices and results each pass through Python code
-    # (numpy's __array_finalize__ / __array_wrap__), ~13% of a keyword search measured
+    # (numpy's __array_finalize__ / __array_wrap__)
     raw = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray) if sum(sizes) else np.zeros(0, dtype=np.uint8)
     arrays, at = {}, 0
     for (name, dtype, _), size in zip(LAYOUT, sizes, strict=True):
         arrays[name] = raw[at:at + size].view(dtype)
         at += size
-    return _snapshot(arrays, meta, path.name)
+    return arrays
 
 
 def _snapshot(arrays: dict[str, np.ndarray], meta: dict[str, Any], file: str) -> Snapshot:
