@@ -387,6 +387,21 @@ def test_a_restored_database_written_past_the_file_ignores_it(tmp_path: Path, mo
     assert built == [1]
 
 
+def test_a_build_replaces_a_newer_file_not_of_this_database_s_history(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    restored_from_an_older_copy(tmp_path)  # the file named is of a generation the database never reached
+    stale = named_file(tmp_path)
+    behind = postings_store(tmp_path)
+    assert behind.index.build_postings()
+    assert named_file(tmp_path) != stale and not stale.exists()
+    built = reads(monkeypatch)
+    fresh = postings_store(tmp_path)
+    for query in ("w1 w2", "w3 w5 w7"):
+        agrees(fresh, "a", query, 40)
+    snapshot = fresh.index.postings.current()
+    assert built == [] and snapshot is not None and snapshot.main.file == named_file(tmp_path).name
+
+
 def test_a_build_at_the_generation_named_with_other_texts_keeps_its_own(tmp_path: Path) -> None:
     """A database restored from an older copy and written again can reach the generation and the
     chunk ids of the file named with other texts: a build then saves its own file, it does not take

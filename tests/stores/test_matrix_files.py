@@ -5,6 +5,7 @@ database's, not this model's, or damaged is never used."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -467,3 +469,35 @@ def _no_leftovers(tmp_path: Path) -> Iterator[None]:
     yield
     if folder(tmp_path).is_dir():
         assert not [p.name for p in folder(tmp_path).iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_database_restored_and_written_again_to_the_file_s_generation_ignores_it(tmp_path: Path,
+                                                                                   small_files: None) -> None:
+    """A database restored from an older copy and written again reuses the chunk ids above the
+    copy's and can reach the generation of a matrix saved before: that file holds other embeddings
+    under those ids, so it is neither mapped nor taken in place of a save."""
+    rng = np.random.default_rng(41)
+    first = saved_index(tmp_path / "a", unit(rng, 200))  # (the database's token made)
+    first._db.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = (tmp_path / "a" / "db" / "project.db").read_bytes()
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 30), start=200))  # 15 %: a new file is saved
+    first.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    first.wait_for_saves()
+    root = tmp_path / "restored"  # the copy restored beside the files saved since
+    shutil.copytree(folder(tmp_path / "a"), folder(root))
+    (root / "db" / "project.db").write_bytes(copy)
+    [stale] = saved(root)
+    again = open_index(root)
+    again.upsert("c", MODEL, DIM, docs(unit(rng, 30), start=200))  # the same ids, other vectors
+    described = orjson.loads((folder(root) / f"{STEM}.json").read_bytes())
+    assert again._db.generation("vector:c") == described["generation"] and described["count"] == 230
+    for q in unit(rng, 5):
+        same(again.nearest("c", q, 10, -1.0), truth(root, q, 10))
+    again.wait_for_saves()
+    [written] = saved(root)
+    assert written != stale  # its own file, not the one of the other history
+    fresh = open_index(root)
+    for q in unit(rng, 5):
+        same(fresh.nearest("c", q, 10, -1.0), truth(root, q, 10))
+    index = fresh._indexes["c"]
+    assert index.shared is not None and index.shared.file == written and index.size == 230

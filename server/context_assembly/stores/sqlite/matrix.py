@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -198,18 +199,20 @@ class MatrixFiles:
     def lock(self, collection: str) -> FileLock:
         return self._locks(collection)
 
-    def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None) -> MatrixIndex | None:
+    def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None,
+             agrees: Callable[[MatrixIndex], bool] | None = None) -> MatrixIndex | None:
         """The collection's saved matrix as named once this returns, mapped: `index`'s live rows
         written as a new file and named (see the module's doc), or, when the file named already is
-        usable and of `index`'s generation or newer, that one (nothing to add). Holds the
-        collection's lock, waited for while another process saves (`wait` seconds at most, `SAVE_WAIT_S`
-        by default: None past that)."""
+        usable, of `index`'s generation or newer and `agrees` with the database (its history: a
+        database restored from an older copy and written again reuses chunk ids), that one
+        (nothing to add). Holds the collection's lock, waited for while another process saves
+        (`wait` seconds at most, `SAVE_WAIT_S` by default: None past that)."""
         from filelock import Timeout
 
         try:
             with self.lock(collection).acquire(timeout=SAVE_WAIT_S if wait is None else wait):
                 named = self.load(collection, token, index.model, index.dimension)
-                if named is not None and named.generation >= index.generation:
+                if named is not None and named.generation >= index.generation and (agrees is None or agrees(named)):
                     return named
                 ids, matrix = index.rows()
                 name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.f32"

@@ -72,8 +72,8 @@ class PostingsFiles:
         database's token (made now if it has none); its postings as mapped from the file named
         once this returns, for the caller to use instead of its own copy: the new file, or one
         another process named meanwhile holding exactly what this one would. None when one of a
-        later generation is named (or another process held the lock past `SAVE_WAIT_S`). Raises
-        OSError when it cannot be written."""
+        later generation of this database's history is named (or another process held the lock
+        past `SAVE_WAIT_S`). Raises OSError when it cannot be written."""
         from filelock import Timeout
 
         if snapshot.tail.entries or not bool(snapshot.live.all()):
@@ -90,10 +90,10 @@ class PostingsFiles:
                     if {**named[0], "file": None} == {**meta, "file": None} and all(
                             np.array_equal(arrays[name], named[1][name]) for name, _, _ in LAYOUT):
                         return named[2].main
-                    if int(named[0]["generation"]) > snapshot.generation:
-                        return None
-                    # the same generation, other postings: a database restored from an older copy
-                    # and written again reached it with other texts; what was just read is right
+                    if int(named[0]["generation"]) > snapshot.generation and _same_history(db.connection(), named[2]):
+                        return None  # newer, and of this database: kept
+                    # the same generation with other postings, or a newer one not of this database's
+                    # history: a database restored from an older copy and written again reuses ids
                 return self._write(arrays, meta)
         except Timeout:
             return None

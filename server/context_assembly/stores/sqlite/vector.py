@@ -50,7 +50,7 @@ from .matrix import MatrixIndex as _Index
 from .postings import store_generation as _generation
 from .postings_files import database_token, made_token
 from .postings_keeper import POSTINGS_MIN_CHUNKS, PostingsKeeper
-from .stored_embeddings import read_embeddings, stored_ids
+from .stored_embeddings import newest_rows_agree, read_embeddings, stored_ids
 from .vector_ann import AnnSearch, cosine_scores
 from .vector_ann import collection_store as _collection_store
 
@@ -292,7 +292,8 @@ class SqliteVectorIndex:
             if caught is None or caught.wants_new_file():  # the newest saved matrix, mapped, if it is another
                 saved = self._matrix_files.load(collection, database_token(conn), model, dimension, generation)
                 if saved is not None and saved.shared is not None and (
-                        caught is None or caught.shared is None or caught.shared.file != saved.shared.file):
+                        caught is None or caught.shared is None or caught.shared.file != saved.shared.file) and \
+                        newest_rows_agree(conn, collection, saved.shared.ids, saved.shared.matrix):
                     caught = _caught_up(conn, collection, saved, generation, self._grown) or caught
             if caught is not None:
                 return caught
@@ -319,11 +320,19 @@ class SqliteVectorIndex:
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
             log.info("the matrix of collection %r is not saved: %s", collection, exc)
 
+    def _of_this_history(self, collection: str, named: _Index) -> bool:
+        """Whether a saved matrix another process named is the database's, as `_load` takes one."""
+        shared = named.shared
+        with self._snapshot() as conn:
+            return shared is not None and named.generation <= _generation(conn, _collection_store(collection)) \
+                and newest_rows_agree(conn, collection, shared.ids, shared.matrix)
+
     def _save_matrix(self, collection: str, index: _Index) -> None:
         """Write `index` as the collection's saved matrix; then search the file's mapped rows (caught
         up at the next search, when writes came meanwhile) instead of the rows of its own."""
         try:
-            saved = self._matrix_files.save(collection, made_token(self._db), index)
+            saved = self._matrix_files.save(collection, made_token(self._db), index,
+                                            agrees=lambda named: self._of_this_history(collection, named))
             with self._lock:
                 current = self._indexes.get(collection)
                 if saved is None:  # another process held the lock all along: not tried again for a while
