@@ -637,3 +637,32 @@ def test_the_store_searches_through_the_index(tmp_path: Path) -> None:
 @pytest.fixture(autouse=True)
 def _quiet_logs(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("ERROR")
+
+
+def test_an_index_of_another_history_under_the_same_chunk_ids_is_rebuilt(tmp_path: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A database restored from an older copy and written again reuses the chunk ids above the
+    copy's: the index saved before holds other vectors under them, and is not used."""
+    import shutil
+
+    rng = np.random.default_rng(44)
+    first = built(tmp_path / "a", unit(rng, 500))  # (the database's token made)
+    first._db.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = (tmp_path / "a" / "db" / "project.db").read_bytes()
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 30), start=500))
+    assert first.build_ann("c")  # saved again: chunks 501-530
+    root = tmp_path / "restored"  # the copy restored beside the files saved since
+    shutil.copytree(tmp_path / "a" / "db" / "vector-ann", root / "db" / "vector-ann")
+    (root / "db" / "project.db").write_bytes(copy)
+    again = open_index(root)
+    fresh = unit(rng, 30)
+    again.upsert("c", MODEL, DIM, docs(fresh, start=500))  # the same ids, other vectors
+    with caplog.at_level("WARNING"):
+        for n, vector in enumerate(fresh):
+            assert again.nearest("c", vector, 1, -1.0)[0][0] == 501 + n  # each chunk is its own nearest
+    assert "holds other vectors than the table" in caplog.text
+    again.ann.wait()
+    for reader in (again, open_index(root)):
+        ann = reader.ann.current("c")
+        assert ann is not None and len(ann) == 530
+        agree(reader, open_index(root, NEVER), fresh[:10])

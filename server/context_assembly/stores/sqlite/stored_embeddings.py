@@ -117,20 +117,30 @@ def stored_ids(conn: sqlite3.Connection, collection: str, up_to: int = HIGHEST) 
     return ids if bool(np.all(ids[1:] > ids[:-1])) else np.sort(ids)  # (the index's order, as a rule)
 
 
-def newest_rows_agree(conn: sqlite3.Connection, collection: str, ids: NDArray[np.int64], matrix: Matrix,
-                      sample: int = 16) -> bool:
-    """Whether the collection's newest `sample` chunks up to the highest of `ids` (ascending) are
-    among them, with their stored embeddings bit for bit in `matrix`: saved rows are of this
-    database's history. A database restored from an older copy and written again reuses the ids
-    above the copy's, with other embeddings, and can reach the saved rows' generation."""
-    if not len(ids):
-        return True
+def newest_embeddings(conn: sqlite3.Connection, collection: str, up_to: int, dimension: int,
+                      sample: int = 16) -> tuple[NDArray[np.int64], Matrix] | None:
+    """(ids, matrix) of the collection's newest `sample` chunks up to id `up_to`, ascending; None
+    when an embedding is not of `dimension`. What a saved matrix or ANN index must hold as the
+    table does to be of this database's history: a database restored from an older copy and
+    written again reuses the ids above the copy's, with other embeddings, and can reach a saved
+    file's generation."""
     rows = conn.execute("SELECT id, embedding FROM vector_chunks INDEXED BY vector_chunks_by_collection "
                         "WHERE collection = ? AND id <= ? ORDER BY id DESC LIMIT ?",
-                        (collection, int(ids[-1]), sample)).fetchall()
+                        (collection, up_to, sample)).fetchall()
     try:
-        held, stored = rows_matrix(rows, matrix.shape[1])
-    except StorageError:  # an embedding of another size
+        return rows_matrix(rows[::-1], dimension)
+    except StorageError:
+        return None
+
+
+def newest_rows_agree(conn: sqlite3.Connection, collection: str, ids: NDArray[np.int64], matrix: Matrix) -> bool:
+    """Whether the collection's newest chunks up to the highest of `ids` (ascending) are among
+    them, with their stored embeddings bit for bit in `matrix` (`newest_embeddings`)."""
+    if not len(ids):
+        return True
+    newest = newest_embeddings(conn, collection, int(ids[-1]), matrix.shape[1])
+    if newest is None:
         return False
+    held, stored = newest
     at = np.searchsorted(ids, held)  # (each below len(ids): none is above the highest)
     return bool(np.array_equal(ids[at], held) and np.array_equal(matrix[at], stored))

@@ -28,7 +28,7 @@ from .ann_fold import fold
 from .database import Database
 from .matrix import MatrixIndex, cosine_scores
 from .postings import store_generation
-from .stored_embeddings import embeddings_of, read_embeddings, stored_ids
+from .stored_embeddings import embeddings_of, newest_embeddings, read_embeddings, stored_ids
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +89,20 @@ class AnnSearch:
             return None
         rows = self._db.read("SELECT token FROM vector_ann WHERE collection = ?", (collection,))
         ann = self._files.load(collection, str(rows[0][0]) if rows else None)
+        if ann is not None and not self._of_this_history(collection, ann):
+            log.warning("the ANN index of collection %r holds other vectors than the table under the same chunk ids "
+                        "(a database restored from an older copy?): it is rebuilt", collection)
+            ann = None
         if ann is None:
             self._unusable[collection] = meta  # not read again until a build replaces it
         return ann
+
+    def _of_this_history(self, collection: str, ann: Ann) -> bool:
+        """Whether the newest chunks of the table up to the index's highest id are in it with their
+        stored vectors (`stored_embeddings.newest_embeddings`)."""
+        with self._snapshot() as conn:
+            newest = newest_embeddings(conn, collection, ann.max_id, ann.dimension)
+        return newest is not None and ann.holds(*newest)
 
     def _catch_up(self, collection: str, ann: Ann) -> bool:
         """Bring `ann` to the table's state: add the chunks written since, remove the deleted ones.
