@@ -10,8 +10,11 @@ The graph holds int8-quantised vectors keyed by chunk id (ids are never reused).
 the table, persisted in `<database folder>/vector-ann/`: `<stem>.json` names the index file
 and records the database's token for the collection (`vector_ann` table: a recreated database
 has none, so a stale file is never trusted), the collection generation and the highest chunk id it
-reflects. Saving writes a new uniquely named index file, flushes it, then atomically replaces the
-JSON, so a crash mid-save leaves the previous pair intact; a file that cannot be read is rebuilt.
+reflects; a file whose graph lacks the table's newest chunks up to that id, with their vectors, is
+of another history of the database (one restored from an older copy and written again reuses
+ids) and is rebuilt (`AnnSearch`, `Ann.holds`). Saving writes a new uniquely named index file,
+flushes it, then atomically replaces the JSON, so a crash mid-save leaves the previous pair
+intact; a file that cannot be read is rebuilt.
 
 A file, once written, is never changed, so processes load it as a read-only memory-mapped view
 (`Ann`): the pages are shared by every process of the database (a swarm's sidecars on one machine

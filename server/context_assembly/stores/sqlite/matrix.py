@@ -16,7 +16,10 @@ collection shrunk below `FILE_MIN_CHUNKS` keeps the file it has until it grows a
 
 Files are written once under a new name and never changed (a mapping stays valid; on POSIX even
 after the file is unlinked), saved under a lock per collection that every save holds, never
-named when older than the file already named, and trusted only with the database's token.
+named when older than the file already named, and trusted only with the database's token and
+when the newest chunks it holds have their stored embeddings (`SqliteVectorIndex` checks that with
+`stored_embeddings.newest_rows_agree`: a database restored from an older copy and written again
+reuses chunk ids).
 """
 
 from __future__ import annotations
