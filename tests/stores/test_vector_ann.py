@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -666,3 +667,33 @@ def test_an_index_of_another_history_under_the_same_chunk_ids_is_rebuilt(tmp_pat
         ann = reader.ann.current("c")
         assert ann is not None and len(ann) == 530
         agree(reader, open_index(root, NEVER), fresh[:10])
+
+
+def test_a_build_replaces_an_index_of_a_generation_the_database_never_reached(tmp_path: Path,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    import shutil
+
+    rng = np.random.default_rng(45)
+    first = built(tmp_path / "a", unit(rng, 500))
+    first._db.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    copy = (tmp_path / "a" / "db" / "project.db").read_bytes()
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 15), start=500))
+    first.upsert("c", MODEL, DIM, docs(unit(rng, 15), start=515))
+    assert first.build_ann("c")  # named: two writes past the copy
+    root = tmp_path / "restored"
+    shutil.copytree(tmp_path / "a" / "db" / "vector-ann", root / "db" / "vector-ann")
+    (root / "db" / "project.db").write_bytes(copy)
+    stale = orjson.loads((root / "db" / "vector-ann" / f"{STEM}.json").read_bytes())
+    again = open_index(root)
+    again.upsert("c", MODEL, DIM, docs(unit(rng, 10), start=500))  # one write: behind the file named
+    assert again._db.generation("vector:c") < stale["generation"]
+    again.nearest("c", unit(rng, 1)[0], 5, -1.0)  # not of this history: rebuilt, and saved
+    again.ann.wait()
+    named = orjson.loads((root / "db" / "vector-ann" / f"{STEM}.json").read_bytes())
+    assert named["file"] != stale["file"] and named["count"] == 510
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        fresh = open_index(root)
+        ann = fresh.ann.current("c")
+    assert ann is not None and ann.viewed and ann.file == named["file"] and not caplog.text
+    agree(fresh, open_index(root, NEVER), unit(rng, 5))

@@ -284,15 +284,18 @@ class AnnFiles:
         except Timeout:
             return False
 
-    def save(self, collection: str, ann: Ann, wait: float = -1) -> bool:
+    def save(self, collection: str, ann: Ann, wait: float = -1, reached: int | None = None) -> bool:
         """Write `ann`'s own graph under a new name, then point the JSON at it (atomic replace), then
         tidy; holding the collection's lock (`wait` seconds at most, -1: as long as it takes;
         `filelock.Timeout` past that). False, saving nothing, when the JSON names a newer index of
-        the same database already. A process still viewing an older file keeps reading it
-        (unlinked files stay mapped; where they cannot be unlinked yet, a later save tidies them)."""
+        the same database already, one not past `reached` (the collection's generation in the
+        database now, when known: an index of a later one is of another history of the database,
+        restored from an older copy, and is replaced). A process still viewing an older file keeps
+        reading it (unlinked files stay mapped; where they cannot be unlinked yet, a later save
+        tidies them)."""
         assert not ann.viewed, "a view is saved by folding its changes into a copy (AnnSearch._fold)"
         with self.lock(collection).acquire(timeout=wait):
-            if self._newer_saved(collection, ann):
+            if self._newer_saved(collection, ann, reached):
                 return False
             name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.usearch"
             path = self.folder / name
@@ -314,10 +317,12 @@ class AnnFiles:
             self._tidy(collection, name)
             return True
 
-    def _newer_saved(self, collection: str, ann: Ann) -> bool:
+    def _newer_saved(self, collection: str, ann: Ann, reached: int | None) -> bool:
         try:
             meta = read_meta(self._meta_path(collection))
-            return bool(meta.get("token") == ann.token and int(meta["generation"]) > ann.generation)
+            named = int(meta["generation"])
+            return bool(meta.get("token") == ann.token and ann.generation < named <= (
+                named if reached is None else reached))
         except (OSError, KeyError, TypeError, ValueError):
             return False
 
