@@ -501,3 +501,18 @@ def test_a_database_restored_and_written_again_to_the_file_s_generation_ignores_
         same(fresh.nearest("c", q, 10, -1.0), truth(root, q, 10))
     index = fresh._indexes["c"]
     assert index.shared is not None and index.shared.file == written and index.size == 230
+
+
+def test_a_collection_holding_a_nan_embedding_maps_its_own_file(tmp_path: Path, small_files: None) -> None:
+    """The newest rows are compared bit for bit: NaN is equal to itself there."""
+    rng = np.random.default_rng(43)
+    vectors = unit(rng, 120)
+    vectors[-1] = np.nan
+    saved_index(tmp_path, vectors)
+    [file] = saved(tmp_path)
+    other = open_index(tmp_path)
+    other.nearest("c", vectors[0], 5, -1.0)
+    index = other._indexes["c"]
+    assert index.shared is not None and index.shared.file == file
+    other.wait_for_saves()
+    assert saved(tmp_path) == [file]

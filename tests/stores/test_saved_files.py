@@ -4,7 +4,6 @@ written, names that keep collections differing in case apart, one lock per colle
 
 from __future__ import annotations
 
-import resource
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,7 +68,8 @@ def test_arrays_are_written_one_after_the_other_in_blocks(tmp_path: Path, monkey
 
 @contextmanager
 def file_size_limit(size: int) -> Iterator[None]:
-    """Writes past `size` bytes fail with EFBIG (Python ignores SIGXFSZ)."""
+    """Writes past `size` bytes fail with EFBIG (Python ignores SIGXFSZ; POSIX only)."""
+    resource = pytest.importorskip("resource")
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
     try:

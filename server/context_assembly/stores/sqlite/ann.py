@@ -29,6 +29,7 @@ import contextlib
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,8 @@ class Ann:
 
     def holds(self, ids: Ids, vectors: Matrix) -> bool:
         """Whether the graph it views or holds has these chunks, with these unit vectors up to its
-        int8 rounding (a cosine of `HELD_COSINE` at least; other vectors score near 0)."""
+        int8 rounding (a cosine of `HELD_COSINE` at least; other vectors score near 0). A vector
+        that is not finite is only looked for."""
         if not len(ids):
             return True
         with self.lock:
@@ -144,7 +146,8 @@ class Ann:
         rows = list(found) if isinstance(found, tuple) or getattr(found, "ndim", 0) == 2 else [found]
         if len(rows) != len(ids) or any(row is None for row in rows):
             return False
-        held = np.stack(rows).astype(np.float32)
+        finite = np.isfinite(vectors).all(axis=1)
+        held, vectors = np.stack(rows).astype(np.float32)[finite], vectors[finite]
         norms = np.linalg.norm(held, axis=1) * np.linalg.norm(vectors, axis=1)
         return bool(np.all(np.einsum("ij,ij->i", held, vectors) >= HELD_COSINE * norms))
 
@@ -284,15 +287,15 @@ class AnnFiles:
         except Timeout:
             return False
 
-    def save(self, collection: str, ann: Ann, wait: float = -1, reached: int | None = None) -> bool:
+    def save(self, collection: str, ann: Ann, wait: float = -1, reached: Callable[[], int] | None = None) -> bool:
         """Write `ann`'s own graph under a new name, then point the JSON at it (atomic replace), then
         tidy; holding the collection's lock (`wait` seconds at most, -1: as long as it takes;
         `filelock.Timeout` past that). False, saving nothing, when the JSON names a newer index of
-        the same database already, one not past `reached` (the collection's generation in the
-        database now, when known: an index of a later one is of another history of the database,
-        restored from an older copy, and is replaced). A process still viewing an older file keeps
-        reading it (unlinked files stay mapped; where they cannot be unlinked yet, a later save
-        tidies them)."""
+        the same database already, one not past `reached()` (the collection's generation in the
+        database, read once the lock is held: an index of a later one is of another history of the
+        database, restored from an older copy, and is replaced). A process still viewing an older
+        file keeps reading it (unlinked files stay mapped; where they cannot be unlinked yet, a
+        later save tidies them)."""
         assert not ann.viewed, "a view is saved by folding its changes into a copy (AnnSearch._fold)"
         with self.lock(collection).acquire(timeout=wait):
             if self._newer_saved(collection, ann, reached):
@@ -317,12 +320,12 @@ class AnnFiles:
             self._tidy(collection, name)
             return True
 
-    def _newer_saved(self, collection: str, ann: Ann, reached: int | None) -> bool:
+    def _newer_saved(self, collection: str, ann: Ann, reached: Callable[[], int] | None) -> bool:
         try:
             meta = read_meta(self._meta_path(collection))
             named = int(meta["generation"])
-            return bool(meta.get("token") == ann.token and ann.generation < named <= (
-                named if reached is None else reached))
+            return bool(meta.get("token") == ann.token and ann.generation < named and (
+                reached is None or named <= reached()))
         except (OSError, KeyError, TypeError, ValueError):
             return False
 

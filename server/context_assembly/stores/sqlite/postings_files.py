@@ -8,7 +8,8 @@ query holding common words at 100k chunks). A build now saves what it read in
 other, little-endian (`LAYOUT`), and `postings.json` names it and records the database's token,
 the generation, the FTS totals, the collections' codes and the arrays' lengths. A file is written
 once under a new name and never changed; the description is replaced atomically, under a lock
-that every save holds, and never names a generation older than the one it names. Another process
+that every save holds, and never names a generation older than the one it names unless that one is
+not of the database's history (below). Another process
 maps the file read-only (the pages are shared between a swarm's processes: ~40 MB at 100k chunks
 held once, not once per process), its words looked up by binary search (`SavedWords`, no dict per
 process), and then catches it up from the table as after any write (`PostingsKeeper`); the
@@ -19,8 +20,9 @@ when
   recreated database has none, so it never reads another's file);
 - its generation is not ahead of the database's, every chunk id up to its highest one that the
   FTS index holds is in it (chunk ids only grow, so a chunk it lacks below that id means it is not
-  this database's history), and its newest chunks still in the table are in it word for word (a
-  database restored from an older copy and written again reuses the ids above the copy's);
+  this database's history), and its newest chunks still in the table (a sample: `SAMPLE`) are in
+  it word for word (a database restored from an older copy and written again reuses the ids above
+  the copy's);
 - its arrays are whole and agree with each other and with the totals it records.
 
 Anything else, and the file is ignored: the postings are read from the FTS index as before.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import uuid
 from collections import Counter
@@ -40,6 +43,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ...errors import StorageError
 from ...workspace.atomic import fsync_directory
 from .database import Database
 from .postings import Postings, SavedWords, Snapshot, indexed_ids, read_transaction, store_generation, tokenize
@@ -53,6 +57,8 @@ META = "postings.json"
 EARLIER = "postings.npz"  # format 1: one archive, loaded as a copy by each process
 SAVE_WAIT_S = 10.0  # another process saving: its save (~0.1 s at 100k chunks) is waited for
 SAMPLE = 16  # the newest chunks a loaded file must hold word for word
+# what a description or file that cannot be used raises as it is read and checked (a cache: logged, read anew)
+UNUSABLE = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
 # (array, dtype, its length's key in the description): 8-byte items first, so each array starts aligned
 LAYOUT = (("ids", "<i8", "chunks"), ("lengths", "<f8", "chunks"), ("offsets", "<i8", "words+1"),
           ("starts", "<i8", "words+1"), ("docs", "<i4", "entries"), ("freqs", "<i4", "entries"),
@@ -94,6 +100,7 @@ class PostingsFiles:
                         return None  # newer, and of this database: kept
                     # the same generation with other postings, or a newer one not of this database's
                     # history: a database restored from an older copy and written again reuses ids
+                del named  # its mapping let go: on Windows a mapped file cannot be tidied away
                 return self._write(arrays, meta)
         except Timeout:
             return None
@@ -107,7 +114,7 @@ class PostingsFiles:
                 return None
             arrays = _file_arrays(self.folder / str(meta["file"]), meta)
             return meta, arrays, _snapshot(arrays, meta, str(meta["file"]))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except UNUSABLE:
             return None
 
     def _write(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Postings:
@@ -128,19 +135,23 @@ class PostingsFiles:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)
 
-    def load(self, conn: sqlite3.Connection) -> Snapshot | None:
-        """The saved snapshot, mapped, when this database may use it (see the module's doc), else None."""
-        try:
-            token = database_token(conn)
-            if token is None:
+    def load(self, conn: sqlite3.Connection, tries: int = 3) -> Snapshot | None:
+        """The saved snapshot, mapped, when this database may use it (see the module's doc), else
+        None. A file named but gone by the time it is opened (saves replaced the description and
+        tidied it away meanwhile) sends it back to the description, `tries` times in all."""
+        for _ in range(tries):
+            try:
+                token = database_token(conn)
+                if token is None:
+                    return None
+                snapshot = _mapped(self.folder, current_meta(self.path), token)
+                return snapshot if snapshot is not None and _same_history(conn, snapshot) else None
+            except FileNotFoundError:
+                continue
+            except (*UNUSABLE, sqlite3.Error) as exc:
+                log.warning("the saved keyword postings %s cannot be used (%s): they are read anew", self.path, exc)
                 return None
-            snapshot = _mapped(self.folder, current_meta(self.path), token)
-            return snapshot if snapshot is not None and _same_history(conn, snapshot) else None
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, IndexError, sqlite3.Error) as exc:
-            log.warning("the saved keyword postings %s cannot be used (%s): they are read anew", self.path, exc)
-            return None
+        return None
 
 
 def database_token(conn: sqlite3.Connection) -> str | None:
@@ -188,11 +199,13 @@ def _file_arrays(path: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """The arrays of the file, mapped read-only (`LAYOUT`, their lengths from the description)."""
     lengths = {key: int(meta[key.removesuffix("+1")]) + key.endswith("+1") for _, _, key in LAYOUT}
     sizes = [np.dtype(dtype).itemsize * lengths[key] for _, dtype, key in LAYOUT]
-    if path.stat().st_size != sum(sizes):
-        raise ValueError(f"{path.name} holds {path.stat().st_size} bytes, not the {sum(sizes)} its description gives")
-    # plain arrays over the mapping: a memmap's slices and results each pass through Python code
-    # (numpy's __array_finalize__ / __array_wrap__)
-    raw = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray) if sum(sizes) else np.zeros(0, dtype=np.uint8)
+    with path.open("rb") as file:  # sized and mapped through one handle: the same file
+        size = os.fstat(file.fileno()).st_size
+        if size != sum(sizes):
+            raise ValueError(f"{path.name} holds {size} bytes, not the {sum(sizes)} its description gives")
+        # plain arrays over the mapping: a memmap's slices and results each pass through Python
+        # code (numpy's __array_finalize__ / __array_wrap__)
+        raw = np.memmap(file, dtype=np.uint8, mode="r").view(np.ndarray) if size else np.zeros(0, dtype=np.uint8)
     arrays, at = {}, 0
     for (name, dtype, _), size in zip(LAYOUT, sizes, strict=True):
         arrays[name] = raw[at:at + size].view(dtype)
@@ -204,8 +217,12 @@ def _snapshot(arrays: dict[str, np.ndarray], meta: dict[str, Any], file: str) ->
     """The snapshot the arrays hold, checked whole (ValueError when they disagree)."""
     ids, collections, lengths = (arrays[name] for name in ("ids", "collections", "lengths"))
     offsets, docs, freqs, starts, order = (arrays[name] for name in ("offsets", "docs", "freqs", "starts", "order"))
+    if not isinstance(meta["codes"], dict):
+        raise ValueError("its collections' codes are not an object")
     codes = {str(name): int(code) for name, code in meta["codes"].items()}
     chunks, words = len(ids), len(order)
+    # (not checked: that `order` sorts the words, and each word's chunks ascend; only this module
+    # writes these files, whole or not at all, and a sample of them is checked against the table)
     if (int(offsets[0]) != 0 or int(offsets[-1]) != len(docs) or bool(np.any(np.diff(offsets) < 0))
             or int(starts[0]) != 0 or int(starts[-1]) != len(arrays["vocab"]) or bool(np.any(np.diff(starts) < 0))
             or not np.array_equal(np.sort(order), np.arange(words))
@@ -267,6 +284,6 @@ def save_quietly(files: PostingsFiles, db: Database, snapshot: Snapshot) -> Post
     """`save`, a failure logged (None): the postings in memory serve on, the next process reads its own."""
     try:
         return files.save(db, snapshot)
-    except (OSError, sqlite3.Error) as exc:
+    except (StorageError, OSError, sqlite3.Error) as exc:  # (the token's write: the database busy)
         log.warning("the keyword postings could not be saved in %s (%s)", files.folder, exc)
         return None

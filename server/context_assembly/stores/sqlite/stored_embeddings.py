@@ -143,4 +143,9 @@ def newest_rows_agree(conn: sqlite3.Connection, collection: str, ids: NDArray[np
         return False
     held, stored = newest
     at = np.searchsorted(ids, held)  # (each below len(ids): none is above the highest)
-    return bool(np.array_equal(ids[at], held) and np.array_equal(matrix[at], stored))
+    return bool(np.array_equal(ids[at], held) and np.array_equal(_bits(matrix[at]), _bits(stored)))
+
+
+def _bits(matrix: Matrix) -> NDArray[np.uint32]:
+    """The floats' bits (NaN equal to itself: a NaN in a row must not make its own file refused)."""
+    return np.ascontiguousarray(matrix, dtype="<f4").view("<u4")

@@ -173,7 +173,7 @@ class AnnSearch:
         from filelock import Timeout
 
         try:
-            self._files.save(collection, ann, wait=0, reached=self._db.generation(collection_store(collection)))
+            self._files.save(collection, ann, wait=0, reached=lambda: self._db.generation(collection_store(collection)))
         except Timeout:
             pass  # another process is saving: tried again at the next write
         except (OSError, RuntimeError) as exc:  # the table stays the truth: a later save or a rebuild catches up
