@@ -53,7 +53,7 @@ def test_never_in_both_lists(rules: list[tuple[list[str], list[str]]]) -> None:
 
 
 def reference_include_all(groups: list[list[tuple[str, ...]]]) -> list[str]:
-    """How `include_all` settled before it took the groups themselves (kept as the reference)."""
+    """How `include_all` settled when it took the groups per engine (kept as the reference)."""
     settlement = Settlement(set())
     settlement.included = dict.fromkeys(chain.from_iterable(
         chain.from_iterable(iter(group)) for group in groups))
@@ -65,7 +65,8 @@ def reference_include_all(groups: list[list[tuple[str, ...]]]) -> list[str]:
 def test_including_all_memories_of_plain_rules_keeps_the_first_added_order(
         groups: list[list[tuple[str, ...]]]) -> None:
     settlement = Settlement(set())
-    settlement.include_all(iter([iter(group) for group in groups]))  # iterators, as the evaluator passes maps
+    settlement.include_all([memories for group in groups for memories in group])  # per matched rule, as the
+    # evaluator passes them (its engines' matched rules in order)
     expected = reference_include_all(groups)
     assert settlement.matched == expected
     assert settlement.matched == list(dict.fromkeys(m for group in groups for memories in group for m in memories))

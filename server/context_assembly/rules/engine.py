@@ -104,7 +104,7 @@ class CompiledEngine:
     # shared, read-only) and its memories, so the hot path maps hit indexes to them at C speed.
     rule_at: Callable[[int], CompiledRule] = field(init=False)
     matched_result_at: Callable[[int], RuleResult] = field(init=False)
-    memories_at: Callable[[int], tuple[str, ...]] = field(init=False)
+    rule_memories: tuple[tuple[str, ...], ...] = field(init=False)
     # trace.py's per-engine state, made on first use: the matched templates (explain "none") or
     # the TraceProgram (explain "all" / "matched")
     trace: Any = field(default=None, init=False)
@@ -116,7 +116,7 @@ class CompiledEngine:
         self.plain = all(rule.plain for rule in self.rules if not (rule.broken or rule.per_source))
         self.rule_at = tuple(self.rules).__getitem__
         self.matched_result_at = self._first_result_at
-        self.memories_at = tuple(rule.memories for rule in self.rules).__getitem__
+        self.rule_memories = tuple(rule.memories for rule in self.rules)
 
     def _first_result_at(self, index: int) -> RuleResult:
         """Builds the matched results on first use (the assembly's hot path; a first `evaluateRules`

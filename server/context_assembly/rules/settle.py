@@ -44,11 +44,11 @@ class Settlement:
     def _keep(self, pattern: str, reference: str) -> None:
         self.kept.setdefault(pattern, set()).add(reference)
 
-    def include_all(self, groups: Iterable[Iterable[tuple[str, ...]]]) -> None:
-        """Rules that only add memories: deduplicating in order is settling (the hot path). `groups`:
-        per engine, its matched rules' memories. One pass in C over every memory (two chained
-        iterators, no generator frame per engine)."""
-        self.included = dict.fromkeys(chain.from_iterable(chain.from_iterable(groups)))
+    def include_all(self, matched: Iterable[tuple[str, ...]]) -> None:
+        """Rules that only add memories: deduplicating in order is settling (the hot path).
+        `matched`: each matched rule's memories, in evaluation order (a list made by one
+        comprehension: mapping a tuple's `__getitem__` over each engine's hits took ~40% longer)."""
+        self.included = dict.fromkeys(chain.from_iterable(matched))
 
     def apply(self, rule: CompiledRule) -> None:
         if rule.plain and not self.excluded:  # the common case, kept cheap
