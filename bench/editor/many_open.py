@@ -164,6 +164,10 @@ async def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+    from as_installed import compile_package
+
+    compile_package()  # the sidecars import bytecode, as an installed package does
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--runs", type=int, default=15)

@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ EXPANDED = {"expanded", "none-expanded"}  # answers the client expands (`evaluat
 FIRST_MODES = {"none": {"explain": "none"}, "matched": {"explain": "matched"}, "all": {},
                "compact": {"trace_format": "compact"}}
 CACHE_ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"  # the compile cache's folder (rules/cache.py)
+SERVER = Path(__file__).resolve().parents[2] / "server"
 PIPELINED = " ({n} in flight)"  # the row of the same mode, several requests sent before the answers
 
 
@@ -194,8 +196,11 @@ async def first_answers(workspace: Path, request: dict[str, Any], cache: Path) -
         shutil.rmtree(cache, ignore_errors=True)
         out[f"{mode}:cold"] = await first_answer(workspace, request, mode, installed, edit=False, cold=True)
         out[f"{mode}:warm"] = await first_answer(workspace, request, mode, installed, edit=True)
-    no_pyc = {**installed, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": ""}
-    out["none:warm, no .pyc"] = await first_answer(workspace, request, "none", no_pyc, edit=False)
+    with tempfile.TemporaryDirectory() as bare:  # the package without its bytecode (other benches compile
+        shutil.copytree(SERVER / "context_assembly", Path(bare) / "context_assembly",  # it in the tree)
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        no_pyc = {**installed, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "", "PYTHONPATH": bare}
+        out["none:warm, no .pyc"] = await first_answer(workspace, request, "none", no_pyc, edit=False)
     return out
 
 

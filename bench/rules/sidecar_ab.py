@@ -101,6 +101,9 @@ def main() -> None:
     ap.add_argument("--in-flight", type=int, default=1, help="requests in flight (1: sequential round trips)")
     args = ap.parse_args()
     trees = {"base": args.base.resolve(), "this tree": REPO / "server"}
+    from as_installed import compile_package  # (bench/ is put on the path below, before main runs)
+
+    compile_package(trees["base"])
     # each its own workspace copy: two servers on one workspace would share its stores and watches
     processes = {name: start(tree, args.workload, args.method, args.root / folder, args.in_flight)
                  for (name, tree), folder in zip(trees.items(), ("ab-base", "ab-this"), strict=True)}
@@ -142,4 +145,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+    from as_installed import compile_package
+
+    compile_package()  # the sidecars import bytecode, as an installed package does
     main()
