@@ -652,6 +652,97 @@ def test_a_swarm_reading_and_saving_at_once_ends_on_one_file_in_step(tmp_path: P
         agrees(fresh, "a", query, 60)
 
 
+HOLD_LOCK = textwrap.dedent("""
+    import sys
+    from filelock import FileLock
+    with FileLock(sys.argv[1]):
+        print("held", flush=True)
+        sys.stdin.readline()
+""")
+
+
+def test_while_another_process_reads_the_postings_fts5_answers_and_then_their_file_is_mapped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = postings_store(tmp_path)
+    rng = random.Random(6)
+    writer.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(300)])
+    files = postings_files.PostingsFiles(saved_file(tmp_path).parent)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(files.build_lock().lock_file)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        built = reads(monkeypatch)
+        waiting = postings_store(tmp_path)
+        for query in QUERIES:  # FTS5's own ranking: nothing read here
+            terms = fts_terms(query)
+            assert waiting.index.full_text("a", terms, 20) == reference(waiting, "a", terms, 20)
+        assert built == [] and waiting.index.postings.current() is None and not saved_file(tmp_path).exists()
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+    assert postings_store(tmp_path).index.build_postings() and built == [1]  # the other process's read, saved
+    monkeypatch.setattr(postings_keeper, "BUILD_BUSY_S", 0.0)
+    for query in QUERIES:
+        agrees(waiting, "a", query, 30)
+    snapshot = waiting.index.postings.current()
+    assert built == [1] and snapshot is not None and snapshot.main.file == named_file(tmp_path).name
+
+
+def test_a_build_finding_postings_another_process_saved_meanwhile_maps_them(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build lock taken after another process's build released it: its file is there."""
+    late = postings_store(tmp_path)
+    rng = random.Random(7)
+    late.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(300)])
+    assert postings_store(tmp_path).index.build_postings()  # the other process
+    built = reads(monkeypatch)
+    assert late.index.build_postings() and built == []
+    snapshot = late.index.postings.current()
+    assert snapshot is not None and snapshot.main.file == named_file(tmp_path).name
+    agrees(late, "a", "w1 w2 w3", 30)
+
+
+RACING_READER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from context_assembly.stores.embedding import HASHING
+    from context_assembly.stores.sqlite import postings_keeper
+    from context_assembly.stores.sqlite.vector import SqliteVectorStore
+    from context_assembly.workspace.layout import WorkspaceLayout
+    reads = []
+    read = postings_keeper.PostingsKeeper._read
+    postings_keeper.PostingsKeeper._read = lambda self: (reads.append(1), read(self))[1]
+    postings_keeper.BUILD_BUSY_S = 0.0
+    s = SqliteVectorStore.for_workspace(WorkspaceLayout(Path(sys.argv[1])), default_model=HASHING)
+    s.index.postings.min_chunks = 0
+    sys.stdin.readline()  # all started: search at once
+    while s.index.postings.current() is None:
+        s.index.full_text("a", ["w1", "w2"], 10)
+        s.index.postings.wait()
+    print(len(reads), s.index.postings.current().main.file, flush=True)
+""")
+
+
+def test_processes_needing_the_postings_together_read_them_once(tmp_path: Path) -> None:
+    writer = postings_store(tmp_path)
+    rng = random.Random(8)
+    writer.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(3000)])
+    members = [subprocess.Popen([sys.executable, "-c", RACING_READER, str(tmp_path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    for member in members:
+        assert member.stdin is not None
+        member.stdin.write("go\n")
+        member.stdin.flush()
+    reported = []
+    for member in members:
+        out, err = member.communicate(timeout=300)
+        assert member.returncode == 0, err
+        reported.append(out.split())
+    assert sum(int(count) for count, _ in reported) == 1, reported  # one read them; the others map its file
+    assert {file for _, file in reported} == {named_file(tmp_path).name}
+
+
 WORD_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=6)
 
 

@@ -239,9 +239,10 @@ HOLD_FOLD_LOCK = textwrap.dedent("""
 
 
 @contextmanager
-def fold_lock_held(root: Path, collection: str = "c") -> Iterator[None]:
-    """Another process holding the collection's save and fold lock meanwhile."""
-    lock = root / "db" / "vector-ann" / f".{file_stem(collection)}.fold-lock"
+def fold_lock_held(root: Path, collection: str = "c", kind: str = "fold") -> Iterator[None]:
+    """Another process holding the collection's save and fold lock (or `kind` "build": its build
+    lock) meanwhile."""
+    lock = root / "db" / "vector-ann" / f".{file_stem(collection)}.{kind}-lock"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_FOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -317,7 +318,7 @@ def test_a_swarm_writing_and_searching_at_once_keeps_one_index_in_step(tmp_path:
         ann = reader.ann.current("c")
         assert ann is not None and ann.viewed and len(ann) == count
         agree(reader, exact, unit(rng, 10))
-    left = sorted(p.name for p in ann_files(tmp_path) if not p.name.endswith("fold-lock"))
+    left = sorted(p.name for p in ann_files(tmp_path) if not p.name.endswith("-lock"))
     assert len(left) == 2 and left[0] == f"{STEM}.json" and left[1].endswith(".usearch"), left  # the one it names
     assert left[1] != first.file  # folded, by one member or another
 
@@ -697,3 +698,88 @@ def test_a_build_replaces_an_index_of_a_generation_the_database_never_reached(tm
         ann = fresh.ann.current("c")
     assert ann is not None and ann.viewed and ann.file == named["file"] and not caplog.text
     agree(fresh, open_index(root, NEVER), unit(rng, 5))
+
+
+def test_while_another_process_builds_the_index_a_process_searches_exactly_and_then_views_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    rng = np.random.default_rng(46)
+    vectors = unit(rng, 300)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    exact = open_index(tmp_path, NEVER)
+    with fold_lock_held(tmp_path, kind="build"):
+        for q in vectors[:5]:
+            assert index.nearest("c", q, 10, -1.0) == exact.nearest("c", q, 10, -1.0)
+        index.ann.wait()
+        assert index.ann.current("c") is None and not ann_files(tmp_path)[1:]  # nothing built or saved here
+        assert [p.name for p in ann_files(tmp_path)] == [f".{STEM}.build-lock"]
+        other = open_index(tmp_path)  # the builder: saves its index while the lock is (still) held elsewhere
+        assert other.build_ann("c") is False
+    monkeypatch.setattr(vector_ann, "BUILD_BUSY_S", 0.0)
+    builder = open_index(tmp_path)
+    assert builder.build_ann("c")
+    index.nearest("c", vectors[0], 10, -1.0)  # the other's file, viewed: no build of its own
+    ann = index.ann.current("c")
+    assert ann is not None and ann.viewed and ann.file == builder.ann.current("c").file  # type: ignore[union-attr]
+    agree(index, exact, vectors[5:10])
+
+
+RACING_BUILDER = textwrap.dedent("""
+    import sys, threading
+    from pathlib import Path
+    import numpy as np
+    from context_assembly.stores.sqlite import vector_ann
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+    built = []
+    run = vector_ann.AnnSearch._build_locked
+    vector_ann.AnnSearch._build_locked = lambda self, *args: (built.append(1), run(self, *args))
+    vector_ann.BUILD_BUSY_S = 0.0
+    index = SqliteVectorIndex(Database(Path(sys.argv[1]) / "db" / "project.db"), ann_min_chunks=1)
+    q = np.ones(16, dtype=np.float32) / 4.0
+    sys.stdin.readline()  # all started: search at once
+    while index.ann.current("c") is None:
+        index.nearest("c", q, 5, -1.0)
+        index.ann.wait()
+    print(len(built), flush=True)
+""")
+
+
+def test_processes_crossing_the_size_together_build_the_index_once(tmp_path: Path) -> None:
+    rng = np.random.default_rng(47)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(unit(rng, 3000)))
+    members = [subprocess.Popen([sys.executable, "-c", RACING_BUILDER, str(tmp_path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    for member in members:
+        assert member.stdin is not None
+        member.stdin.write("go\n")
+        member.stdin.flush()
+    builds = []
+    for member in members:
+        out, err = member.communicate(timeout=300)
+        assert member.returncode == 0, err
+        builds.append(int(out))
+    assert sum(builds) == 1, builds  # one built and saved it; the others view its file
+    assert len([p for p in ann_files(tmp_path) if p.suffix == ".usearch"]) == 1
+
+
+def test_a_build_asked_for_before_another_process_saved_its_index_views_that_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    rng = np.random.default_rng(48)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    matrix = index._index("c")
+    assert matrix is not None
+    asked = (matrix, index.ann._files.meta_mtime("c"))  # asked for while none was saved
+    builder = open_index(tmp_path)
+    assert builder.build_ann("c")  # another process's build, saved before this one takes the lock
+    builds: list[int] = []
+    run = vector_ann.AnnSearch._build_locked
+    monkeypatch.setattr(vector_ann.AnnSearch, "_build_locked", lambda self, *args: (builds.append(1), run(self, *args)))
+    index.ann._build("c", asked)
+    ann, saved = index.ann.current("c"), builder.ann.current("c")
+    assert builds == [] and ann is not None and saved is not None and ann.viewed and ann.file == saved.file

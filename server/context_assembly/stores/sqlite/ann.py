@@ -214,6 +214,7 @@ class AnnFiles:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._locks = CollectionLocks(folder, ".fold-lock")
+        self._build_locks = CollectionLocks(folder, ".build-lock")
 
     def _meta_path(self, collection: str) -> Path:
         """Where the collection's description is: under its stem, or where an earlier version saved it."""
@@ -276,6 +277,12 @@ class AnnFiles:
         """The lock every save of the collection's index holds, across processes: a save never tidies
         away a file another is about to name, and one fold runs at a time."""
         return self._locks(collection)
+
+    def build_lock(self, collection: str) -> FileLock:
+        """The lock a build of the collection's index holds from start to save, across processes:
+        a swarm's sidecars crossing the size together build it once (minutes of every core at
+        1M chunks), not once each; the others search exactly and view the file once it is saved."""
+        return self._build_locks(collection)
 
     def free(self, collection: str) -> bool:
         """Whether no process is saving or folding the collection's index right now."""

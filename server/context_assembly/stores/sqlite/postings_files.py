@@ -38,7 +38,7 @@ import sqlite3
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -48,6 +48,9 @@ from ...workspace.atomic import fsync_directory
 from .database import Database
 from .postings import Postings, SavedWords, Snapshot, indexed_ids, read_transaction, store_generation, tokenize
 from .saved_files import CollectionLocks, current_meta, replace, stale, write_arrays, write_flushed
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,20 @@ class PostingsFiles:
         self.folder = folder
         self.path = folder / META
         self._locks = CollectionLocks(folder, ".lock")
+
+    def build_lock(self) -> FileLock:
+        """The lock a build holds from its read of the FTS index to its save, across processes: a
+        swarm's sidecars needing the postings at once read them once (seconds of CPU at 100k
+        chunks), not once each; the others' keyword legs go to FTS5 until the file is saved."""
+        return self._locks("build")
+
+    def version(self) -> tuple[int, int] | None:
+        """Which description is there (each save replaces it: a new file, a new inode); None: none."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns
 
     def save(self, db: Database, snapshot: Snapshot) -> Postings | None:
         """Save a snapshot freshly read from the FTS index (no tail, nothing deleted), under the

@@ -18,10 +18,13 @@ built only for an index of `min_chunks` chunks or more.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -49,8 +52,14 @@ log = logging.getLogger(__name__)
 POSTINGS_MIN_CHUNKS = 5_000  # below this, FTS5's bm25() over every match takes a few ms at most (bench/README)
 CATCH_UP_MAX = 5_000  # chunks tokenized in the searching thread; more, and the index is rebuilt
 TAIL_SHARE = 0.2  # chunks added since the build, as a share of it, before a rebuild folds them in
+BUILD_BUSY_S = 5.0  # another process reading the postings: no read of this one's own for this long
+UNSEEN = object()  # the description's version before the first look
 READ_SPAN = 2_000_000  # token occurrences read from the FTS index per query while building
 INSTANCES = "vector_chunks_instances"
+
+
+class BuiltElsewhere(Exception):
+    """Another process holds the build lock: it is reading the postings, and will save them."""
 
 
 class OutOfStep(Exception):
@@ -67,7 +76,8 @@ class PostingsKeeper:
         self.background = background  # False: the search that needs the postings reads them (tests)
         # saved: a build saves its postings, and the first need loads them (postings_files.py)
         self.files = PostingsFiles(db.path.parent / FOLDER) if saved else None
-        self._file_tried = False
+        self._file_seen: tuple[int, int] | None | object = UNSEEN  # the description's version when last looked at
+        self._elsewhere_until = 0.0  # another process is reading them: no build of its own before this
         self._snapshot: Snapshot | None = None
         self._removed: set[int] = set()  # ids this process deleted (committed) since the last catch-up
         self._lock = threading.RLock()
@@ -83,7 +93,7 @@ class PostingsKeeper:
             return snapshot
         with self._lock:
             snapshot = self._snapshot
-            if snapshot is None and self._build is None and not self._file_tried and self._large_enough():
+            if snapshot is None and self._build is None and self._file_changed() and self._large_enough():
                 snapshot = self._snapshot = self._saved()
             if snapshot is not None and snapshot.generation != generation:
                 try:
@@ -94,7 +104,7 @@ class PostingsKeeper:
                     snapshot = None
                 self._snapshot = snapshot
             if snapshot is None:
-                if self._build is None and self._large_enough():
+                if self._build is None and time.monotonic() >= self._elsewhere_until and self._large_enough():
                     self.start_build(self.background)
                 snapshot = self._snapshot
             return snapshot if snapshot is not None and snapshot.generation == generation else None
@@ -106,9 +116,16 @@ class PostingsKeeper:
                 self._removed.update(ids)
 
     def _saved(self) -> Snapshot | None:
-        """The postings a build saved, looked for once per process (then caught up as usual)."""
-        self._file_tried = True
-        return self.files.load(self._db.connection()) if self.files is not None else None
+        """The postings a build saved (then caught up as usual), looked for again only once another
+        build replaced the description (`_file_changed`)."""
+        if self.files is None:
+            return None
+        self._file_seen = self.files.version()
+        return self.files.load(self._db.connection())
+
+    def _file_changed(self) -> bool:
+        """Whether a build (of any process) saved postings since this process last looked."""
+        return self.files is not None and self.files.version() != self._file_seen
 
     def _large_enough(self) -> bool:
         rows, _ = fts_totals(self._db.connection())
@@ -140,19 +157,44 @@ class PostingsKeeper:
 
     def _run_build(self) -> None:
         try:
-            snapshot = self._read()
-            with self._lock:
-                current = self._snapshot
-                if current is None or current.generation <= snapshot.generation:
-                    self._snapshot = snapshot
-                    self._removed.clear()
-            if self.files is not None:  # (outside the lock: searches go on while it is written)
-                self._map_saved(snapshot, save_quietly(self.files, self._db, snapshot))
+            with self._exclusive():
+                if self._file_changed():  # another process saved them meanwhile: mapped, not read
+                    with self._lock:
+                        loaded = self._saved()
+                        if loaded is not None and self._snapshot is None:
+                            self._snapshot = loaded
+                            self._removed.clear()
+                            return
+                snapshot = self._read()
+                with self._lock:
+                    current = self._snapshot
+                    if current is None or current.generation <= snapshot.generation:
+                        self._snapshot = snapshot
+                        self._removed.clear()
+                if self.files is not None:  # (outside the lock: searches go on while it is written)
+                    self._map_saved(snapshot, save_quietly(self.files, self._db, snapshot))
+                    self._file_seen = self.files.version()  # its own save is nothing to look at again
+        except BuiltElsewhere:  # FTS5 answers until that process's file is saved
+            self._elsewhere_until = time.monotonic() + BUILD_BUSY_S
         except Exception:  # FTS5 keeps answering; the next search after a write tries again
             log.exception("building the keyword postings failed")
         finally:
             with self._lock:
                 self._build = None
+
+    def _exclusive(self) -> AbstractContextManager[object]:
+        """The build lock (`PostingsFiles.build_lock`), taken at once or `BuiltElsewhere`; nothing
+        when nothing is saved, or no lock file can be made (the save then says why)."""
+        from filelock import Timeout
+
+        if self.files is None:
+            return contextlib.nullcontext()
+        try:
+            return self.files.build_lock().acquire(timeout=0)
+        except Timeout:
+            raise BuiltElsewhere from None
+        except OSError:
+            return contextlib.nullcontext()
 
     def _map_saved(self, built: Snapshot, saved: Postings | None) -> None:
         """The postings `built` read, as mapped from the file they were saved in (or one of the same

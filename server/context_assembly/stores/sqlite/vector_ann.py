@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SAVE_SHARE = 0.02  # an index is saved again once this share of it changed (a new process catches up the rest)
 SAVE_MIN = 2_000
+BUILD_BUSY_S = 5.0  # another process is building the collection's index: not asked again for this long
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
@@ -58,6 +60,7 @@ class AnnSearch:
         self._lock = threading.RLock()
         self._unusable: dict[str, float] = {}  # collection -> mtime of a saved index that failed to load
         self._background: dict[str, threading.Thread] = {}  # collection -> its build or fold, one at a time
+        self._built_elsewhere: dict[str, float] = {}  # collection -> when to ask again whether another builds it
 
     def current(self, collection: str) -> Ann | None:
         """The collection's ANN index brought up to the current generation; None when it has none."""
@@ -214,7 +217,9 @@ class AnnSearch:
         if usearch_index() is None:
             say_missing(collection, index.size)
             return
-        self._start(collection, self._build, index, background)
+        if time.monotonic() < self._built_elsewhere.get(collection, 0.0):
+            return  # (searched exactly until the other process's file is saved)
+        self._start(collection, self._build, (index, self._files.meta_mtime(collection)), background)
 
     def _start(self, collection: str, work: Callable[[str, Any], None], subject: Any, background: bool) -> None:
         """Run `work(collection, subject)` unless the collection's build or fold is already running."""
@@ -238,7 +243,24 @@ class AnnSearch:
             with self._lock:
                 self._background.pop(collection, None)
 
-    def _build(self, collection: str, index: MatrixIndex) -> None:
+    def _build(self, collection: str, asked: tuple[MatrixIndex, float | None]) -> None:
+        """Build the index from the matrix and save it, unless another process is building it (this
+        one then searches exactly until that file is saved) or saved a usable one since the build
+        was asked for (`asked`: the matrix, and when the index then named was saved)."""
+        from filelock import Timeout
+
+        index, seen = asked
+        try:
+            with self._files.build_lock(collection).acquire(timeout=0):
+                saved = self._files.meta_mtime(collection)
+                if saved is not None and saved != seen and self.current(collection) is not None:
+                    self._on_built(collection)  # another process saved one just before: viewed instead
+                    return
+                self._build_locked(collection, index)
+        except Timeout:
+            self._built_elsewhere[collection] = time.monotonic() + BUILD_BUSY_S
+
+    def _build_locked(self, collection: str, index: MatrixIndex) -> None:
         with self._write() as conn:
             conn.execute("INSERT OR IGNORE INTO vector_ann(collection, token) VALUES (?, ?)",
                          (collection, uuid.uuid4().hex))
