@@ -145,7 +145,9 @@ class PostingsKeeper:
             self._build.run()
 
     def build_now(self) -> bool:
-        """Build in this thread, whatever the index's size (bench and tests); whether it worked."""
+        """Build in this thread, whatever the index's size (bench and tests), or map the file another
+        process saved since this one last looked; whether there are postings now (False: none, as
+        when another process is reading them)."""
         self.wait()
         self.start_build(background=False)
         return self._snapshot is not None

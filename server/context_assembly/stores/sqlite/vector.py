@@ -407,7 +407,8 @@ class SqliteVectorIndex:
         return grown
 
     def build_ann(self, collection: str) -> bool:
-        """Build the collection's ANN index now, in this thread, whatever its size (bench and tests)."""
+        """Build the collection's ANN index now, in this thread, whatever its size (bench and tests);
+        False when there is none after (as when another process is building it)."""
         index = self._index(collection)
         return index is not None and self.ann.build_now(collection, index)
 
