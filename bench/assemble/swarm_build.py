@@ -1,0 +1,119 @@
+"""A swarm's sidecars needing a large index's keyword postings at once, with none saved yet: read
+once by one of them (the build lock, `stores/sqlite/postings_keeper.py`) against once by each (as
+before), in the same run.
+
+    python bench/assemble/swarm_build.py [--processes 4] [--chunks 100000] [--rounds 2]
+
+Per round and way, the saved postings of `search_scale.py`'s corpus are deleted, then
+`--processes` processes start at once; each opens the store and runs keyword searches
+(`full_text`, top 10, three common words; FTS5 answers until the postings are there, 10 ms apart)
+until its own postings are ready, then reports how long that took, whether it read the FTS index
+itself, and its CPU time. "Before" is the same code with the build lock left out, so every process
+reads the postings itself, as each did before. The ways take turns. Reported per way: the time
+until the last process had its postings, the CPU of all of them together, and how many read the
+FTS index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+WAYS = ("each", "once")
+
+WORKER = r"""
+import contextlib, json, resource, sys, time
+from pathlib import Path
+from context_assembly.stores.sqlite import postings_keeper
+from context_assembly.stores.sqlite.database import Database
+from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+
+way, db_path = sys.argv[1], Path(sys.argv[2])
+if way == "each":  # before: no build lock, every process reads the postings
+    postings_keeper.PostingsKeeper._exclusive = lambda self: contextlib.nullcontext()
+reads = []
+read = postings_keeper.PostingsKeeper._read
+postings_keeper.PostingsKeeper._read = lambda self: (reads.append(1), read(self))[1]
+index = SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+sys.stdin.readline()  # every process started: go
+t = time.perf_counter()
+searches = 0
+while index.postings.current() is None:
+    index.full_text("docs", ["the", "for", "data"], 10)  # FTS5 answers meanwhile
+    searches += 1
+    time.sleep(0.01)
+ready_s = time.perf_counter() - t
+index.postings.wait()  # its read and save, when it made them
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "searches": searches}), flush=True)
+"""
+
+
+def run_way(way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
+    shutil.rmtree(db_path.parent / "keyword-postings", ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, way, str(db_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(processes)]
+    for proc in procs:  # (each imports first; the go comes once all are started)
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    reports = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        if proc.returncode:
+            raise RuntimeError(f"a worker failed (exit {proc.returncode})")
+        reports.append(json.loads(out))
+    return reports
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--processes", type=int, default=4)
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble" / "search")
+    args = ap.parse_args()
+    import search_scale
+
+    folder = search_scale.ensure(args.out, "assemble", args.chunks)
+    load = [os.getloadavg()[0]]
+    rows: dict[str, list[list[dict[str, Any]]]] = {way: [] for way in WAYS}
+    for round_ in range(args.rounds):
+        for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
+            rows[way].append(run_way(way, folder / "project.db", args.processes))
+    load.append(os.getloadavg()[0])
+    print(f"{args.chunks:,} chunks, {args.processes} processes at once, {args.rounds} rounds; "
+          f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")
+    print("| way | until the last has them, s (rounds) | CPU of all, s (rounds) | FTS index read by | keyword searches "
+          "answered by FTS5 meanwhile |")
+    print("| --- | --- | --- | ---: | ---: |")
+    for way in WAYS:
+        label = "each reads them (before)" if way == "each" else "one reads them, the others map its file (now)"
+        last = [max(r["ready_s"] for r in run) for run in rows[way]]
+        cpu = [sum(r["cpu_s"] for r in run) for run in rows[way]]
+        readers = statistics.median(sum(r["read"] for r in run) for run in rows[way])
+        searches = statistics.median(sum(r["searches"] for r in run) for run in rows[way])
+        print(f"| {label} | {', '.join(f'{s:.2f}' for s in last)} | {', '.join(f'{s:.1f}' for s in cpu)} "
+              f"| {readers:.0f} of {args.processes} | {searches:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+    from as_installed import compile_package
+
+    compile_package()  # the workers import bytecode, as an installed package does
+    sys.exit(main())
