@@ -701,9 +701,7 @@ def test_a_build_replaces_an_index_of_a_generation_the_database_never_reached(tm
 
 
 def test_while_another_process_builds_the_index_a_process_searches_exactly_and_then_views_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from context_assembly.stores.sqlite import vector_ann
-
+        tmp_path: Path) -> None:
     rng = np.random.default_rng(46)
     vectors = unit(rng, 300)
     index = open_index(tmp_path)
@@ -717,7 +715,6 @@ def test_while_another_process_builds_the_index_a_process_searches_exactly_and_t
         assert [p.name for p in ann_files(tmp_path)] == [f".{STEM}.build-lock"]
         other = open_index(tmp_path)  # the builder: saves its index while the lock is (still) held elsewhere
         assert other.build_ann("c") is False
-    monkeypatch.setattr(vector_ann, "BUILD_BUSY_S", 0.0)
     builder = open_index(tmp_path)
     assert builder.build_ann("c")
     index.nearest("c", vectors[0], 10, -1.0)  # the other's file, viewed: no build of its own
@@ -767,19 +764,53 @@ def test_processes_crossing_the_size_together_build_the_index_once(tmp_path: Pat
 
 def test_a_build_asked_for_before_another_process_saved_its_index_views_that_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other process saved between this one finding no index and its build taking the lock."""
     from context_assembly.stores.sqlite import vector_ann
 
     rng = np.random.default_rng(48)
     index = open_index(tmp_path)
     index.upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    assert index.ann.current("c") is None  # none yet: a search would read the matrix, then ask for a build
     matrix = index._index("c")
     assert matrix is not None
-    asked = (matrix, index.ann._files.meta_mtime("c"))  # asked for while none was saved
     builder = open_index(tmp_path)
-    assert builder.build_ann("c")  # another process's build, saved before this one takes the lock
+    assert builder.build_ann("c")  # another process's build, saved meanwhile
     builds: list[int] = []
     run = vector_ann.AnnSearch._build_locked
     monkeypatch.setattr(vector_ann.AnnSearch, "_build_locked", lambda self, *args: (builds.append(1), run(self, *args)))
-    index.ann._build("c", asked)
+    index.ann.start_build("c", matrix, background=False)
     ann, saved = index.ann.current("c"), builder.ann.current("c")
     assert builds == [] and ann is not None and saved is not None and ann.viewed and ann.file == saved.file
+    assert index.build_ann("c") and builds == [1]  # asked anew: built
+
+
+def test_a_build_whose_lock_file_cannot_be_made_builds_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rng = np.random.default_rng(49)
+    vectors = unit(rng, 300)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    (tmp_path / "db" / "vector-ann").write_text("a file where the folder goes")
+    with caplog.at_level("WARNING"):
+        assert index.build_ann("c")  # in memory: its save cannot be written
+    assert "cannot save the ANN index" in caplog.text and "Traceback" not in caplog.text
+    agree(index, open_index(tmp_path, NEVER), vectors[:5])
+
+
+def test_a_process_whose_build_ended_without_a_file_leaves_the_build_to_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from context_assembly.stores.sqlite import vector_ann
+
+    monkeypatch.setattr(vector_ann, "BUILD_BUSY_S", 0.0)  # (asked again at the next search)
+    rng = np.random.default_rng(50)
+    vectors = unit(rng, 300)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    with fold_lock_held(tmp_path, kind="build"):  # it builds, then exits without saving
+        index.nearest("c", vectors[0], 10, -1.0)
+        index.ann.wait()
+        assert index.ann.current("c") is None
+    index.nearest("c", vectors[0], 10, -1.0)  # nobody builds: this one does
+    index.ann.wait()
+    ann = index.ann.current("c")
+    assert ann is not None and ann.viewed
+    agree(index, open_index(tmp_path, NEVER), vectors[:5])

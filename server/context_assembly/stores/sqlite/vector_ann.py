@@ -10,6 +10,7 @@ from the table by chunk id (ids only grow) when the collection's generation move
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 SAVE_SHARE = 0.02  # an index is saved again once this share of it changed (a new process catches up the rest)
 SAVE_MIN = 2_000
 BUILD_BUSY_S = 5.0  # another process is building the collection's index: not asked again for this long
+BUILD_SAVE_WAIT_S = 60.0  # a build's save waits this long for another process's save or fold (~16 s at 1M)
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
@@ -61,11 +63,15 @@ class AnnSearch:
         self._unusable: dict[str, float] = {}  # collection -> mtime of a saved index that failed to load
         self._background: dict[str, threading.Thread] = {}  # collection -> its build or fold, one at a time
         self._built_elsewhere: dict[str, float] = {}  # collection -> when to ask again whether another builds it
+        # collection -> the index named (file, generation) when `current` last found none usable:
+        # a build asked for then takes a file saved since instead of building
+        self._looked: dict[str, tuple[str, int] | None] = {}
 
     def current(self, collection: str) -> Ann | None:
         """The collection's ANN index brought up to the current generation; None when it has none."""
         ann = self._anns.get(collection)
         if ann is None and (self._files.meta_mtime(collection) is None or usearch_index() is None):
+            self._looked[collection] = None  # (none saved when looked: a build asked for now builds)
             return None  # a small collection never imports usearch
         if ann is not None and (self._db.in_batch() or ann.generation == self._db.generation(
                 collection_store(collection))):
@@ -78,11 +84,13 @@ class AnnSearch:
             if ann is None:
                 ann = self._load(collection)
                 if ann is None:
+                    self._looked[collection] = saved  # (the index named when looked: not usable)
                     return None
             self._anns[collection] = ann
             if ann.generation != self._db.generation(collection_store(collection)) and not self._catch_up(
                     collection, ann):
                 self._anns.pop(collection, None)
+                self._looked[collection] = saved
                 return None
             return ann
 
@@ -165,7 +173,7 @@ class AnnSearch:
             ann.generation = before + 1
             self._save(collection, ann)
 
-    def _save(self, collection: str, ann: Ann, force: bool = False, background: bool = True) -> None:
+    def _save(self, collection: str, ann: Ann, force: bool = False, background: bool = True, wait: float = 0) -> None:
         """Save `ann` once enough of it changed: this process's own graph as it is, a view by folding
         its changes into a copy of the graph it views (in the background by default)."""
         if not (force or ann.unsaved >= max(SAVE_MIN, SAVE_SHARE * len(ann))):
@@ -176,7 +184,8 @@ class AnnSearch:
         from filelock import Timeout
 
         try:
-            self._files.save(collection, ann, wait=0, reached=lambda: self._db.generation(collection_store(collection)))
+            self._files.save(collection, ann, wait=wait,
+                             reached=lambda: self._db.generation(collection_store(collection)))
         except Timeout:
             pass  # another process is saving: tried again at the next write
         except (OSError, RuntimeError) as exc:  # the table stays the truth: a later save or a rebuild catches up
@@ -210,8 +219,10 @@ class AnnSearch:
             ids, matrix = embeddings_of(conn, collection, added.tolist(), ann.dimension)
         return fold(self._files, collection, ann, generation, max_id, hidden, ids, matrix)
 
-    def start_build(self, collection: str, index: MatrixIndex, background: bool = True) -> None:
-        """Build the collection's ANN index from its loaded matrix (once; in a thread by default)."""
+    def start_build(self, collection: str, index: MatrixIndex, background: bool = True, anew: bool = False) -> None:
+        """Build the collection's ANN index from its loaded matrix (once; in a thread by default),
+        unless another process saves one meanwhile: since `current` last found none usable, or
+        with `anew`, since now."""
         if self._db.in_batch():
             return  # the matrix holds the batch's writes, which may roll back
         if usearch_index() is None:
@@ -219,7 +230,8 @@ class AnnSearch:
             return
         if time.monotonic() < self._built_elsewhere.get(collection, 0.0):
             return  # (searched exactly until the other process's file is saved)
-        self._start(collection, self._build, (index, self._files.meta_mtime(collection)), background)
+        seen = self._looked[collection] if collection in self._looked and not anew else self._files.saved(collection)
+        self._start(collection, self._build, (index, seen), background)
 
     def _start(self, collection: str, work: Callable[[str, Any], None], subject: Any, background: bool) -> None:
         """Run `work(collection, subject)` unless the collection's build or fold is already running."""
@@ -243,22 +255,27 @@ class AnnSearch:
             with self._lock:
                 self._background.pop(collection, None)
 
-    def _build(self, collection: str, asked: tuple[MatrixIndex, float | None]) -> None:
+    def _build(self, collection: str, asked: tuple[MatrixIndex, tuple[str, int] | None]) -> None:
         """Build the index from the matrix and save it, unless another process is building it (this
         one then searches exactly until that file is saved) or saved a usable one since the build
-        was asked for (`asked`: the matrix, and when the index then named was saved)."""
+        was asked for (`asked`: the matrix, and the index then named)."""
         from filelock import Timeout
 
         index, seen = asked
+        held: AbstractContextManager[object]
         try:
-            with self._files.build_lock(collection).acquire(timeout=0):
-                saved = self._files.meta_mtime(collection)
-                if saved is not None and saved != seen and self.current(collection) is not None:
-                    self._on_built(collection)  # another process saved one just before: viewed instead
-                    return
-                self._build_locked(collection, index)
+            held = self._files.build_lock(collection).acquire(timeout=0)
         except Timeout:
             self._built_elsewhere[collection] = time.monotonic() + BUILD_BUSY_S
+            return
+        except OSError:  # no lock file can be made (the folder): built alone, and the save says why
+            held = contextlib.nullcontext()
+        with held:
+            saved = self._files.saved(collection)
+            if saved is not None and saved != seen and self.current(collection) is not None:
+                self._on_built(collection)  # another process saved one since: viewed instead
+                return
+            self._build_locked(collection, index)
 
     def _build_locked(self, collection: str, index: MatrixIndex) -> None:
         with self._write() as conn:
@@ -269,7 +286,7 @@ class AnnSearch:
         ann = new_ann(index.model, index.dimension, token, index.generation)
         ids, matrix = index.rows()
         ann.add(ids, matrix, threads=0)
-        self._save(collection, ann, force=True)
+        self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
         with self._lock:
             self._unusable.pop(collection, None)
             saved = self._load(collection)  # the file just saved (or a newer one) as a view: the graph built let go
@@ -281,7 +298,7 @@ class AnnSearch:
         self._on_built(collection)  # searches go to the ANN index now: the matrix can go
 
     def build_now(self, collection: str, index: MatrixIndex) -> bool:
-        self.start_build(collection, index, background=False)
+        self.start_build(collection, index, background=False, anew=True)
         return collection in self._anns
 
     def wait(self, timeout: float | None = None) -> None:
