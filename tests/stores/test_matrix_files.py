@@ -516,3 +516,24 @@ def test_a_collection_holding_a_nan_embedding_maps_its_own_file(tmp_path: Path, 
     assert index.shared is not None and index.shared.file == file
     other.wait_for_saves()
     assert saved(tmp_path) == [file]
+
+
+def test_a_file_tidied_away_between_its_description_and_its_mapping_is_looked_for_again(
+        tmp_path: Path, small_files: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(44)
+    vectors = unit(rng, 120)
+    saved_index(tmp_path, vectors)
+    [file] = saved(tmp_path)
+    read = matrix_module.current_meta
+    calls: list[int] = []
+
+    def first_gone(path: Path) -> dict[str, object]:
+        calls.append(1)
+        meta = read(path)
+        return {**meta, "file": f"{STEM}~tidiedaway00.f32"} if len(calls) == 1 else meta
+
+    monkeypatch.setattr(matrix_module, "current_meta", first_gone)
+    other = open_index(tmp_path)
+    other.nearest("c", vectors[0], 5, -1.0)
+    index = other._indexes["c"]
+    assert len(calls) == 2 and index.shared is not None and index.shared.file == file

@@ -179,25 +179,29 @@ class MatrixFiles:
         return self.folder / f"{file_stem(collection)}.json"
 
     def load(self, collection: str, token: str | None, model: str, dimension: int,
-             generation: int | None = None) -> MatrixIndex | None:
+             generation: int | None = None, tries: int = 3) -> MatrixIndex | None:
         """The saved matrix mapped, when it is this database's, of `model` and `dimension`, and not
-        ahead of `generation`; None otherwise (or when it cannot be read: logged)."""
+        ahead of `generation`; None otherwise (or when it cannot be read: logged). A file named but
+        gone by the time it is mapped (saves replaced the description and tidied it away meanwhile)
+        sends it back to the description, `tries` times in all."""
         if token is None:
             return None
-        try:
-            meta = current_meta(self._meta_path(collection))
-            if (meta.get("format"), meta.get("collection"), meta.get("token"), meta.get("model"),
-                    meta.get("dimension")) != (FORMAT, collection, token, model, dimension) or (
-                    generation is not None and int(meta["generation"]) > generation):
+        for _ in range(tries):
+            try:
+                meta = current_meta(self._meta_path(collection))
+                if (meta.get("format"), meta.get("collection"), meta.get("token"), meta.get("model"),
+                        meta.get("dimension")) != (FORMAT, collection, token, model, dimension) or (
+                        generation is not None and int(meta["generation"]) > generation):
+                    return None
+                shared = _mapped(self.folder / str(meta["file"]), int(meta["count"]), dimension)
+                return MatrixIndex.mapped(int(meta["generation"]), model, shared)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                log.warning("the saved matrix of collection %r cannot be used (%s): it is read from the database",
+                            collection, exc)
                 return None
-            shared = _mapped(self.folder / str(meta["file"]), int(meta["count"]), dimension)
-            return MatrixIndex.mapped(int(meta["generation"]), model, shared)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("the saved matrix of collection %r cannot be used (%s): it is read from the database",
-                        collection, exc)
-            return None
+        return None
 
     def lock(self, collection: str) -> FileLock:
         return self._locks(collection)
