@@ -12,8 +12,11 @@ index in a background thread, and searches use FTS5's own ranking until it is re
 Inside a `Database.batch()` the thread sees its own uncommitted writes, which a rollback may undo:
 the snapshot is neither used nor moved there (FTS5 answers, seeing exactly what the batch sees).
 Building the snapshot reads the FTS index (~1.7 s at 100k chunks, see bench/README.md), so a
-build saves it (stores.sqlite.postings_files) for the next process to load and catch up; it is
-built only for an index of `min_chunks` chunks or more.
+build saves it (stores.sqlite.postings_files) for the next process to map and catch up; it is
+built only for an index of `min_chunks` chunks or more, and by one process at a time: a build
+holds a lock across processes from its read to its save, another process finding it held leaves
+the read to that one (FTS5 answers meanwhile), and any process maps a file saved since it last
+looked instead of reading the index itself.
 """
 
 from __future__ import annotations
