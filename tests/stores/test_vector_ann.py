@@ -814,3 +814,23 @@ def test_a_process_whose_build_ended_without_a_file_leaves_the_build_to_the_next
     ann = index.ann.current("c")
     assert ann is not None and ann.viewed
     agree(index, open_index(tmp_path, NEVER), vectors[:5])
+
+
+def test_an_index_saved_in_the_same_clock_tick_as_an_unusable_one_is_viewed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system whose clock is coarse (1-2 s) gives both descriptions the same time."""
+    from context_assembly.stores.sqlite.ann import AnnFiles
+
+    monkeypatch.setattr(AnnFiles, "meta_mtime", lambda self, collection: 1.0)
+    rng = np.random.default_rng(51)
+    vectors = unit(rng, 300)
+    built(tmp_path, vectors)
+    described, damaged = tmp_path / "db" / "vector-ann" / f"{STEM}.json", f"{STEM}~damaged00000.usearch"
+    (described.parent / damaged).write_bytes(b"damaged")  # (the file viewed stays whole)
+    described.write_bytes(orjson.dumps({**orjson.loads(described.read_bytes()), "file": damaged}))
+    reader = open_index(tmp_path)
+    assert reader.ann.current("c") is None  # unusable: not read again until another is named
+    assert open_index(tmp_path).build_ann("c")  # named now: another file, "saved at the same time"
+    ann = reader.ann.current("c")
+    assert ann is not None and ann.viewed
+    agree(reader, open_index(tmp_path, NEVER), vectors[:5])

@@ -60,7 +60,7 @@ class AnnSearch:
         self._anns: dict[str, Ann] = {}
         self._files = AnnFiles(db.path.parent / "vector-ann")
         self._lock = threading.RLock()
-        self._unusable: dict[str, float] = {}  # collection -> mtime of a saved index that failed to load
+        self._unusable: dict[str, tuple[float, str | None]] = {}  # collection -> the saved index that failed to load
         self._background: dict[str, threading.Thread] = {}  # collection -> its build or fold, one at a time
         self._built_elsewhere: dict[str, float] = {}  # collection -> when to ask again whether another builds it
         # collection -> the index named (file, generation) when `current` last found none usable:
@@ -95,7 +95,7 @@ class AnnSearch:
             return ann
 
     def _load(self, collection: str) -> Ann | None:
-        meta = self._files.meta_mtime(collection)
+        meta = self._named(collection)
         if meta is None or self._unusable.get(collection) == meta:
             return None
         rows = self._db.read("SELECT token FROM vector_ann WHERE collection = ?", (collection,))
@@ -107,6 +107,15 @@ class AnnSearch:
         if ann is None:
             self._unusable[collection] = meta  # not read again until a build replaces it
         return ann
+
+    def _named(self, collection: str) -> tuple[float, str | None] | None:
+        """Which description is there: when it was saved, and the file it names (two saves within
+        one tick of a coarse clock name two files); None: none."""
+        mtime = self._files.meta_mtime(collection)
+        if mtime is None:
+            return None
+        saved = self._files.saved(collection)
+        return mtime, saved[0] if saved is not None else None
 
     def _of_this_history(self, collection: str, ann: Ann) -> bool:
         """Whether the newest chunks of the table up to the index's highest id are in it with their
@@ -140,7 +149,7 @@ class AnnSearch:
             ann.remove(np.setdiff1d(ann.keys(), present))
         if len(ann) != count:
             log.warning("the ANN index of collection %r is out of step with the table: it is rebuilt", collection)
-            self._unusable[collection] = self._files.meta_mtime(collection) or 0.0
+            self._unusable[collection] = self._named(collection) or (0.0, None)
             return False
         ann.generation = generation
         self._save(collection, ann)
