@@ -214,9 +214,11 @@ def test_a_file_not_of_this_database_or_model_or_damaged_is_not_used(tmp_path: P
     rng = np.random.default_rng(4)
     index = saved_index(tmp_path, unit(rng, 100))
     [file] = saved(tmp_path)
-    # damaged: a byte short
-    data = folder(tmp_path) / file
-    data.write_bytes(data.read_bytes()[:-1])
+    # damaged: a byte short (a copy named instead: the file is mapped here, rewriting it in place could fault)
+    short = f"{STEM}~short0000000.f32"
+    (folder(tmp_path) / short).write_bytes((folder(tmp_path) / file).read_bytes()[:-1])
+    described = folder(tmp_path) / f"{STEM}.json"
+    described.write_bytes(orjson.dumps({**orjson.loads(described.read_bytes()), "file": short}))
     caplog.set_level("WARNING")
     q = unit(rng, 1)[0]
     reader = open_index(tmp_path)
@@ -224,7 +226,7 @@ def test_a_file_not_of_this_database_or_model_or_damaged_is_not_used(tmp_path: P
     assert "cannot be used" in caplog.text
     reader.wait_for_saves()
     [file] = saved(tmp_path)  # the reader saved a whole one in its place
-    assert file != data.name and reader._indexes["c"].shared is not None
+    assert file != short and reader._indexes["c"].shared is not None
     # of another model (as if the collection had been embedded anew): not used, nothing logged
     meta = folder(tmp_path) / f"{STEM}.json"
     meta.write_bytes(meta.read_bytes().replace(MODEL.encode(), b"other-16"))

@@ -450,9 +450,10 @@ def test_an_index_saved_under_the_earlier_names_is_used_then_replaced(tmp_path: 
 
 def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    built(tmp_path, unit(rng, 300))
-    [data] = [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
-    data.write_bytes(b"not an index" * 100)
+    built(tmp_path, unit(rng, 300))  # (its file viewed here: a damaged one is named instead of rewriting it)
+    described, damaged = tmp_path / "db" / "vector-ann" / f"{STEM}.json", f"{STEM}~corrupt00000.usearch"
+    (described.parent / damaged).write_bytes(b"not an index" * 100)
+    described.write_bytes(orjson.dumps({**orjson.loads(described.read_bytes()), "file": damaged}))
     fresh = open_index(tmp_path)
     queries = unit(rng, 5)
     agree(fresh, open_index(tmp_path, NEVER), queries)  # exact while the index is rebuilt
