@@ -27,6 +27,8 @@ from context_assembly.stores.sqlite.vector import SqliteVectorStore, fts_query
 from context_assembly.stores.vector_collections import fts_terms
 from context_assembly.workspace.layout import WorkspaceLayout
 
+from .processes import at_once, lock_held
+
 Ranked = list[tuple[int, float]]
 
 
@@ -658,35 +660,19 @@ def test_a_swarm_reading_and_saving_at_once_ends_on_one_file_in_step(tmp_path: P
         agrees(fresh, "a", query, 60)
 
 
-HOLD_LOCK = textwrap.dedent("""
-    import sys
-    from filelock import FileLock
-    with FileLock(sys.argv[1]):
-        print("held", flush=True)
-        sys.stdin.readline()
-""")
-
-
 def test_while_another_process_reads_the_postings_fts5_answers_and_then_their_file_is_mapped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = postings_store(tmp_path)
     rng = random.Random(6)
     writer.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(300)])
     files = postings_files.PostingsFiles(saved_file(tmp_path).parent)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(files.build_lock().lock_file)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held(files.build_lock().lock_file):
         built = reads(monkeypatch)
         waiting = postings_store(tmp_path)
         for query in QUERIES:  # FTS5's own ranking: nothing read here
             terms = fts_terms(query)
             assert waiting.index.full_text("a", terms, 20) == reference(waiting, "a", terms, 20)
         assert built == [] and waiting.index.postings.current() is None and not saved_file(tmp_path).exists()
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait()
     assert postings_store(tmp_path).index.build_postings() and built == [1]  # the other process's read, saved
     for query in QUERIES:  # (within the wait after it found the lock held: the file is what it takes)
         agrees(waiting, "a", query, 30)
@@ -718,17 +704,10 @@ def test_a_process_whose_read_ended_without_a_file_leaves_the_read_to_the_next(
     rng = random.Random(9)
     s.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(300)])
     files = postings_files.PostingsFiles(saved_file(tmp_path).parent)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(files.build_lock().lock_file)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:  # it reads them, then exits without saving
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with lock_held(files.build_lock().lock_file):  # it reads them, then exits without saving
         built = reads(monkeypatch)
         s.index.full_text("a", ["w1", "w2"], 10)
         assert built == [] and s.index.postings.current() is None
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait()
     agrees(s, "a", "w1 w2", 30)  # nobody reads them: this one does
     assert built == [1]
 
@@ -758,17 +737,7 @@ def test_processes_needing_the_postings_together_read_them_once(tmp_path: Path) 
     writer = postings_store(tmp_path)
     rng = random.Random(8)
     writer.upsert_many("a", [(f"d{i}", zipf_text(rng, i), {}) for i in range(3000)])
-    members = [subprocess.Popen([sys.executable, "-c", RACING_READER, str(tmp_path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
-    for member in members:
-        assert member.stdin is not None
-        member.stdin.write("go\n")
-        member.stdin.flush()
-    reported = []
-    for member in members:
-        out, err = member.communicate(timeout=300)
-        assert member.returncode == 0, err
-        reported.append(out.split())
+    reported = [out.split() for out in at_once(RACING_READER, [str(tmp_path)], 4)]
     assert sum(int(count) for count, _ in reported) == 1, reported  # one read them; the others map its file
     assert {file for _, file in reported} == {named_file(tmp_path).name}
 

@@ -10,8 +10,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,8 @@ from context_assembly.stores.sqlite.saved_files import file_stem
 from context_assembly.stores.sqlite.vector import SqliteVectorIndex, SqliteVectorStore
 from context_assembly.stores.vector_index import IndexedDoc
 from context_assembly.workspace.layout import WorkspaceLayout
+
+from .processes import at_once, lock_held
 
 DIM = 16
 MODEL = "test-16"
@@ -229,29 +230,10 @@ def test_a_process_behind_a_newer_file_views_it_instead_of_folding(tmp_path: Pat
     agree(behind, open_index(tmp_path, NEVER), unit(rng, 5))
 
 
-HOLD_FOLD_LOCK = textwrap.dedent("""
-    import sys
-    from filelock import FileLock
-    with FileLock(sys.argv[1]):
-        print("held", flush=True)
-        sys.stdin.readline()
-""")
-
-
-@contextmanager
-def fold_lock_held(root: Path, collection: str = "c", kind: str = "fold") -> Iterator[None]:
+def fold_lock_held(root: Path, collection: str = "c", kind: str = "fold") -> AbstractContextManager[None]:
     """Another process holding the collection's save and fold lock (or `kind` "build": its build
     lock) meanwhile."""
-    lock = root / "db" / "vector-ann" / f".{file_stem(collection)}.{kind}-lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_FOLD_LOCK, str(lock)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait()
+    return lock_held(root / "db" / "vector-ann" / f".{file_stem(collection)}.{kind}-lock")
 
 
 def test_while_another_process_folds_a_process_keeps_its_view(tmp_path: Path, fold_at_40: None) -> None:
@@ -748,17 +730,7 @@ RACING_BUILDER = textwrap.dedent("""
 def test_processes_crossing_the_size_together_build_the_index_once(tmp_path: Path) -> None:
     rng = np.random.default_rng(47)
     open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(unit(rng, 3000)))
-    members = [subprocess.Popen([sys.executable, "-c", RACING_BUILDER, str(tmp_path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
-    for member in members:
-        assert member.stdin is not None
-        member.stdin.write("go\n")
-        member.stdin.flush()
-    builds = []
-    for member in members:
-        out, err = member.communicate(timeout=300)
-        assert member.returncode == 0, err
-        builds.append(int(out))
+    builds = [int(out) for out in at_once(RACING_BUILDER, [str(tmp_path)], 4)]
     assert sum(builds) == 1, builds  # one built and saved it; the others view its file
     assert len([p for p in ann_files(tmp_path) if p.suffix == ".usearch"]) == 1
 
