@@ -211,8 +211,7 @@ class RuleSet:
         results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
         settlement = Settlement(explicit=set(request.explicit_memory))
         if selection.plain:  # nothing to settle: the memories in first-added order
-            settlement.include_all([memories[i] for memories, hits in
-                                    [(engine.rule_memories, hits) for engine, hits in found] for i in hits])
+            settlement.include_all([engine.rule_memories[i] for engine, hits in found for i in hits])
         else:
             for engine, hits in found:
                 for rule in map(engine.rule_at, hits):

@@ -34,13 +34,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import orjson
 from attrs import define, field
 from numpy.typing import NDArray
 
-from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, current_meta, file_stem, fsync_file, read_meta, replace, stale, write_flushed
+from .saved_files import (
+    CollectionLocks,
+    current_meta,
+    file_stem,
+    fsync_file,
+    name_file,
+    read_meta,
+    stale,
+    stale_temps,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -320,10 +327,7 @@ class AnnFiles:
             except BaseException:
                 path.unlink(missing_ok=True)  # a part-written file (disk full): the JSON still names the last one
                 raise
-            tmp = self.folder / f".{name}.json.tmp"
-            write_flushed(tmp, orjson.dumps(meta))
-            replace(tmp, self.folder / f"{file_stem(collection)}.json")
-            fsync_directory(self.folder)
+            name_file(self.folder / f"{file_stem(collection)}.json", meta)
             self._tidy(collection, name)
             return True
 
@@ -341,8 +345,7 @@ class AnnFiles:
         and hand-over and JSON temp files an interrupted process left over an hour ago."""
         leftovers = [old for old in self.folder.glob(f"{file_stem(collection)}~*.usearch") if old.name != kept]
         leftovers += [*self.folder.glob(f"{collection}~*.usearch"), self.folder / f"{collection}.json"]  # before stems
-        for pattern in (".fold-*.npz", ".*.json.tmp"):
-            leftovers += [old for old in self.folder.glob(pattern) if stale(old)]
+        leftovers += [old for old in self.folder.glob(".fold-*.npz") if stale(old)] + stale_temps(self.folder)
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: the next save
                 old.unlink(missing_ok=True)

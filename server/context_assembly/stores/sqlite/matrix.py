@@ -32,13 +32,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import orjson
 from attrs import field, frozen
 from numpy.typing import NDArray
 
-from ...workspace.atomic import fsync_directory
 from ..embedding import Matrix
-from .saved_files import CollectionLocks, current_meta, file_stem, replace, stale, write_arrays, write_flushed
+from .saved_files import (
+    CollectionLocks,
+    current_meta,
+    file_stem,
+    name_file,
+    stale_temps,
+    write_arrays,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -226,10 +231,7 @@ class MatrixFiles:
                 write_arrays(self.folder / name, [ids.astype("<i8", copy=False), matrix.astype("<f4", copy=False)])
                 meta = {"format": FORMAT, "collection": collection, "file": name, "token": token, "model": index.model,
                         "dimension": index.dimension, "generation": index.generation, "count": len(ids)}
-                tmp = self.folder / f".{name}.json.tmp"
-                write_flushed(tmp, orjson.dumps(meta))
-                replace(tmp, self._meta_path(collection))
-                fsync_directory(self.folder)
+                name_file(self._meta_path(collection), meta)
                 self._tidy(collection, name)
                 return MatrixIndex.mapped(index.generation, index.model,
                                           _mapped(self.folder / name, len(ids), index.dimension))
@@ -248,7 +250,7 @@ class MatrixFiles:
 
     def _tidy(self, collection: str, kept: str) -> None:
         leftovers = [old for old in self.folder.glob(f"{file_stem(collection)}~*.f32") if old.name != kept]
-        leftovers += [old for old in self.folder.glob(".*.json.tmp") if stale(old)]
+        leftovers += stale_temps(self.folder)
         for old in leftovers:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)

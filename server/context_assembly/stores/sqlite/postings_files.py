@@ -41,13 +41,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import orjson
 
 from ...errors import StorageError
-from ...workspace.atomic import fsync_directory
 from .database import Database
 from .postings import Postings, SavedWords, Snapshot, indexed_ids, read_transaction, store_generation, tokenize
-from .saved_files import CollectionLocks, current_meta, replace, stale, write_arrays, write_flushed
+from .saved_files import (
+    CollectionLocks,
+    current_meta,
+    name_file,
+    stale_temps,
+    write_arrays,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -138,16 +142,13 @@ class PostingsFiles:
         name = f"postings~{uuid.uuid4().hex[:12]}.bin"
         write_arrays(self.folder / name, [arrays[key].astype(dtype, copy=False) for key, dtype, _ in LAYOUT])
         meta = {**meta, "file": name}
-        tmp = self.folder / f".{name}.json.tmp"
-        write_flushed(tmp, orjson.dumps(meta))
-        replace(tmp, self.path)
-        fsync_directory(self.folder)
+        name_file(self.path, meta)
         self._tidy(name)
         return _snapshot(_file_arrays(self.folder / name, meta), meta, name).main
 
     def _tidy(self, kept: str) -> None:
         leftovers = [old for old in self.folder.glob("postings~*.bin") if old.name != kept]
-        leftovers += [old for old in self.folder.glob(".*.json.tmp") if stale(old)]
+        leftovers += stale_temps(self.folder)
         for old in [*leftovers, self.folder / EARLIER]:
             with contextlib.suppress(OSError):  # a file mapped elsewhere on Windows: a later save
                 old.unlink(missing_ok=True)

@@ -1,5 +1,6 @@
-"""What the caches saved beside the database (ANN indexes, matrices) share: a lock per collection
-across processes, flushing, the atomic replace of the JSON naming a file, and the age of leftovers.
+"""What the caches saved beside the database (ANN indexes, matrices, keyword postings) share: a lock
+per collection across processes, block writes and flushing, the atomic replace of the JSON naming a
+file, and the age of leftovers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+
+from ...workspace.atomic import fsync_directory
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -104,6 +107,20 @@ def replace(source: Path, target: Path, tries: int = 20) -> None:
             if attempt == tries - 1:
                 raise
             time.sleep(0.01)
+
+
+def name_file(description: Path, meta: dict[str, Any]) -> None:
+    """Make `description` name `meta["file"]`: the JSON written flushed beside it under a temporary
+    name, then put in its place (a reader sees the old one or the new one), the folder flushed."""
+    tmp = description.parent / f".{meta['file']}.json.tmp"
+    write_flushed(tmp, orjson.dumps(meta))
+    replace(tmp, description)
+    fsync_directory(description.parent)
+
+
+def stale_temps(folder: Path) -> list[Path]:
+    """The temporary descriptions in `folder` an interrupted save left over `STALE_S` ago."""
+    return [old for old in folder.glob(".*.json.tmp") if stale(old)]
 
 
 def stale(path: Path) -> bool:
