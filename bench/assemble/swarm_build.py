@@ -1,17 +1,25 @@
-"""A swarm's sidecars needing a large index's keyword postings at once, with none saved yet: read
-once by one of them (the build lock, `stores/sqlite/postings_keeper.py`) against once by each (as
+"""A swarm's sidecars needing a large collection's keyword postings or exact-search matrix at once,
+with none saved yet: read once by one of them (a lock across processes) against once by each (as
 before), in the same run.
 
-    python bench/assemble/swarm_build.py [--processes 4] [--chunks 100000] [--rounds 2]
+    python bench/assemble/swarm_build.py [--what postings|matrix] [--processes 4] [--chunks 100000] [--rounds 2]
 
-Per round and way, the saved postings of `search_scale.py`'s corpus are deleted, then
-`--processes` processes start at once; each opens the store and runs keyword searches
-(`full_text`, top 10, three common words; FTS5 answers until the postings are there, 10 ms apart)
-until its own postings are ready, then reports how long that took, whether it read the FTS index
-itself, and its CPU time. "Before" is the same code with the build lock left out, so every process
-reads the postings itself, as each did before. The ways take turns. Reported per way: the time
-until the last process had its postings, the CPU of all of them together, and how many read the
-FTS index.
+`--what postings` (default): per round and way, the saved postings of `search_scale.py`'s corpus
+are deleted, then `--processes` processes start at once; each opens the store and runs keyword
+searches (`full_text`, top 10, three common words; FTS5 answers until the postings are there, 10
+ms apart) until its own postings are ready, then reports how long that took, whether it read the
+FTS index itself, and its CPU time. "Before" is the same code with the build lock left out
+(`stores/sqlite/postings_keeper.py`), so every process reads the postings itself.
+
+`--what matrix`: per round and way, the saved matrices are deleted, then the processes start at
+once; each runs one vector search (`nearest`, top 10, exact: no ANN index) and reports how long it
+took, whether it read the matrix from the database whole, and its CPU time once its save (if it
+made one) is done. "Before" is the same code without the first-read lock
+(`stores/sqlite/matrix.py`), so every process reads the matrix itself and the first to finish
+saves it.
+
+The ways take turns. Reported per way: the time until the last process had its postings (its
+first search answered), the CPU of all of them together, and how many read the index or matrix.
 """
 
 from __future__ import annotations
@@ -34,37 +42,50 @@ WAYS = ("each", "once")
 WORKER = r"""
 import contextlib, json, resource, sys, time
 from pathlib import Path
-from context_assembly.stores.sqlite import postings_keeper
+import numpy as np
+from context_assembly.stores.sqlite import postings_keeper, vector
 from context_assembly.stores.sqlite.database import Database
-from context_assembly.stores.sqlite.vector import SqliteVectorIndex
 
-way, db_path = sys.argv[1], Path(sys.argv[2])
-if way == "each":  # before: no build lock, every process reads the postings
+what, way, db_path = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+if way == "each" and what == "postings":  # before: no build lock, every process reads the postings
     postings_keeper.PostingsKeeper._exclusive = lambda self: contextlib.nullcontext()
+if way == "each" and what == "matrix":  # before: no first-read lock, every process reads the matrix
+    vector.SqliteVectorIndex._claim_first_read = lambda self, conn, collection: False
 reads = []
-read = postings_keeper.PostingsKeeper._read
-postings_keeper.PostingsKeeper._read = lambda self: (reads.append(1), read(self))[1]
-index = SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+if what == "postings":
+    read = postings_keeper.PostingsKeeper._read
+    postings_keeper.PostingsKeeper._read = lambda self: (reads.append(1), read(self))[1]
+else:
+    whole = vector.read_embeddings
+    vector.read_embeddings = lambda conn, c, d, **kw: (kw or reads.append(1), whole(conn, c, d, **kw))[1]
+index = vector.SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+query = np.random.default_rng(5).standard_normal(256).astype(np.float32)
+query /= np.linalg.norm(query)
 sys.stdin.readline()  # every process started: go
 t = time.perf_counter()
 searches = 0
-while index.postings.current() is None:
-    index.full_text("docs", ["the", "for", "data"], 10)  # FTS5 answers meanwhile
-    searches += 1
-    time.sleep(0.01)
+if what == "postings":
+    while index.postings.current() is None:
+        index.full_text("docs", ["the", "for", "data"], 10)  # FTS5 answers meanwhile
+        searches += 1
+        time.sleep(0.01)
+else:
+    index.nearest("docs", query, 10, -1.0)
+    searches = 1
 ready_s = time.perf_counter() - t
 index.postings.wait()  # its read and save, when it made them
+index.wait_for_saves()
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utime + usage.ru_stime,
                   "searches": searches}), flush=True)
 """
 
 
-def run_way(way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
-    shutil.rmtree(db_path.parent / "keyword-postings", ignore_errors=True)
+def run_way(what: str, way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
+    shutil.rmtree(db_path.parent / ("keyword-postings" if what == "postings" else "vector-matrix"), ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
                                                          os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, way, str(db_path)], stdin=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, what, way, str(db_path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env) for _ in range(processes)]
     for proc in procs:  # (each imports first; the go comes once all are started)
         assert proc.stdin is not None
@@ -81,6 +102,7 @@ def run_way(way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--what", choices=("postings", "matrix"), default="postings")
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=2)
@@ -93,21 +115,28 @@ def main() -> int:
     rows: dict[str, list[list[dict[str, Any]]]] = {way: [] for way in WAYS}
     for round_ in range(args.rounds):
         for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
-            rows[way].append(run_way(way, folder / "project.db", args.processes))
+            rows[way].append(run_way(args.what, way, folder / "project.db", args.processes))
     load.append(os.getloadavg()[0])
     print(f"{args.chunks:,} chunks, {args.processes} processes at once, {args.rounds} rounds; "
           f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")
-    print("| way | until the last has them, s (rounds) | CPU of all, s (rounds) | FTS index read by | keyword searches "
-          "answered by FTS5 meanwhile |")
+    if args.what == "postings":
+        print("| way | until the last has them, s (rounds) | CPU of all, s (rounds) | FTS index read by "
+              "| keyword searches answered by FTS5 meanwhile |")
+    else:
+        print("| way | until the last has its first search answered, s (rounds) | CPU of all, s (rounds) "
+              "| matrix read whole by | first search, median of the processes, s (rounds) |")
     print("| --- | --- | --- | ---: | ---: |")
     for way in WAYS:
         label = "each reads them (before)" if way == "each" else "one reads them, the others map its file (now)"
         last = [max(r["ready_s"] for r in run) for run in rows[way]]
         cpu = [sum(r["cpu_s"] for r in run) for run in rows[way]]
         readers = statistics.median(sum(r["read"] for r in run) for run in rows[way])
-        searches = statistics.median(sum(r["searches"] for r in run) for run in rows[way])
+        if args.what == "postings":
+            extra = f"{statistics.median(sum(r['searches'] for r in run) for run in rows[way]):.0f}"
+        else:
+            extra = ", ".join(f"{statistics.median(r['ready_s'] for r in run):.2f}" for run in rows[way])
         print(f"| {label} | {', '.join(f'{s:.2f}' for s in last)} | {', '.join(f'{s:.1f}' for s in cpu)} "
-              f"| {readers:.0f} of {args.processes} | {searches:.0f} |")
+              f"| {readers:.0f} of {args.processes} | {extra} |")
     return 0
 
 

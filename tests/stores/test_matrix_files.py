@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.stores.sqlite import matrix as matrix_module
+from context_assembly.stores.sqlite import vector as vector_module
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.postings_files import database_token
 from context_assembly.stores.sqlite.stored_embeddings import read_embeddings
 from context_assembly.stores.sqlite.vector import SqliteVectorIndex
 from context_assembly.stores.vector_index import IndexedDoc
+
+from .processes import at_once, lock_held
 
 DIM = 16
 MODEL = "test-16"
@@ -539,3 +543,164 @@ def test_a_file_tidied_away_between_its_description_and_its_mapping_is_looked_fo
     other.nearest("c", vectors[0], 5, -1.0)
     index = other._indexes["c"]
     assert len(calls) == 2 and index.shared is not None and index.shared.file == file
+
+
+# --- a swarm's first read: one process reads the matrix whole, the others map its file ------------
+
+SLOW_READER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import numpy as np
+    from context_assembly.stores.sqlite import matrix, vector
+    from context_assembly.stores.sqlite.database import Database
+    matrix.FILE_MIN_CHUNKS = 50
+    read = vector.read_embeddings
+
+    def told_to_go(conn, collection, dimension, **kwargs):
+        if not kwargs:  # the whole read: held until the test says go
+            print("reading", flush=True)
+            sys.stdin.readline()
+        return read(conn, collection, dimension, **kwargs)
+
+    vector.read_embeddings = told_to_go
+    index = vector.SqliteVectorIndex(Database(Path(sys.argv[1])), ann_min_chunks=None)
+    index.nearest("c", np.full(16, 0.25, dtype=np.float32), 1, -1.0)
+    index.wait_for_saves()
+    print(index._indexes["c"].shared.file, flush=True)
+""")
+
+SWARM_MEMBER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    import numpy as np
+    from context_assembly.stores.sqlite import matrix, vector
+    from context_assembly.stores.sqlite.database import Database
+    matrix.FILE_MIN_CHUNKS = 50
+    whole = []
+    read = vector.read_embeddings
+    vector.read_embeddings = lambda conn, c, d, **kw: (kw or whole.append(1), read(conn, c, d, **kw))[1]
+    index = vector.SqliteVectorIndex(Database(Path(sys.argv[1])), ann_min_chunks=None)
+    sys.stdin.readline()
+    got = index.nearest("c", np.full(16, 0.25, dtype=np.float32), 10, -1.0)
+    index.wait_for_saves()
+    shared = index._indexes["c"].shared
+    print(json.dumps({"whole": len(whole), "file": shared and shared.file, "got": got}))
+""")
+
+TRY_LOCK = textwrap.dedent("""
+    import sys
+    from filelock import FileLock, Timeout
+    try:
+        FileLock(sys.argv[1]).acquire(timeout=0).lock.release()
+        print("free")
+    except Timeout:
+        print("held")
+""")
+
+
+@pytest.fixture
+def whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The collections this process reads whole from the table (not a catch-up's rows) from now on."""
+    calls: list[str] = []
+
+    def recorded(conn: object, collection: str, dimension: int, **kwargs: object) -> object:
+        if not kwargs:
+            calls.append(collection)
+        return read_embeddings(conn, collection, dimension, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_module, "read_embeddings", recorded)
+    return calls
+
+
+def first_read_lock(root: Path) -> Path:
+    return folder(root) / f".{STEM}.first-read"
+
+
+def searched_in_a_thread(index: SqliteVectorIndex, q: np.ndarray) -> tuple[threading.Thread, dict[str, object]]:
+    result: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: result.update(got=index.nearest("c", q, 10, -1.0)))
+    thread.start()
+    return thread, result
+
+
+def test_while_another_process_reads_the_matrix_whole_a_search_waits_for_its_file_and_maps_it(
+        tmp_path: Path, small_files: None, whole_reads: list[str]) -> None:
+    rng = np.random.default_rng(45)
+    filled(tmp_path, unit(rng, 300))
+    reader = subprocess.Popen([sys.executable, "-c", SLOW_READER, str(tmp_path / "db" / "project.db")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert reader.stdin is not None and reader.stdout is not None
+    try:
+        assert reader.stdout.readline().strip() == "reading"  # it holds the first-read lock now
+        q = unit(rng, 1)[0]
+        other = open_index(tmp_path)
+        thread, result = searched_in_a_thread(other, q)
+        thread.join(0.5)
+        assert thread.is_alive() and not whole_reads  # waiting for the reader's file, not reading
+        reader.stdin.write("go\n")
+        reader.stdin.flush()
+        file = reader.stdout.readline().strip()
+        thread.join(60)
+    finally:
+        reader.stdin.close()
+        reader.wait(60)
+    same(result["got"], truth(tmp_path, q, 10))  # type: ignore[arg-type]
+    index = other._indexes["c"]
+    assert not whole_reads and index.shared is not None and index.shared.file == file
+    assert saved(tmp_path) == [file] and not other._claims
+
+
+def test_a_reader_that_exits_without_a_file_leaves_the_read_to_the_search_waiting(
+        tmp_path: Path, small_files: None, whole_reads: list[str]) -> None:
+    rng = np.random.default_rng(46)
+    filled(tmp_path, unit(rng, 300))
+    folder(tmp_path).mkdir(parents=True)
+    q = unit(rng, 1)[0]
+    other = open_index(tmp_path)
+    with lock_held(first_read_lock(tmp_path)):
+        thread, result = searched_in_a_thread(other, q)
+        thread.join(0.3)
+        assert thread.is_alive()
+    thread.join(60)
+    same(result["got"], truth(tmp_path, q, 10))  # type: ignore[arg-type]
+    other.wait_for_saves()
+    assert whole_reads == ["c"] and len(saved(tmp_path)) == 1  # read and saved it itself
+
+
+def test_a_reader_that_takes_too_long_is_waited_for_no_longer_than_the_limit(
+        tmp_path: Path, small_files: None, whole_reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matrix_module, "FIRST_READ_WAIT_S", 0.2)
+    rng = np.random.default_rng(47)
+    filled(tmp_path, unit(rng, 300))
+    folder(tmp_path).mkdir(parents=True)
+    q = unit(rng, 1)[0]
+    other = open_index(tmp_path)
+    with lock_held(first_read_lock(tmp_path)):
+        same(other.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+        assert whole_reads == ["c"]
+
+
+def test_the_first_read_lock_is_let_go_once_the_file_is_saved_and_taken_only_for_a_file(
+        tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(48)
+    index = saved_index(tmp_path, unit(rng, 300))
+    assert saved(tmp_path) and not index._claims
+    check = [sys.executable, "-c", TRY_LOCK, str(first_read_lock(tmp_path))]
+    assert subprocess.run(check, capture_output=True, text=True, check=True).stdout.strip() == "free"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix_module, "FILE_MIN_CHUNKS", 1000)  # now too small for a file: no lock either
+        small = tmp_path / "small"
+        filled(small, unit(rng, 300)).nearest("c", unit(rng, 1)[0], 1, -1.0)
+        assert not first_read_lock(small).exists() and saved(small) == []
+
+
+def test_processes_starting_at_once_read_the_matrix_whole_once(tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(49)
+    filled(tmp_path, unit(rng, 3000))
+    q = np.full(DIM, 0.25, dtype=np.float32)
+    reports = [orjson.loads(out) for out in at_once(SWARM_MEMBER, [str(tmp_path / "db" / "project.db")], 4)]
+    assert sum(r["whole"] for r in reports) == 1
+    assert {r["file"] for r in reports} == set(saved(tmp_path)) and len(saved(tmp_path)) == 1
+    want = truth(tmp_path, q, 10)
+    for report in reports:
+        same([(i, s) for i, s in report["got"]], want)

@@ -48,11 +48,13 @@ def current_meta(path: Path) -> dict[str, Any]:
 
 class CollectionLocks:
     """One file lock per collection in `folder`, `.<stem><suffix>`: every process's saves of a
-    collection's file take it. One object per collection, so a holder may take it again."""
+    collection's file take it. One object per collection, so a holder may take it again.
+    `thread_local=False`: a lock one thread takes and another lets go (held across a hand-off)."""
 
-    def __init__(self, folder: Path, suffix: str) -> None:
+    def __init__(self, folder: Path, suffix: str, thread_local: bool = True) -> None:
         self.folder = folder
         self.suffix = suffix
+        self.thread_local = thread_local
         self._locks: dict[str, FileLock] = {}
         self._guard = threading.Lock()
 
@@ -62,7 +64,8 @@ class CollectionLocks:
         with self._guard:
             if collection not in self._locks:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                self._locks[collection] = FileLock(str(self.folder / f".{file_stem(collection)}{self.suffix}"))
+                self._locks[collection] = FileLock(str(self.folder / f".{file_stem(collection)}{self.suffix}"),
+                                                   thread_local=self.thread_local)
             return self._locks[collection]
 
 

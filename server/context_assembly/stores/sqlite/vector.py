@@ -26,9 +26,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -40,6 +40,7 @@ from ..embedding import Matrix
 from ..vector import Records
 from ..vector_collections import VectorCollections, fts_terms
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
+from . import matrix as matrix_module
 from .ann import ANN_MIN_CHUNKS, MAX_LIMIT, usearch_index
 from .database import Database
 from .keyword import KeywordSearch
@@ -54,6 +55,9 @@ from .stored_embeddings import newest_rows_agree, read_embeddings, stored_ids
 from .vector_ann import AnnSearch, cosine_scores
 from .vector_ann import collection_store as _collection_store
 
+if TYPE_CHECKING:
+    from filelock import FileLock
+
 __all__ = ["SqliteVectorIndex", "SqliteVectorStore", "cosine_scores", "fts_query"]
 
 log = logging.getLogger(__name__)
@@ -66,6 +70,11 @@ MANY_GONE = 1_000  # chunks another process deleted that a cached matrix drops r
 NONE = np.zeros(0, dtype=np.int64)  # no positions
 SAVE_BUSY_S = 60.0  # another process held the collection's matrix lock past matrix.SAVE_WAIT_S: not tried again sooner
 SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, read-only): not tried again sooner
+
+
+class ReadElsewhere(Exception):
+    """Another process is reading the collection's matrix whole, and will save it."""
+
 
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
@@ -122,6 +131,7 @@ class SqliteVectorIndex:
         self._room: dict[str, tuple[NDArray[np.int64], Matrix, NDArray[np.int64]]] = {}
         self._matrix_files = MatrixFiles(db.path.parent / "vector-matrix")
         self._saves: dict[str, float] = {}  # collection -> when its matrix save started (monotonic; cleared when done)
+        self._claims: dict[str, FileLock] = {}  # collection -> its first-read lock, held until its save ends
         self._save_after: dict[str, float] = {}  # collection -> no save tried before this (after a failed one)
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
@@ -267,18 +277,32 @@ class SqliteVectorIndex:
                 return index
             if self._db.in_batch():  # it holds the batch's writes, which may roll back: neither kept nor saved
                 return self._load(collection, index)
-            index = self._load(collection, index)
-            if index is None:
-                self._indexes.pop(collection, None)
-            else:
-                self._indexes[collection] = index
-                self._save_when_due(collection, index)
-            self._release_room(collection, index)
-            return index
+            try:
+                index = self._load(collection, index, claim=True)
+                if index is None:
+                    self._indexes.pop(collection, None)
+                else:
+                    self._indexes[collection] = index
+                    self._save_when_due(collection, index)
+                self._release_room(collection, index)
+                return index
+            finally:
+                if collection not in self._saves:  # (a save started lets the claim go when it ends)
+                    self._end_claim(collection)
 
-    def _load(self, collection: str, previous: _Index | None = None) -> _Index | None:
+    def _load(self, collection: str, previous: _Index | None = None, claim: bool = False) -> _Index | None:
         """The collection's matrix as the table holds it now: `previous` (this process's, of an
-        earlier generation) caught up when it can be, else read whole."""
+        earlier generation) caught up when it can be, else read whole. With `claim`, a matrix
+        that will be saved is read whole only under the collection's first-read lock (kept in
+        `_claims` for its save to let go): while another process holds it, that process's file is
+        waited for (outside any read transaction, so the file is not ahead of it) and mapped."""
+        try:
+            return self._load_once(collection, previous, claim)
+        except ReadElsewhere:
+            self._matrix_files.wait_for_first_read(collection, matrix_module.FIRST_READ_WAIT_S)
+        return self._load_once(collection, previous, claim=False)
+
+    def _load_once(self, collection: str, previous: _Index | None, claim: bool) -> _Index | None:
         with self._snapshot() as conn:
             generation = _generation(conn, _collection_store(collection))
             row = conn.execute("SELECT embedding_model, dimension FROM vector_collections WHERE collection = ?",
@@ -290,25 +314,70 @@ class SqliteVectorIndex:
             if previous is not None and previous.model == model and previous.dimension == dimension:
                 caught = _caught_up(conn, collection, previous, generation, self._grown)
             if caught is None or caught.wants_new_file():  # the newest saved matrix, mapped, if it is another
-                saved = self._matrix_files.load(collection, database_token(conn), model, dimension, generation)
-                if saved is not None and saved.shared is not None and (
-                        caught is None or caught.shared is None or caught.shared.file != saved.shared.file) and \
-                        newest_rows_agree(conn, collection, saved.shared.ids, saved.shared.matrix):
-                    caught = _caught_up(conn, collection, saved, generation, self._grown) or caught
+                caught = self._saved_caught_up(conn, collection, model, dimension, generation, caught)
+            if caught is None and claim and self._claim_first_read(conn, collection):
+                # taken just now: the file of a process that read, saved and let go since the look above
+                caught = self._saved_caught_up(conn, collection, model, dimension, generation, None)
             if caught is not None:
                 return caught
             ids, matrix = read_embeddings(conn, collection, dimension)
         return _Index(generation, model, ids, matrix)
 
+    def _saved_caught_up(self, conn: sqlite3.Connection, collection: str, model: str, dimension: int,
+                         generation: int, caught: _Index | None) -> _Index | None:
+        """The collection's saved matrix mapped and caught up, when it is usable and another file
+        than `caught`'s; `caught` otherwise."""
+        saved = self._matrix_files.load(collection, database_token(conn), model, dimension, generation)
+        if saved is not None and saved.shared is not None and (
+                caught is None or caught.shared is None or caught.shared.file != saved.shared.file) and \
+                newest_rows_agree(conn, collection, saved.shared.ids, saved.shared.matrix):
+            return _caught_up(conn, collection, saved, generation, self._grown) or caught
+        return caught
+
+    def _claim_first_read(self, conn: sqlite3.Connection, collection: str) -> bool:
+        """Take the collection's first-read lock before reading its matrix whole: True when taken
+        now; False when this process holds it already or needs none (a matrix no file will be
+        saved for, or no lock file can be made); `ReadElsewhere` while another process holds it.
+        The caller holds `_lock`."""
+        from filelock import Timeout
+
+        if collection in self._claims:
+            return False
+        count = int(conn.execute("SELECT count(*) FROM vector_chunks WHERE collection = ?",
+                                 (collection,)).fetchone()[0])
+        if not self._saves_matrix_of(collection, count):
+            return False
+        lock = self._matrix_files.first_read_lock(collection)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise ReadElsewhere from None
+        except OSError:  # no lock file (a read-only folder): no file will be saved either
+            return False
+        self._claims[collection] = lock
+        return True
+
+    def _end_claim(self, collection: str) -> None:
+        """Let go of the collection's first-read lock, if this process holds it. The caller holds `_lock`."""
+        lock = self._claims.pop(collection, None)
+        if lock is not None:
+            with suppress(OSError):
+                lock.release()
+
+    def _saves_matrix_of(self, collection: str, size: int) -> bool:
+        """Whether a matrix of `size` live rows is saved once held: large enough, no ANN index
+        serving the collection, no failed save of it lately, outside a batch."""
+        if self._db.in_batch() or size < matrix_module.FILE_MIN_CHUNKS \
+                or time.monotonic() < self._save_after.get(collection, 0.0):
+            return False
+        return not (self.ann_min_chunks is not None and size >= self.ann_min_chunks and usearch_index() is not None)
+
     def _save_when_due(self, collection: str, index: _Index) -> None:
         """Save the matrix in the background once it wants a new file (`matrix.MatrixIndex.wants_new_file`):
         one save at a time per collection, none inside a batch, none for a while after one failed.
         The caller holds `_lock`."""
-        if (self._db.in_batch() or not index.wants_new_file() or collection in self._saves
-                or time.monotonic() < self._save_after.get(collection, 0.0)):
-            return
-        if self.ann_min_chunks is not None and index.size >= self.ann_min_chunks and usearch_index() is not None:
-            return  # the ANN index serves it soon: this matrix is let go once that is built
+        if not index.wants_new_file() or collection in self._saves or not self._saves_matrix_of(collection, index.size):
+            return  # (an ANN index serving it: this matrix is let go once that is built)
         self._saves[collection] = time.monotonic()
         # not a daemon: a process that exits meanwhile (a CLI command) finishes the save, which the
         # next one then maps, instead of leaving a part-written file behind
@@ -353,6 +422,7 @@ class SqliteVectorIndex:
         finally:
             with self._lock:
                 self._saves.pop(collection, None)
+                self._end_claim(collection)  # the file is named (or not to be): processes waiting map it
 
     def wait_for_saves(self, timeout: float = 60.0) -> None:
         """Until no matrix save is running (tests and bench)."""
