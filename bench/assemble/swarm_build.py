@@ -11,8 +11,9 @@ ms apart) until its own postings are ready, then reports how long that took, whe
 FTS index itself, and its CPU time. "Before" is the same code with the build lock left out
 (`stores/sqlite/postings_keeper.py`), so every process reads the postings itself.
 
-`--what matrix`: per round and way, the saved matrices are deleted, then the processes start at
-once; each runs one vector search (`nearest`, top 10, exact: no ANN index) and reports how long it
+`--what matrix`: on a scratch copy of the database, per round and way, the saved matrices and the
+database's token are deleted (as in a new database, whose first save makes the token), then the
+processes start at once; each runs one vector search (`nearest`, top 10, exact: no ANN index) and reports how long it
 took, whether it read the matrix from the database whole, and its CPU time once its save (if it
 made one) is done. "Before" is the same code without the first-read lock
 (`stores/sqlite/matrix.py`), so every process reads the matrix itself and the first to finish
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -83,6 +85,9 @@ print(json.dumps({"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utim
 
 def run_way(what: str, way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
     shutil.rmtree(db_path.parent / ("keyword-postings" if what == "postings" else "vector-matrix"), ignore_errors=True)
+    if what == "matrix":  # (on the scratch copy) as a new database: no token, made by the first save
+        with sqlite3.connect(db_path) as conn:
+            conn.execute("DELETE FROM vector_postings WHERE id = 1")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
                                                          os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, what, way, str(db_path)], stdin=subprocess.PIPE,
@@ -111,6 +116,13 @@ def main() -> int:
     import search_scale
 
     folder = search_scale.ensure(args.out, "assemble", args.chunks)
+    if args.what == "matrix":  # a scratch copy, as each run makes it a new database
+        scratch = args.out / f"swarm-matrix-{args.chunks}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        with sqlite3.connect(folder / "project.db") as source, sqlite3.connect(scratch / "project.db") as copy:
+            source.backup(copy)
+        folder = scratch
     load = [os.getloadavg()[0]]
     rows: dict[str, list[list[dict[str, Any]]]] = {way: [] for way in WAYS}
     for round_ in range(args.rounds):

@@ -704,3 +704,51 @@ def test_processes_starting_at_once_read_the_matrix_whole_once(tmp_path: Path, s
     want = truth(tmp_path, q, 10)
     for report in reports:
         same([(i, s) for i, s in report["got"]], want)
+
+
+def test_a_file_saved_between_the_look_and_the_lock_is_mapped_on_a_new_database(
+        tmp_path: Path, small_files: None, whole_reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(50)
+    filled(tmp_path, unit(rng, 300))
+    early, late = open_index(tmp_path), open_index(tmp_path)
+    assert database_token(late._db.connection()) is None  # made by the first save, after late's first look
+    claim = SqliteVectorIndex._claim_first_read
+
+    def saved_meanwhile(self: SqliteVectorIndex, conn: object, collection: str) -> bool:
+        if self is late and not saved(tmp_path):  # another process reads, saves and lets go in between
+            early.nearest(collection, unit(rng, 1)[0], 1, -1.0)
+            early.wait_for_saves()
+        return claim(self, conn, collection)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteVectorIndex, "_claim_first_read", saved_meanwhile)
+    q = unit(rng, 1)[0]
+    same(late.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    [file] = saved(tmp_path)
+    index = late._indexes["c"]
+    assert whole_reads == ["c"] and index.shared is not None and index.shared.file == file  # early's read alone
+
+
+def test_a_search_waiting_for_another_process_s_file_holds_up_none_of_this_process_s_saves(
+        tmp_path: Path, small_files: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(51)
+    index = filled(tmp_path, unit(rng, 300))
+    index.upsert("y", MODEL, DIM, docs(unit(rng, 300)))
+    save = matrix_module.MatrixFiles.save
+
+    def slow_save(self: matrix_module.MatrixFiles, *args: object, **kwargs: object) -> object:
+        time.sleep(0.3)  # still saving when the search of "y" begins to wait
+        return save(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matrix_module.MatrixFiles, "save", slow_save)
+    folder(tmp_path).mkdir(parents=True)
+    check = [sys.executable, "-c", TRY_LOCK, str(first_read_lock(tmp_path))]
+    with lock_held(folder(tmp_path) / f".{matrix_module.file_stem('y')}.first-read"):
+        index.nearest("c", unit(rng, 1)[0], 1, -1.0)  # read whole: it holds "c"'s lock until its file is named
+        assert "c" in index._saves
+        other = threading.Thread(target=index.nearest, args=("y", unit(rng, 1)[0], 1, -1.0))
+        other.start()
+        index.wait_for_saves(5)
+        # "c"'s file is named and its lock let go while this process still waits for "y"'s
+        assert saved(tmp_path) and other.is_alive()
+        assert subprocess.run(check, capture_output=True, text=True, check=True).stdout.strip() == "free"
+    other.join(60)

@@ -76,6 +76,10 @@ class ReadElsewhere(Exception):
     """Another process is reading the collection's matrix whole, and will save it."""
 
 
+class Claimed(Exception):
+    """The collection's first-read lock was taken just now: look for a saved file once more."""
+
+
 # Module-level aliases: inside the class, `list` names the method.
 Ids = list[int]
 Terms = list[str]
@@ -267,10 +271,19 @@ class SqliteVectorIndex:
     # --- the in-memory matrix ----------------------------------------------------------------
 
     def _index(self, collection: str) -> _Index | None:
-        generation = self._db.generation(_collection_store(collection))
         index = self._indexes.get(collection)
-        if index is not None and index.generation == generation:
+        if index is not None and index.generation == self._db.generation(_collection_store(collection)):
             return index
+        try:
+            return self._index_locked(collection, claim=True)
+        except ReadElsewhere:  # waited for outside `_lock`: this process's saves let their claims go meanwhile
+            self._matrix_files.wait_for_first_read(collection, matrix_module.FIRST_READ_WAIT_S)
+        return self._index_locked(collection, claim=False)
+
+    def _index_locked(self, collection: str, claim: bool) -> _Index | None:
+        """The collection's matrix at the current generation, loaded under `_lock` when it is not
+        held yet (`claim`: see `_load`)."""
+        generation = self._db.generation(_collection_store(collection))
         with self._lock:
             index = self._indexes.get(collection)
             if index is not None and index.generation == generation:
@@ -278,7 +291,7 @@ class SqliteVectorIndex:
             if self._db.in_batch():  # it holds the batch's writes, which may roll back: neither kept nor saved
                 return self._load(collection, index)
             try:
-                index = self._load(collection, index, claim=True)
+                index = self._load(collection, index, claim)
                 if index is None:
                     self._indexes.pop(collection, None)
                 else:
@@ -287,20 +300,18 @@ class SqliteVectorIndex:
                 self._release_room(collection, index)
                 return index
             finally:
-                if collection not in self._saves:  # (a save started lets the claim go when it ends)
-                    self._end_claim(collection)
+                self._end_claim(collection)  # (unless a save started, which took it)
 
     def _load(self, collection: str, previous: _Index | None = None, claim: bool = False) -> _Index | None:
         """The collection's matrix as the table holds it now: `previous` (this process's, of an
         earlier generation) caught up when it can be, else read whole. With `claim`, a matrix
         that will be saved is read whole only under the collection's first-read lock (kept in
-        `_claims` for its save to let go): while another process holds it, that process's file is
-        waited for (outside any read transaction, so the file is not ahead of it) and mapped."""
+        `_claims` for the save to take and let go); `ReadElsewhere` while another process holds it."""
         try:
             return self._load_once(collection, previous, claim)
-        except ReadElsewhere:
-            self._matrix_files.wait_for_first_read(collection, matrix_module.FIRST_READ_WAIT_S)
-        return self._load_once(collection, previous, claim=False)
+        except Claimed:  # looked for again in a new read transaction, which sees the file and the
+            # database's token of a process that read, saved and let go since the first look
+            return self._load_once(collection, previous, claim=False)
 
     def _load_once(self, collection: str, previous: _Index | None, claim: bool) -> _Index | None:
         with self._snapshot() as conn:
@@ -316,8 +327,7 @@ class SqliteVectorIndex:
             if caught is None or caught.wants_new_file():  # the newest saved matrix, mapped, if it is another
                 caught = self._saved_caught_up(conn, collection, model, dimension, generation, caught)
             if caught is None and claim and self._claim_first_read(conn, collection):
-                # taken just now: the file of a process that read, saved and let go since the look above
-                caught = self._saved_caught_up(conn, collection, model, dimension, generation, None)
+                raise Claimed
             if caught is not None:
                 return caught
             ids, matrix = read_embeddings(conn, collection, dimension)
@@ -359,10 +369,7 @@ class SqliteVectorIndex:
 
     def _end_claim(self, collection: str) -> None:
         """Let go of the collection's first-read lock, if this process holds it. The caller holds `_lock`."""
-        lock = self._claims.pop(collection, None)
-        if lock is not None:
-            with suppress(OSError):
-                lock.release()
+        _let_go(self._claims.pop(collection, None))
 
     def _saves_matrix_of(self, collection: str, size: int) -> bool:
         """Whether a matrix of `size` live rows is saved once held: large enough, no ANN index
@@ -379,12 +386,14 @@ class SqliteVectorIndex:
         if not index.wants_new_file() or collection in self._saves or not self._saves_matrix_of(collection, index.size):
             return  # (an ANN index serving it: this matrix is let go once that is built)
         self._saves[collection] = time.monotonic()
+        claim = self._claims.pop(collection, None)  # the save lets it go once the file is named
         # not a daemon: a process that exits meanwhile (a CLI command) finishes the save, which the
         # next one then maps, instead of leaving a part-written file behind
         try:
-            threading.Thread(target=self._save_matrix, args=(collection, index), daemon=False,
+            threading.Thread(target=self._save_matrix, args=(collection, index, claim), daemon=False,
                              name=f"matrix-save-{collection}").start()
         except RuntimeError as exc:  # no new threads (the interpreter is exiting): searches go on from memory
+            _let_go(claim)
             del self._saves[collection]
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
             log.info("the matrix of collection %r is not saved: %s", collection, exc)
@@ -396,12 +405,17 @@ class SqliteVectorIndex:
             return shared is not None and named.generation <= _generation(conn, _collection_store(collection)) \
                 and newest_rows_agree(conn, collection, shared.ids, shared.matrix)
 
-    def _save_matrix(self, collection: str, index: _Index) -> None:
-        """Write `index` as the collection's saved matrix; then search the file's mapped rows (caught
-        up at the next search, when writes came meanwhile) instead of the rows of its own."""
+    def _save_matrix(self, collection: str, index: _Index, claim: FileLock | None = None) -> None:
+        """Write `index` as the collection's saved matrix, then let go of the first-read lock
+        `claim` (without `_lock`, which a load may hold for a while: other processes wait for that
+        file); then search the file's mapped rows (caught up at the next search, when writes came
+        meanwhile) instead of the rows of its own."""
         try:
-            saved = self._matrix_files.save(collection, made_token(self._db), index,
-                                            agrees=lambda named: self._of_this_history(collection, named))
+            try:
+                saved = self._matrix_files.save(collection, made_token(self._db), index,
+                                                agrees=lambda named: self._of_this_history(collection, named))
+            finally:
+                _let_go(claim)
             with self._lock:
                 current = self._indexes.get(collection)
                 if saved is None:  # another process held the lock all along: not tried again for a while
@@ -422,7 +436,6 @@ class SqliteVectorIndex:
         finally:
             with self._lock:
                 self._saves.pop(collection, None)
-                self._end_claim(collection)  # the file is named (or not to be): processes waiting map it
 
     def wait_for_saves(self, timeout: float = 60.0) -> None:
         """Until no matrix save is running (tests and bench)."""
@@ -556,6 +569,13 @@ class SqliteVectorIndex:
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StorageError(f"vector store read failed: {exc}") from exc
+
+
+def _let_go(lock: FileLock | None) -> None:
+    """Release a first-read lock (quietly: it is only a hint to other processes)."""
+    if lock is not None:
+        with suppress(OSError):
+            lock.release()
 
 
 Grow = Callable[[str, _Index, int, NDArray[np.int64], Matrix, NDArray[np.int64]], _Index]
