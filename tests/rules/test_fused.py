@@ -187,3 +187,35 @@ def test_matches_gives_the_rule_indexes_each_selected_engine_matched() -> None:
     wire = rule_set.evaluate_wire(REQUEST, lookup, explain="none")
     assert [[rule["rule_id"] for rule in entry["rules"]] for entry in wire["engine_results"]] == \
         [[f"r{i}" for i in hits] for _, hits in unfused]
+
+
+def test_groups_made_in_any_order_come_back_in_order_and_kept_ones_are_read(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fused, "CHUNK_RULES", 3)  # an engine a group
+    root = tmp_path / "ws"
+    for name in "abcdef":
+        write(root, f"context-rule-engines/{name}.json", engine_doc(name, 3))
+    engines = WorkspaceLoader(root, cache=CompileCache(tmp_path / "engines")).load().rule_set.engines
+    assert all(fused.group_key([engine]) is not None for engine in engines)  # (keyed: kept in a store)
+    expected = list(fused.groups(engines))
+    made: list[list[str]] = []
+
+    class Counted(_Emitter):
+        def build_fused(self, rule_lists: Any) -> Any:
+            made.append([rule.ref for rule in rule_lists[0]])
+            return super().build_fused(rule_lists)
+
+    monkeypatch.setattr(fused, "_Emitter", Counted)
+    orders = set()
+    for attempt in range(8):  # (each call makes the groups in an order of its own: 720 of them)
+        store = CompileCache(tmp_path / f"cache-{attempt}")
+        made.clear()
+        first = fused.fuse(engines, store)
+        assert [group for _, group in first] == expected and len(made) == len(expected)
+        orders.add(tuple(refs[0] for refs in made))
+    assert len(orders) > 1
+    made.clear()
+    again = fused.fuse(engines, store)  # another process, every group kept: read, none made
+    assert made == [] and [group for _, group in again] == expected
+    lookup = complete(build_lookup(REQUEST), [k for engine in engines for k in engine.keys])
+    assert [function(lookup) for function, _ in again] == [function(lookup) for function, _ in first]

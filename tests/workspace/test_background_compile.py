@@ -4,23 +4,27 @@ never from an older version of an edited file, and a prompt close."""
 
 from __future__ import annotations
 
+import marshal
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_assembly.methods.session import Session
 from context_assembly.model import AssemblyRequest, structure
 from context_assembly.rules.cache import CompileCache
+from context_assembly.rules.persist import restore_matcher
 from context_assembly.rules.trace_cache import trace_key
+from context_assembly.workspace import loader as loader_module
 from context_assembly.workspace.loader import BACKGROUND_FROM_RULES, WorkspaceLoader
 
 from ..rules.test_compile_cache import typed_requests
 from .builder import write
-from .test_compile_cache import RULE, answers, entries, files, touch, write_version
+from .test_compile_cache import REQUEST, RULE, answers, entries, files, touch, write_version
 
 ENGINE = "context-rule-engines/e.json"
 
@@ -157,3 +161,58 @@ def test_trace_entries_are_written_after_the_answer_and_a_close_finishes_them(tm
     edited = restarted.load().rule_set.evaluate_wire(request, explain="all")
     assert edited["matched_memories"] == ["new"]
     assert edited == WorkspaceLoader(root, cache=False).load().rule_set.evaluate_wire(request, explain="all")
+
+
+def engines_of(root: Path, names: str) -> None:
+    for name in names:
+        rule_doc = rules(4, f"m-{name}")
+        write(root, f"context-rule-engines/{name}.json", {**rule_doc, "id": name})
+
+
+def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "ws"
+    engines_of(root, "abcd")
+    loader = WorkspaceLoader(root, cache=CompileCache(tmp_path / "cache"), background=True, background_from=0)
+    gate = held(loader)
+    assert generated(loader) == [False] * 4  # read with no entries: each to compile behind the gate
+    other = WorkspaceLoader(root, cache=CompileCache(tmp_path / "cache"))  # another process, compiling first
+    assert generated(other) == [True] * 4 and len(entries(tmp_path / "cache")) >= 4
+    compiled: list[str] = []
+    compile_matcher = loader_module.compile_matcher
+    monkeypatch.setattr(loader_module, "compile_matcher", lambda engine: (compiled.append(engine.id),
+                                                                          compile_matcher(engine))[1])
+    gate.set()
+    assert loader.compiler is not None and loader.compiler.wait(30)
+    assert compiled == [] and generated(loader) == [True] * 4  # its entries taken
+    assert answers(loader, [REQUEST]) == answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    loader.close()
+
+
+def test_an_entry_of_other_rules_or_a_damaged_one_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "ws"
+    engines_of(root, "ab")
+    store = CompileCache(tmp_path / "cache")
+    loader = WorkspaceLoader(root, cache=store, background=True, background_from=0)
+    gate = held(loader)
+    assert generated(loader) == [False, False]
+    other = WorkspaceLoader(root, cache=CompileCache(tmp_path / "cache"))
+    assert generated(other) == [True, True]
+    [a, b] = loader.load().rule_set.engines
+    key_a, key_b = (store.key((root / f".codebolt/context-rule-engines/{n}.json").read_bytes(), n) for n in "ab")
+    assert store.put(key_a, marshal.dumps(("not", "an", "entry")))  # a whole cache file, but not an engine's
+    assert store.get(key_b) is not None
+    b_rules = list(b.rules)
+    b.rules.reverse()  # as if the entry listed other rules than this engine's, in another order
+    assert restore_matcher(store.get(key_b) or b"", b) is None
+    b.rules[:] = b_rules
+    compiled: list[str] = []
+    compile_matcher = loader_module.compile_matcher
+    monkeypatch.setattr(loader_module, "compile_matcher", lambda engine: (compiled.append(engine.id),
+                                                                          compile_matcher(engine))[1])
+    gate.set()
+    assert loader.compiler is not None and loader.compiler.wait(30)
+    assert compiled == ["a"] and generated(loader) == [True, True]  # "a" compiled again (and its entry replaced)
+    assert restore_matcher(store.get(key_a) or b"", a) is not None  # replaced
+    assert answers(loader, [REQUEST]) == answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    loader.close()

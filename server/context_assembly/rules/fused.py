@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
+import random
 from collections.abc import Callable, Iterator
 from types import CodeType
 
@@ -45,23 +46,32 @@ def fuse(engines: list[CompiledEngine], store: CompileCache | None = None, befor
     """The engines' matchers fused in groups: a group of `before` (the previous version's) made of
     the very same engines, or read from `store` when kept there, else written, compiled and kept.
     Every engine must have its generated matcher."""
-    made: Fused = []
     # by the engines' ids: `before` keeps its engines alive, so equal ids are the same engines
     same = {tuple(map(id, group)): function for function, group in before or []}
-    for group in groups(engines):
-        function = same.get(tuple(map(id, group)))
-        if function is not None:
-            made.append((function, group))
-            continue
-        key = group_key(group) if store is not None else None
-        function = _restore(store.get(key)) if store is not None and key is not None else None
-        if function is None:
-            emitter = _Emitter()
-            function = emitter.build_fused([engine.rules for engine in group])
-            if store is not None and key is not None and (entry := _entry(emitter)) is not None:
-                store.put(key, entry)
+    todo = list(groups(engines))
+    functions: list[FusedMatcher | None] = [same.get(tuple(map(id, group))) for group in todo]
+    # the groups left, in an order of its own: a swarm's sidecars fusing at once on a cold cache
+    # then make different groups first, and read the others' from the store
+    for at in random.sample(range(len(todo)), len(todo)):
+        if functions[at] is None:
+            functions[at] = _made(todo[at], store)
+    made: Fused = []
+    for function, group in zip(functions, todo, strict=True):
+        assert function is not None
         made.append((function, group))
     return made
+
+
+def _made(group: list[CompiledEngine], store: CompileCache | None) -> FusedMatcher:
+    """The group's fused matcher, read from `store` when kept there, else written, compiled and kept."""
+    key = group_key(group) if store is not None else None
+    function = _restore(store.get(key)) if store is not None and key is not None else None
+    if function is None:
+        emitter = _Emitter()
+        function = emitter.build_fused([engine.rules for engine in group])
+        if store is not None and key is not None and (entry := _entry(emitter)) is not None:
+            store.put(key, entry)
+    return function
 
 
 def groups(engines: list[CompiledEngine]) -> Iterator[list[CompiledEngine]]:

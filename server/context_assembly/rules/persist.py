@@ -23,7 +23,15 @@ from ..model.rules import RuleEngine
 from ..registry.operators import lookup_operator
 from ..registry.values import MISSING
 from .compile import compile_conditions
-from .engine import CompiledEngine, CompiledRule, _Emitter, compile_with_emitter, define_function, placeholders
+from .engine import (
+    CompiledEngine,
+    CompiledRule,
+    Matcher,
+    _Emitter,
+    compile_with_emitter,
+    define_function,
+    placeholders,
+)
 from .lookup import shared
 
 FORMAT = "engine/1"
@@ -126,6 +134,19 @@ def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> Compiled
             excluded=tuple(excluded), load=load))
     return CompiledEngine(id=engine_id, enabled=enabled, rules=restored, matcher=matcher, engine=None,
                           keys=[shared(key) for key in keys], source=source)
+
+
+def restore_matcher(payload: bytes, compiled: CompiledEngine) -> Matcher | None:
+    """The generated matcher an entry holds for `compiled`'s file version (the entry another
+    process wrote for the same bytes, while this one's waited to compile), when the entry lists
+    the same rules in the same order (the matcher answers their indexes); None otherwise. Raises
+    on an entry that is not one, as `restore_engine` does."""
+    form, engine_id, _, code, constants, recipes, _, rules = marshal.loads(payload)  # noqa: S302 (as above)
+    if form != FORMAT or not isinstance(code, CodeType) or engine_id != compiled.id:
+        raise ValueError("not a compiled-engine entry")
+    if [(rule[0], rule[1]) for rule in rules] != [(rule.rule_id, rule.position) for rule in compiled.rules]:
+        return None
+    return define_function(code, namespace_of(constants, recipes), "match")
 
 
 def namespace_of(constants: dict[str, Any], recipes: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -43,7 +44,7 @@ from ..rules.engine import (
     provisional_engine,
 )
 from ..rules.evaluate import RuleSet
-from ..rules.persist import entry_of, restore_engine
+from ..rules.persist import entry_of, restore_engine, restore_matcher
 from ..rules.trace_cache import KeptTrace
 from .changes import ChangeWatch
 from .layout import DEFINITION_DIRS, WorkspaceLayout
@@ -400,6 +401,9 @@ class WorkspaceLoader:
             for job in jobs:
                 job()
         else:
+            # in an order of its own: a swarm's sidecars starting at once on a cold cache then
+            # compile different engines first, and each takes the others' entries (`_adopted`)
+            random.shuffle(jobs)
             self.compiler.submit(jobs)
 
     def _defer_trace_writes(self, files: dict[str, SourceFile]) -> None:
@@ -419,11 +423,29 @@ class WorkspaceLoader:
             return
         if only_current and self._cache.get(source.relpath) is not source:
             return  # edited or removed since: the newer version has its own job
+        if only_current and self._adopted(compiled, key):
+            return
         emitter = compile_matcher(compiled)
         if key is not None and self._store is not None:
             entry = entry_of(compiled, emitter)
             if entry is not None:
                 self._store.put(key, entry)
+
+    def _adopted(self, compiled: CompiledEngine, key: str | None) -> bool:
+        """Whether another process kept this file version's matcher since the file was read (a
+        swarm's sidecars compiling at once): then that one is put in place, not compiled again."""
+        payload = self._store.get(key) if key is not None and self._store is not None else None
+        if payload is None:
+            return False
+        try:
+            matcher = restore_matcher(payload, compiled)
+        except Exception as exc:  # an entry that is not one: compiled here, and replaced
+            logger.info("compile cache: entry %s for engine %r unusable (%s)", key, compiled.id, exc)
+            return False
+        if matcher is None:
+            return False
+        compiled.matcher, compiled.generated = matcher, True
+        return True
 
     def _current_settings(self) -> tuple[tuple[int, int] | None, Settings, list[Problem]]:
         """The settings file, read again only when it changed; a change of limits re-reads every file."""
