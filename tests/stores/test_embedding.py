@@ -160,3 +160,46 @@ def test_a_damaged_model_install_is_a_clear_error(tmp_path: Path, damage: str) -
             "try:\n    WordLlamaEmbedder()\nexcept EmbedderUnavailableError as exc:\n    print('refused:', exc)\n")
     out = in_a_new_process(code, {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
     assert out.startswith(f"refused: cannot load the bundled WordLlama model from {package}"), out
+
+
+def safetensors_file(path: Path, tensors: dict[str, np.ndarray]) -> Path:
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path))
+    return path
+
+
+def test_a_float16_matrix_is_mapped_where_the_file_holds_it(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((50, 8)).astype(np.float16)
+    path = safetensors_file(tmp_path / "w.safetensors", {"other": np.zeros(3, dtype=np.float32), "m": matrix})
+    mapped = embedding.mapped_tensor(path, "m")
+    assert mapped.dtype == np.float16 and np.array_equal(mapped, matrix) and not mapped.flags.writeable
+    if sys.platform.startswith("linux"):
+        assert any(line.endswith(str(path)) for line in Path("/proc/self/maps").read_text().splitlines())
+    ids = rng.integers(0, 50, (4, 6))
+    assert np.array_equal(mapped[ids].astype(np.float32), matrix.astype(np.float32)[ids])  # widened exactly
+
+
+@pytest.mark.parametrize("case", ["float32", "a vector", "missing", "truncated", "not safetensors"])
+def test_a_tensor_stored_otherwise_is_refused_with_value_error(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "w.safetensors"
+    if case == "not safetensors":
+        path.write_bytes(b"\xff" * 64)
+    else:
+        tensor = {"float32": np.ones((4, 4), dtype=np.float32), "a vector": np.ones(16, dtype=np.float16),
+                  "missing": np.ones((4, 4), dtype=np.float16), "truncated": np.ones((40, 40), dtype=np.float16)}[case]
+        safetensors_file(path, {"m" if case != "missing" else "n": tensor})
+        if case == "truncated":
+            path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ValueError):
+        embedding.mapped_tensor(path, "m")
+
+
+@needs_model
+def test_the_model_s_vectors_are_mapped_from_the_wheel_s_file_not_copied() -> None:
+    code = ("import numpy as np; from pathlib import Path; from context_assembly.stores import embedding; "
+            "e = embedding.get_embedder(embedding.WORDLLAMA); e.embed(['x']); "
+            "maps = Path('/proc/self/maps').read_text() if Path('/proc/self/maps').exists() else ''; "
+            "print(e._vectors.dtype, 'l2_supercat_256.safetensors' in maps or not maps)")
+    assert in_a_new_process(code).split() == ["float16", "True"]
