@@ -193,11 +193,18 @@ def test_groups_made_in_any_order_come_back_in_order_and_kept_ones_are_read(tmp_
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fused, "CHUNK_RULES", 3)  # an engine a group
     root = tmp_path / "ws"
-    for name in "abcdef":
-        write(root, f"context-rule-engines/{name}.json", engine_doc(name, 3))
+    for j, name in enumerate("abcdef"):  # each engine matching other rules of the request (a = 3)
+        doc = {"id": name, "rules": [{"id": f"r{i}", "when": [{"field": "addVar.a", "operator": "gt",
+                                                                "value": (j + i) % 6}],
+                                      "then": {"add_memories": [f"{name}-{i}"]}} for i in range(3)]}
+        write(root, f"context-rule-engines/{name}.json", doc)
     engines = WorkspaceLoader(root, cache=CompileCache(tmp_path / "engines")).load().rule_set.engines
     assert all(fused.group_key([engine]) is not None for engine in engines)  # (keyed: kept in a store)
     expected = list(fused.groups(engines))
+    lookup = complete(build_lookup(structure({"additional_variables": {"a": 3}}, AssemblyRequest)),
+                      [k for engine in engines for k in engine.keys])
+    hits = [[engine.matcher(lookup) for engine in group] for group in expected]
+    assert len({str(h) for h in hits}) == len(hits)  # every group's answer its own
     made: list[list[str]] = []
 
     class Counted(_Emitter):
@@ -212,10 +219,10 @@ def test_groups_made_in_any_order_come_back_in_order_and_kept_ones_are_read(tmp_
         made.clear()
         first = fused.fuse(engines, store)
         assert [group for _, group in first] == expected and len(made) == len(expected)
+        assert [function(lookup) for function, _ in first] == hits
         orders.add(tuple(refs[0] for refs in made))
     assert len(orders) > 1
     made.clear()
     again = fused.fuse(engines, store)  # another process, every group kept: read, none made
     assert made == [] and [group for _, group in again] == expected
-    lookup = complete(build_lookup(REQUEST), [k for engine in engines for k in engine.keys])
-    assert [function(lookup) for function, _ in again] == [function(lookup) for function, _ in first]
+    assert [function(lookup) for function, _ in again] == hits

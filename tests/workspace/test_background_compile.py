@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from context_assembly.methods.session import Session
 from context_assembly.model import AssemblyRequest, structure
 from context_assembly.rules.cache import CompileCache
+from context_assembly.rules.lookup import build_lookup, complete
 from context_assembly.rules.persist import restore_matcher
 from context_assembly.rules.trace_cache import trace_key
 from context_assembly.workspace import loader as loader_module
@@ -164,9 +165,23 @@ def test_trace_entries_are_written_after_the_answer_and_a_close_finishes_them(tm
 
 
 def engines_of(root: Path, names: str) -> None:
+    """Engines whose rules match different texts (rule i of engine n: the text contains "n<i % 2>")."""
     for name in names:
-        rule_doc = rules(4, f"m-{name}")
-        write(root, f"context-rule-engines/{name}.json", {**rule_doc, "id": name})
+        doc = {"id": name, "rules": [
+            {"id": f"r{i}", "when": [{"field": "input.text", "operator": "contains", "value": f"{name}{i % 2}"}],
+             "then": {"add_memories": [f"{name}-{i}"]}} for i in range(4)]}
+        write(root, f"context-rule-engines/{name}.json", doc)
+
+
+TEXTS = ["a0 b1 c0 d1", "a1 b0 c1", "d0", ""]
+
+
+def each_engine_s_hits(loader: WorkspaceLoader) -> list[list[list[int]]]:
+    """Per text, each engine's own matcher's hits (what answers a request naming engines, or one
+    evaluated before its engines are fused)."""
+    engines = loader.load().rule_set.engines
+    return [[engine.matcher(complete(build_lookup(structure({"input": {"text": text}}, AssemblyRequest)),
+                                     engine.keys)) for engine in engines] for text in TEXTS]
 
 
 def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path: Path,
@@ -185,7 +200,10 @@ def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path
     gate.set()
     assert loader.compiler is not None and loader.compiler.wait(30)
     assert compiled == [] and generated(loader) == [True] * 4  # its entries taken
-    assert answers(loader, [REQUEST]) == answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    plain = WorkspaceLoader(root, cache=False)
+    want = each_engine_s_hits(plain)
+    assert each_engine_s_hits(loader) == want and want[0] == [[0, 2], [1, 3], [0, 2], [1, 3]]  # "a0 b1 c0 d1"
+    assert answers(loader, [REQUEST]) == answers(plain, [REQUEST])
     loader.close()
 
 
@@ -214,5 +232,7 @@ def test_an_entry_of_other_rules_or_a_damaged_one_is_not_taken(tmp_path: Path, m
     assert loader.compiler is not None and loader.compiler.wait(30)
     assert compiled == ["a"] and generated(loader) == [True, True]  # "a" compiled again (and its entry replaced)
     assert restore_matcher(store.get(key_a) or b"", a) is not None  # replaced
-    assert answers(loader, [REQUEST]) == answers(WorkspaceLoader(root, cache=False), [REQUEST])
+    plain = WorkspaceLoader(root, cache=False)
+    assert each_engine_s_hits(loader) == each_engine_s_hits(plain)
+    assert answers(loader, [REQUEST]) == answers(plain, [REQUEST])
     loader.close()

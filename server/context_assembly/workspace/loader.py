@@ -396,8 +396,9 @@ class WorkspaceLoader:
         compiler) in the background, each job skipped when its file version is no longer loaded."""
         pending, self._pending = self._pending, []
         rules = sum(len(source.compiled.rules) for source, _ in pending if source.compiled is not None)
-        jobs = [partial(self._compile, source, key, self.compiler is not None) for source, key in pending]
-        if self.compiler is None or rules < self._background_from:
+        later = self.compiler is not None and rules >= self._background_from
+        jobs = [partial(self._compile, source, key, self.compiler is not None, later) for source, key in pending]
+        if self.compiler is None or not later:
             for job in jobs:
                 job()
         else:
@@ -417,13 +418,16 @@ class WorkspaceLoader:
             for where in kept:
                 where.writer = self.compiler.write
 
-    def _compile(self, source: SourceFile, key: str | None, only_current: bool) -> None:
+    def _compile(self, source: SourceFile, key: str | None, only_current: bool, later: bool = False) -> None:
+        """Compile the matcher of `source`'s engine (`only_current`: unless a newer version of the
+        file is loaded since; `later`: in the background, where another process may have kept it
+        since the file was read)."""
         compiled = source._compiled
         if compiled is None or compiled.generated:
             return
         if only_current and self._cache.get(source.relpath) is not source:
             return  # edited or removed since: the newer version has its own job
-        if only_current and self._adopted(compiled, key):
+        if later and self._adopted(compiled, key):
             return
         emitter = compile_matcher(compiled)
         if key is not None and self._store is not None:
