@@ -26,18 +26,19 @@ first search answered), the CPU of all of them together, and how many read the i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # bench/
+
+from swarm import at_once  # noqa: E402
 
 WAYS = ("each", "once")
 
@@ -88,21 +89,7 @@ def run_way(what: str, way: str, db_path: Path, processes: int) -> list[dict[str
     if what == "matrix":  # (on the scratch copy) as a new database: no token, made by the first save
         with sqlite3.connect(db_path) as conn:
             conn.execute("DELETE FROM vector_postings WHERE id = 1")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, what, way, str(db_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(processes)]
-    for proc in procs:  # (each imports first; the go comes once all are started)
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    reports = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=600)
-        if proc.returncode:
-            raise RuntimeError(f"a worker failed (exit {proc.returncode})")
-        reports.append(json.loads(out))
-    return reports
+    return at_once(WORKER, [what, way, str(db_path)], processes)
 
 
 def main() -> int:

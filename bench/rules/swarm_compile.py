@@ -18,17 +18,18 @@ in file order, no entry another process kept taken (`WorkspaceLoader._adopted` f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # bench/
+
+from swarm import at_once  # noqa: E402
 
 WAYS = ("each", "shared")
 
@@ -71,21 +72,7 @@ print(json.dumps({"loaded_s": loaded_s, "done_s": done_s, "cpu_s": usage.ru_utim
 
 def run_way(way: str, root: Path, cache: Path, processes: int) -> list[dict[str, Any]]:
     shutil.rmtree(cache, ignore_errors=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "server"),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, way, str(root), str(cache)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env) for _ in range(processes)]
-    for proc in procs:  # (each imports first; the go comes once all are started)
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    reports = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=900)
-        if proc.returncode:
-            raise RuntimeError(f"a worker failed (exit {proc.returncode})")
-        reports.append(json.loads(out))
-    return reports
+    return at_once(WORKER, [way, str(root), str(cache)], processes)
 
 
 def main() -> int:

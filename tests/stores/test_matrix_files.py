@@ -616,6 +616,15 @@ def first_read_lock(root: Path) -> Path:
     return folder(root) / f".{STEM}.first-read"
 
 
+def unsaved_collection(root: Path, seed: int) -> tuple[np.ndarray, SqliteVectorIndex]:
+    """A 300-chunk collection "c" with no matrix saved (its folder made), a query, and another
+    process's index of it, not searched yet."""
+    rng = np.random.default_rng(seed)
+    filled(root, unit(rng, 300))
+    folder(root).mkdir(parents=True)
+    return unit(rng, 1)[0], open_index(root)
+
+
 def searched_in_a_thread(index: SqliteVectorIndex, q: np.ndarray) -> tuple[threading.Thread, dict[str, object]]:
     result: dict[str, object] = {}
     thread = threading.Thread(target=lambda: result.update(got=index.nearest("c", q, 10, -1.0)))
@@ -652,11 +661,7 @@ def test_while_another_process_reads_the_matrix_whole_a_search_waits_for_its_fil
 
 def test_a_reader_that_exits_without_a_file_leaves_the_read_to_the_search_waiting(
         tmp_path: Path, small_files: None, whole_reads: list[str]) -> None:
-    rng = np.random.default_rng(46)
-    filled(tmp_path, unit(rng, 300))
-    folder(tmp_path).mkdir(parents=True)
-    q = unit(rng, 1)[0]
-    other = open_index(tmp_path)
+    q, other = unsaved_collection(tmp_path, 46)
     with lock_held(first_read_lock(tmp_path)):
         thread, result = searched_in_a_thread(other, q)
         thread.join(0.3)
@@ -670,11 +675,7 @@ def test_a_reader_that_exits_without_a_file_leaves_the_read_to_the_search_waitin
 def test_a_reader_that_takes_too_long_is_waited_for_no_longer_than_the_limit(
         tmp_path: Path, small_files: None, whole_reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(matrix_module, "FIRST_READ_WAIT_S", 0.2)
-    rng = np.random.default_rng(47)
-    filled(tmp_path, unit(rng, 300))
-    folder(tmp_path).mkdir(parents=True)
-    q = unit(rng, 1)[0]
-    other = open_index(tmp_path)
+    q, other = unsaved_collection(tmp_path, 47)
     with lock_held(first_read_lock(tmp_path)):
         same(other.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
         assert whole_reads == ["c"]

@@ -184,8 +184,17 @@ def each_engine_s_hits(loader: WorkspaceLoader) -> list[list[list[int]]]:
                                      engine.keys)) for engine in engines] for text in TEXTS]
 
 
-def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the engines whose matchers a loader compiles from now on."""
+    ids: list[str] = []
+    compile_matcher = loader_module.compile_matcher
+    monkeypatch.setattr(loader_module, "compile_matcher", lambda engine: (ids.append(engine.id),
+                                                                          compile_matcher(engine))[1])
+    return ids
+
+
+def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path: Path, compiled: list[str]) -> None:
     root = tmp_path / "ws"
     engines_of(root, "abcd")
     loader = WorkspaceLoader(root, cache=CompileCache(tmp_path / "cache"), background=True, background_from=0)
@@ -193,10 +202,7 @@ def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path
     assert generated(loader) == [False] * 4  # read with no entries: each to compile behind the gate
     other = WorkspaceLoader(root, cache=CompileCache(tmp_path / "cache"))  # another process, compiling first
     assert generated(other) == [True] * 4 and len(entries(tmp_path / "cache")) >= 4
-    compiled: list[str] = []
-    compile_matcher = loader_module.compile_matcher
-    monkeypatch.setattr(loader_module, "compile_matcher", lambda engine: (compiled.append(engine.id),
-                                                                          compile_matcher(engine))[1])
+    compiled.clear()  # (what the other process compiled)
     gate.set()
     assert loader.compiler is not None and loader.compiler.wait(30)
     assert compiled == [] and generated(loader) == [True] * 4  # its entries taken
@@ -207,7 +213,7 @@ def test_a_matcher_another_process_kept_meanwhile_is_taken_not_compiled(tmp_path
     loader.close()
 
 
-def test_an_entry_of_other_rules_or_a_damaged_one_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_entry_of_other_rules_or_a_damaged_one_is_not_taken(tmp_path: Path, compiled: list[str]) -> None:
     root = tmp_path / "ws"
     engines_of(root, "ab")
     store = CompileCache(tmp_path / "cache")
@@ -224,10 +230,7 @@ def test_an_entry_of_other_rules_or_a_damaged_one_is_not_taken(tmp_path: Path, m
     b.rules.reverse()  # as if the entry listed other rules than this engine's, in another order
     assert restore_matcher(store.get(key_b) or b"", b) is None
     b.rules[:] = b_rules
-    compiled: list[str] = []
-    compile_matcher = loader_module.compile_matcher
-    monkeypatch.setattr(loader_module, "compile_matcher", lambda engine: (compiled.append(engine.id),
-                                                                          compile_matcher(engine))[1])
+    compiled.clear()  # (what the other process compiled)
     gate.set()
     assert loader.compiler is not None and loader.compiler.wait(30)
     assert compiled == ["a"] and generated(loader) == [True, True]  # "a" compiled again (and its entry replaced)
