@@ -203,13 +203,3 @@ def test_the_model_s_vectors_are_mapped_from_the_wheel_s_file_not_copied() -> No
             "maps = Path('/proc/self/maps').read_text() if Path('/proc/self/maps').exists() else ''; "
             "print(e._vectors.dtype, 'l2_supercat_256.safetensors' in maps or not maps)")
     assert in_a_new_process(code).split() == ["float16", "True"]
-
-
-@needs_model
-def test_on_windows_the_vectors_are_a_copy_so_an_upgrade_can_replace_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedding.sys, "platform", "win32")
-    copied = embedding.WordLlamaEmbedder()
-    assert copied._vectors.dtype == np.float32 and copied._vectors.flags.owndata
-    texts = ["fix the login bug", "retry the token cache", ""]
-    monkeypatch.undo()
-    assert np.array_equal(copied.embed(texts), embedding.WordLlamaEmbedder().embed(texts))  # the same vectors

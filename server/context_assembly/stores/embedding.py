@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sys
 import threading
 import zlib
 from collections.abc import Callable
@@ -172,8 +171,9 @@ def _load_wordllama() -> tuple[Any, Matrix]:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        vectors = _mapped_vectors(weights_file)
-        if vectors is None:  # read through the library, as a float32 copy
+        try:
+            vectors = mapped_tensor(weights_file, "embedding.weight")
+        except ValueError:  # stored otherwise than the wheel ships it: read through the library
             with safe_open(str(weights_file), framework="np", device="cpu") as weights:
                 vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
     except Exception as exc:  # a missing, truncated or foreign file; the libraries raise their own types
@@ -182,18 +182,6 @@ def _load_wordllama() -> tuple[Any, Matrix]:
     tokenizer.no_truncation()
     bound_word_cache(tokenizer)
     return tokenizer, vectors
-
-
-def _mapped_vectors(weights_file: Path) -> NDArray[Any] | None:
-    """The token vectors mapped from the wheel's file (`mapped_tensor`); None where they are stored
-    otherwise, and on Windows, where a mapped file cannot be replaced (pip could not upgrade the
-    wheel while a sidecar runs)."""
-    if sys.platform == "win32":
-        return None
-    try:
-        return mapped_tensor(weights_file, "embedding.weight")
-    except ValueError:
-        return None
 
 
 def mapped_tensor(path: Path, name: str) -> NDArray[Any]:
