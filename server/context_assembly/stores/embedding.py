@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import orjson
 from attrs import frozen
 from numpy.typing import NDArray
 
@@ -145,9 +144,7 @@ class WordLlamaEmbedder:
         mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
         np.clip(ids, 0, self._vectors.shape[0] - 1, out=ids)
         counts = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
-        tokens = self._vectors[ids].astype(np.float32, copy=False)  # (exact: float16 widens without rounding)
-        tokens *= mask[..., np.newaxis]
-        pooled: Matrix = np.sum(tokens, axis=1, dtype=np.float32) / counts
+        pooled: Matrix = np.sum(self._vectors[ids] * mask[..., np.newaxis], axis=1, dtype=np.float32) / counts
         return pooled
 
 
@@ -155,9 +152,8 @@ WORDLLAMA_FILES = ("tokenizers/l2_supercat_tokenizer_config.json", "weights/l2_s
 
 
 def _load_wordllama() -> tuple[Any, Matrix]:
-    """(tokenizer, token vectors) of the model the `wordllama` wheel ships, read from its folder
-    without importing the package: the vectors float16 as the file stores them, mapped
-    (`mapped_tensor`), or a float32 copy where the file holds them otherwise."""
+    """(tokenizer, float32 token vectors) of the model the `wordllama` wheel ships, read from its
+    folder without importing the package."""
     spec = importlib.util.find_spec("wordllama")
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailableError(
@@ -171,43 +167,14 @@ def _load_wordllama() -> tuple[Any, Matrix]:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        try:
-            vectors = mapped_tensor(weights_file, "embedding.weight")
-        except ValueError:  # stored otherwise than the wheel ships it: read through the library
-            with safe_open(str(weights_file), framework="np", device="cpu") as weights:
-                vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
+        with safe_open(str(weights_file), framework="np", device="cpu") as weights:
+            vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
     except Exception as exc:  # a missing, truncated or foreign file; the libraries raise their own types
         raise EmbedderUnavailableError(f"cannot load the bundled WordLlama model from {package}: {exc}") from exc
     tokenizer.enable_padding()
     tokenizer.no_truncation()
     bound_word_cache(tokenizer)
     return tokenizer, vectors
-
-
-def mapped_tensor(path: Path, name: str) -> NDArray[Any]:
-    """A 2-D float16 tensor of a safetensors file, mapped read-only where the file holds it: the
-    sidecars of a machine share its pages (the wheel's 16 MB) instead of each holding a float32
-    copy (32 MB). Rows gathered from it and multiplied by float32 are exactly the float32 copy's
-    (float16 widens to float32 without rounding). ValueError when the file does not hold it so
-    (the format: 8 bytes of header length, the JSON header, then the data)."""
-    size = path.stat().st_size
-    with path.open("rb") as file:
-        length = int.from_bytes(file.read(8), "little")
-        if not 2 <= length <= size - 8:
-            raise ValueError(f"{path.name} is not a safetensors file")
-        header = orjson.loads(file.read(length))
-    entry = header.get(name) if isinstance(header, dict) else None
-    if not isinstance(entry, dict) or entry.get("dtype") != "F16":
-        raise ValueError(f"{path.name} holds no float16 tensor {name!r}")
-    shape, offsets = entry.get("shape"), entry.get("data_offsets")
-    if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(n, int) and n > 0 for n in shape)
-            and isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(n, int) for n in offsets)):
-        raise ValueError(f"{path.name}: tensor {name!r} is not a matrix")
-    start = 8 + length + offsets[0]
-    if offsets[1] - offsets[0] != shape[0] * shape[1] * 2 or start + shape[0] * shape[1] * 2 > size:
-        raise ValueError(f"{path.name}: tensor {name!r} does not fit the file")
-    # a plain array over the mapping: results of a memmap's operations each pass through Python
-    return np.memmap(path, dtype="<f2", mode="r", offset=start, shape=(shape[0], shape[1])).view(np.ndarray)
 
 
 TOKENIZER_CACHE_WORDS = 1024
