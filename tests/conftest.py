@@ -21,6 +21,10 @@ EXAMPLE = REPO / "examples" / "quickstart"
 _RULE_CACHE = tempfile.mkdtemp(prefix="rule-cache-")
 os.environ["CONTEXT_ASSEMBLY_RULE_CACHE"] = _RULE_CACHE
 atexit.register(shutil.rmtree, _RULE_CACHE, True)
+# The embedding model's shared float32 vectors (stores/model_files.py) likewise
+_MODEL_CACHE = tempfile.mkdtemp(prefix="model-cache-")
+os.environ["CONTEXT_ASSEMBLY_MODEL_CACHE"] = _MODEL_CACHE
+atexit.register(shutil.rmtree, _MODEL_CACHE, True)
 
 
 @pytest.fixture

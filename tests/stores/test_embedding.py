@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_assembly.stores import embedding
+from context_assembly.stores import embedding, model_files
 from context_assembly.stores.embedding import (
     HASHING,
     WORDLLAMA,
@@ -160,3 +160,110 @@ def test_a_damaged_model_install_is_a_clear_error(tmp_path: Path, damage: str) -
             "try:\n    WordLlamaEmbedder()\nexcept EmbedderUnavailableError as exc:\n    print('refused:', exc)\n")
     out = in_a_new_process(code, {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
     assert out.startswith(f"refused: cannot load the bundled WordLlama model from {package}"), out
+
+
+# --- the model's float32 vectors, one file for the machine (stores/model_files.py) -----------------
+
+def copied_vectors() -> np.ndarray:
+    """The vectors as the library reads them, a float32 copy."""
+    from safetensors import safe_open
+
+    with safe_open(str(weights_path()), framework="np", device="cpu") as weights:
+        return np.asarray(weights.get_tensor("embedding.weight").astype(np.float32))
+
+
+def weights_path() -> Path:
+    import wordllama
+
+    return Path(wordllama.__file__).parent / embedding.WORDLLAMA_FILES[1]
+
+
+@needs_model
+def test_the_vectors_are_one_float32_file_every_process_maps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(model_files.ENV, str(tmp_path / "models"))
+    first = embedding.WordLlamaEmbedder()
+    [file] = (tmp_path / "models").glob(f"{WORDLLAMA}-*.f32")
+    assert first._vectors.dtype == np.float32 and not first._vectors.flags.writeable
+    assert np.array_equal(first._vectors, copied_vectors())  # bit for bit the library's rows
+    code = ("from pathlib import Path; from context_assembly.stores import embedding; "
+            "e = embedding.WordLlamaEmbedder(); maps = Path('/proc/self/maps'); "
+            "print(maps.read_text() if maps.exists() else '')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, model_files.ENV: str(tmp_path / "models")}).stdout
+    if sys.platform.startswith("linux"):
+        assert str(file) in out  # another process maps the same file
+    assert list((tmp_path / "models").glob(f"{WORDLLAMA}-*.f32")) == [file] and file.stat().st_size == 32000 * 256 * 4
+
+
+@needs_model
+@pytest.mark.parametrize("damage", ["truncated", "other rows"])
+def test_a_damaged_vectors_file_is_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                damage: str) -> None:
+    monkeypatch.setenv(model_files.ENV, str(tmp_path))
+    embedding.WordLlamaEmbedder()
+    [file] = tmp_path.glob(f"{WORDLLAMA}-*.f32")
+    data = file.read_bytes()
+    file.unlink()  # (a new file: the one mapped above is never changed in place)
+    file.write_bytes(data[:1000] if damage == "truncated" else bytes(len(data)))
+    again = embedding.WordLlamaEmbedder()
+    assert np.array_equal(again._vectors, copied_vectors()) and file.read_bytes() == data
+
+
+@needs_model
+def test_without_a_usable_folder_each_process_keeps_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(model_files.ENV, "off")
+    off = embedding.WordLlamaEmbedder()
+    assert off._vectors.flags.owndata and np.array_equal(off._vectors, copied_vectors())
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(model_files.ENV, str(blocked))
+    caplog.set_level("WARNING")
+    kept = embedding.WordLlamaEmbedder()
+    assert kept._vectors.flags.owndata and np.array_equal(kept._vectors, copied_vectors())
+    assert "keeps a copy of its own" in caplog.text
+
+
+@needs_model
+def test_a_reinstalled_wheel_gets_a_new_file_and_the_old_one_goes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(model_files.ENV, str(tmp_path))
+    stale = tmp_path / f"{WORDLLAMA}-0123456789abcdef.f32"
+    stale.write_bytes(b"\0" * 16)  # a file of an earlier install of the wheel
+    embedding.WordLlamaEmbedder()
+    assert [p.name for p in tmp_path.glob(f"{WORDLLAMA}-*.f32")] != [stale.name] and not stale.exists()
+
+
+def safetensors_file(path: Path, tensors: dict[str, np.ndarray]) -> Path:
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path))
+    return path
+
+
+def test_a_float16_matrix_is_mapped_where_the_file_holds_it(tmp_path: Path) -> None:
+    matrix = np.random.default_rng(3).standard_normal((50, 8)).astype(np.float16)
+    path = safetensors_file(tmp_path / "w.safetensors", {"other": np.zeros(3, dtype=np.float32), "m": matrix})
+    mapped = model_files.float16_tensor(path, "m")
+    assert mapped.dtype == np.float16 and np.array_equal(mapped, matrix) and not mapped.flags.writeable
+
+
+@pytest.mark.parametrize("case", ["float32", "a vector", "missing", "truncated", "not safetensors",
+                                  "negative offset", "boolean shape"])
+def test_a_tensor_stored_otherwise_is_refused_with_value_error(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "w.safetensors"
+    if case == "not safetensors":
+        path.write_bytes(b"\xff" * 64)
+    elif case in ("negative offset", "boolean shape"):
+        entry = {"dtype": "F16", "shape": [2, 4], "data_offsets": [-16, 0]} if case == "negative offset" else \
+            {"dtype": "F16", "shape": [True, 16], "data_offsets": [0, 32]}
+        header = json.dumps({"m": entry}).encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
+    else:
+        tensor = {"float32": np.ones((4, 4), dtype=np.float32), "a vector": np.ones(16, dtype=np.float16),
+                  "missing": np.ones((4, 4), dtype=np.float16), "truncated": np.ones((40, 40), dtype=np.float16)}[case]
+        safetensors_file(path, {"m" if case != "missing" else "n": tensor})
+        if case == "truncated":
+            path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ValueError):
+        model_files.float16_tensor(path, "m")

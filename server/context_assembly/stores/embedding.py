@@ -27,6 +27,7 @@ from attrs import frozen
 from numpy.typing import NDArray
 
 from ..errors import StorageError
+from .model_files import shared_vectors
 
 WORDLLAMA = "wordllama-l2-supercat-256"
 HASHING = "hashing-256"
@@ -167,8 +168,10 @@ def _load_wordllama() -> tuple[Any, Matrix]:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        with safe_open(str(weights_file), framework="np", device="cpu") as weights:
-            vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
+        vectors = shared_vectors(weights_file, WORDLLAMA, "embedding.weight")  # one float32 file for the machine
+        if vectors is None:  # a copy of its own, as the library reads it
+            with safe_open(str(weights_file), framework="np", device="cpu") as weights:
+                vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))
     except Exception as exc:  # a missing, truncated or foreign file; the libraries raise their own types
         raise EmbedderUnavailableError(f"cannot load the bundled WordLlama model from {package}: {exc}") from exc
     tokenizer.enable_padding()
