@@ -228,10 +228,16 @@ def test_without_a_usable_folder_each_process_keeps_a_copy(tmp_path: Path, monke
 def test_a_reinstalled_wheel_gets_a_new_file_and_the_old_one_goes(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(model_files.ENV, str(tmp_path))
-    stale = tmp_path / f"{WORDLLAMA}-0123456789abcdef.f32"
-    stale.write_bytes(b"\0" * 16)  # a file of an earlier install of the wheel
     embedding.WordLlamaEmbedder()
-    assert [p.name for p in tmp_path.glob(f"{WORDLLAMA}-*.f32")] != [stale.name] and not stale.exists()
+    [file] = tmp_path.glob(f"{WORDLLAMA}-*.f32")
+    where = file.name.rsplit("-", 1)[0]
+    stale = tmp_path / f"{where}-0123456789ab.f32"  # an earlier install of the wheel in this environment
+    other = tmp_path / f"{WORDLLAMA}-ba9876543210-0123456789ab.f32"  # another environment's
+    for old in (stale, other):
+        old.write_bytes(b"\0" * 16)
+    file.unlink()
+    embedding.WordLlamaEmbedder()
+    assert not stale.exists() and other.exists() and file.exists()
 
 
 def safetensors_file(path: Path, tensors: dict[str, np.ndarray]) -> Path:

@@ -8,13 +8,15 @@ embedding (bench/README.md). So the float32 rows are written once into the user'
 `$CONTEXT_ASSEMBLY_MODEL_CACHE`; `0`, `off` or empty: none) and every process maps that file
 read-only: one copy for all of a machine's sidecars, shared pages.
 
-The file's name holds the model's name and a digest of the source file's path, size, change time
-and inode, so a reinstalled wheel gets a new file (the older ones are removed when a new one is
-written). A file is written under a temporary name and renamed into place, never changed
-afterwards; processes missing it at once each write the same bytes. Every load checks the size
-and compares 64 rows spread over the file with the source's rows widened, bit for bit: a file
-that differs, or a folder that cannot be read or written, is not used, and the caller keeps a copy
-of its own as before. The folder is trusted as the compile cache's is (rules/cache.py).
+The file's name holds the model's name, a digest of where the source file is (its resolved path)
+and one of which file is there (size, modification time, inode), so a reinstalled wheel gets a new
+file and removes its install's older ones when it writes it, while another environment's wheel
+(another virtual environment of the machine) keeps files of its own. A file is written under a
+temporary name and renamed into place, never changed afterwards; processes missing it at once
+each write the same bytes. Every load checks the size and compares 64 rows spread over the file
+with the source's rows widened, bit for bit: a damaged file is written again, once; a file that
+still differs, or a folder that cannot be read or written, is not used, and the caller keeps a
+copy of its own as before. The folder is trusted as the compile cache's is (rules/cache.py).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def shared_vectors(source: Path, model: str, tensor: str) -> NDArray[Any] | None
         return None
     try:
         half = float16_tensor(source, tensor)
-        path = folder / f"{model}-{_source_digest(source)}.f32"
+        path = folder / f"{model}-{_source_digest(source)}.f32"  # (model-where-which.f32)
         if not path.exists():
             _write(path, np.ascontiguousarray(half.astype(np.float32)), model)
         rows = _checked(path, half)
@@ -86,9 +88,12 @@ def _checked(path: Path, half: NDArray[Any]) -> NDArray[Any] | None:
 
 
 def _source_digest(source: Path) -> str:
+    """Where the source is (its resolved path) and which file is there (size, modification time,
+    inode: a reinstall writes a new file), each as a digest: `<where>-<which>`."""
     stat = source.stat()
-    identity = f"{source.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0{stat.st_ino}"
-    return hashlib.blake2b(identity.encode(), digest_size=8).hexdigest()
+    where = hashlib.blake2b(str(source.resolve()).encode(), digest_size=6).hexdigest()
+    which = hashlib.blake2b(f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}".encode(), digest_size=6).hexdigest()
+    return f"{where}-{which}"
 
 
 def _write(path: Path, rows: NDArray[Any], model: str) -> None:
@@ -108,7 +113,8 @@ def _write(path: Path, rows: NDArray[Any], model: str) -> None:
         if not path.exists():  # (Windows: another process's file, mapped, is not replaced: that one serves)
             raise
         return
-    for old in path.parent.glob(f"{model}-*.f32"):
+    where = path.name.rsplit("-", 1)[0]  # the same install's earlier files (another install keeps its own)
+    for old in path.parent.glob(f"{where}-*.f32"):
         if old != path:
             with contextlib.suppress(OSError):  # mapped elsewhere on Windows: removed by a later write
                 old.unlink()
