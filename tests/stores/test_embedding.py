@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +197,7 @@ def test_the_vectors_are_one_float32_file_every_process_maps(tmp_path: Path, mon
 
 
 @needs_model
-@pytest.mark.parametrize("damage", ["truncated", "other rows"])
+@pytest.mark.parametrize("damage", ["truncated", "zeros", "one row"])
 def test_a_damaged_vectors_file_is_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 damage: str) -> None:
     monkeypatch.setenv(model_files.ENV, str(tmp_path))
@@ -204,7 +205,10 @@ def test_a_damaged_vectors_file_is_written_again(tmp_path: Path, monkeypatch: py
     [file] = tmp_path.glob(f"{WORDLLAMA}-*.f32")
     data = file.read_bytes()
     file.unlink()  # (a new file: the one mapped above is never changed in place)
-    file.write_bytes(data[:1000] if damage == "truncated" else bytes(len(data)))
+    row = 22_172 * 256 * 4  # a token of "hello": one row wrong, anywhere, is found
+    damaged = {"truncated": data[:1001], "zeros": bytes(len(data)),
+               "one row": data[:row] + bytes(1024) + data[row + 1024:]}[damage]
+    file.write_bytes(damaged)
     again = embedding.WordLlamaEmbedder()
     assert np.array_equal(again._vectors, copied_vectors()) and file.read_bytes() == data
 
@@ -273,3 +277,24 @@ def test_a_tensor_stored_otherwise_is_refused_with_value_error(tmp_path: Path, c
             path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(ValueError):
         model_files.float16_tensor(path, "m")
+
+
+@needs_model
+def test_writing_a_file_removes_leftovers_and_files_no_process_used_for_a_month(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(model_files.ENV, str(tmp_path))
+    month_ago = time.time() - 31 * 86_400
+    unused = tmp_path / f"{WORDLLAMA}-aaaaaaaaaaaa-0123456789ab.f32"  # an environment removed since
+    used = tmp_path / f"{WORDLLAMA}-bbbbbbbbbbbb-0123456789ab.f32"  # one loaded lately
+    killed = tmp_path / f".{WORDLLAMA}-x.f32.abc.tmp"  # a writer killed an hour ago
+    writing = tmp_path / f".{WORDLLAMA}-y.f32.def.tmp"  # a writer at work
+    for path in (unused, used, killed, writing):
+        path.write_bytes(b"\0" * 16)
+    os.utime(unused, (month_ago, month_ago))
+    os.utime(killed, (time.time() - 7200, time.time() - 7200))
+    embedding.WordLlamaEmbedder()
+    assert not unused.exists() and not killed.exists() and used.exists() and writing.exists()
+    [file] = [p for p in tmp_path.glob(f"{WORDLLAMA}-*.f32") if p != used]
+    os.utime(file, (month_ago, month_ago))
+    embedding.WordLlamaEmbedder()  # loading it marks it used
+    assert file.stat().st_mtime > month_ago + 86_400

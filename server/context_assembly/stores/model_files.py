@@ -8,15 +8,16 @@ embedding (bench/README.md). So the float32 rows are written once into the user'
 `$CONTEXT_ASSEMBLY_MODEL_CACHE`; `0`, `off` or empty: none) and every process maps that file
 read-only: one copy for all of a machine's sidecars, shared pages.
 
-The file's name holds the model's name, a digest of where the source file is (its resolved path)
-and one of which file is there (size, modification time, inode), so a reinstalled wheel gets a new
-file and removes its install's older ones when it writes it, while another environment's wheel
-(another virtual environment of the machine) keeps files of its own. A file is written under a
-temporary name and renamed into place, never changed afterwards; processes missing it at once
-each write the same bytes. Every load checks the size and compares 64 rows spread over the file
-with the source's rows widened, bit for bit: a damaged file is written again, once; a file that
-still differs, or a folder that cannot be read or written, is not used, and the caller keeps a
-copy of its own as before. The folder is trusted as the compile cache's is (rules/cache.py).
+The file's name holds the model's name, a digest of where the source file is (its resolved path:
+each virtual environment's wheel its own file) and one of which file is there (size, modification
+time, inode), so a reinstalled wheel gets a new file. A file is written under a temporary name
+and renamed into place, never changed afterwards; processes missing it at once each write the
+same bytes. Every load compares the whole file with the source's rows widened, bit for bit (~20
+ms: what making a copy took) and touches it; a file that differs is written again, once, and if
+it still differs, or the folder cannot be read or written, the caller keeps a copy of its own as
+before. Writing a file removes its install's earlier ones, any file no process loaded for 30 days
+(an environment since removed) and temporary files a killed writer left. The folder is trusted as
+the compile cache's is (rules/cache.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,9 @@ log = logging.getLogger(__name__)
 
 ENV = "CONTEXT_ASSEMBLY_MODEL_CACHE"
 OFF = ("", "0", "off", "false", "no")
-CHECKED_ROWS = 64  # rows compared with the source at every load
+CHECK_BLOCK = 4096  # rows widened at a time, to write or compare (4 MB)
+UNUSED_S = 30 * 86_400  # a file no process loaded for this long (another environment, gone): removed
+STALE_TMP_S = 3_600  # a temporary file older than this was left by a killed writer
 
 
 def cache_dir() -> Path | None:
@@ -61,14 +65,16 @@ def shared_vectors(source: Path, model: str, tensor: str) -> NDArray[Any] | None
         half = float16_tensor(source, tensor)
         path = folder / f"{model}-{_source_digest(source)}.f32"  # (model-where-which.f32)
         if not path.exists():
-            _write(path, np.ascontiguousarray(half.astype(np.float32)), model)
+            _write(path, half, model)
         rows = _checked(path, half)
-        if rows is None:  # damaged (a crash, a full disk): written again, once
+        if rows is None:  # damaged (a crash, a full disk, a bad sector): written again, once
             path.unlink(missing_ok=True)
-            _write(path, np.ascontiguousarray(half.astype(np.float32)), model)
+            _write(path, half, model)
             rows = _checked(path, half)
         if rows is None:
             raise ValueError(f"{path.name} does not hold the rows of {source.name}")
+        with contextlib.suppress(OSError):  # in use: a write of another install's file keeps it
+            os.utime(path)
         return rows
     except (OSError, ValueError) as exc:
         log.warning("the float32 vectors of %s are not shared through the cache folder (%s): this "
@@ -77,14 +83,15 @@ def shared_vectors(source: Path, model: str, tensor: str) -> NDArray[Any] | None
 
 
 def _checked(path: Path, half: NDArray[Any]) -> NDArray[Any] | None:
-    """The file's rows mapped, when it holds as many as `half` and the checked ones equal its rows
-    widened; None otherwise."""
-    rows = np.memmap(path, dtype="<f4", mode="r").view(np.ndarray) if path.stat().st_size else np.zeros(0)
-    if rows.size != half.size:
+    """The file's rows mapped, when they are `half`'s widened, every one bit for bit (compared
+    block by block: ~20 ms, what a copy of its own took to make); None otherwise."""
+    if path.stat().st_size != half.size * 4:
         return None
-    rows = rows.reshape(half.shape)
-    checked = np.linspace(0, len(half) - 1, min(CHECKED_ROWS, len(half))).astype(np.int64)
-    return rows if np.array_equal(rows[checked], half[checked].astype(np.float32)) else None
+    rows = np.memmap(path, dtype="<f4", mode="r", shape=half.shape).view(np.ndarray)
+    for start in range(0, len(half), CHECK_BLOCK):
+        if not np.array_equal(rows[start:start + CHECK_BLOCK], half[start:start + CHECK_BLOCK].astype(np.float32)):
+            return None
+    return rows
 
 
 def _source_digest(source: Path) -> str:
@@ -96,28 +103,45 @@ def _source_digest(source: Path) -> str:
     return f"{where}-{which}"
 
 
-def _write(path: Path, rows: NDArray[Any], model: str) -> None:
-    """`rows` as the file `path`, flushed under a temporary name and renamed into place; the
-    model's other files removed."""
+def _write(path: Path, half: NDArray[Any], model: str) -> None:
+    """`half` widened as the file `path`, written in blocks and flushed under a temporary name,
+    then renamed into place; then the leftovers of earlier ones removed (`_tidy`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(np.ascontiguousarray(rows, dtype="<f4").data)
+            for start in range(0, len(half), CHECK_BLOCK):
+                out.write(half[start:start + CHECK_BLOCK].astype("<f4").data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if not path.exists():  # (Windows: another process's file, mapped, is not replaced: that one serves)
             raise
-        return
-    where = path.name.rsplit("-", 1)[0]  # the same install's earlier files (another install keeps its own)
-    for old in path.parent.glob(f"{where}-*.f32"):
-        if old != path:
-            with contextlib.suppress(OSError):  # mapped elsewhere on Windows: removed by a later write
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _tidy(path, model)
+
+
+def _tidy(kept: Path, model: str) -> None:
+    """Remove this install's earlier files, any install's not used for `UNUSED_S`, and temporary
+    files a killed writer left over an hour ago (quietly: a file mapped elsewhere on Windows stays
+    until a later write)."""
+    where = kept.name.rsplit("-", 1)[0]
+    now = time.time()
+    for old in kept.parent.iterdir():
+        name = old.name
+        try:
+            ours = name.startswith(f"{model}-") and name.endswith(".f32") and old != kept
+            gone = ours and (name.startswith(f"{where}-") or old.stat().st_mtime < now - UNUSED_S)
+            if gone or (name.startswith(".") and name.endswith(".tmp") and old.stat().st_mtime < now - STALE_TMP_S):
                 old.unlink()
+        except OSError:
+            continue
 
 
 def float16_tensor(path: Path, name: str) -> NDArray[Any]:
