@@ -163,7 +163,7 @@ def test_a_damaged_model_install_is_a_clear_error(tmp_path: Path, damage: str) -
     assert out.startswith(f"refused: cannot load the bundled WordLlama model from {package}"), out
 
 
-# --- the model's float32 vectors, one file for the machine (stores/model_files.py) -----------------
+# --- the model's float32 vectors, one file per environment (stores/model_files.py) ----------------
 
 def copied_vectors() -> np.ndarray:
     """The vectors as the library reads them, a float32 copy."""
@@ -288,12 +288,15 @@ def test_writing_a_file_removes_leftovers_and_files_no_process_used_for_a_month(
     used = tmp_path / f"{WORDLLAMA}-bbbbbbbbbbbb-0123456789ab.f32"  # one loaded lately
     killed = tmp_path / f".{WORDLLAMA}-x.f32.abc.tmp"  # a writer killed an hour ago
     writing = tmp_path / f".{WORDLLAMA}-y.f32.def.tmp"  # a writer at work
-    for path in (unused, used, killed, writing):
+    foreign = tmp_path / ".editor-swap.tmp"  # another program's, in a folder the user chose to share
+    for path in (unused, used, killed, writing, foreign):
         path.write_bytes(b"\0" * 16)
+    for old in (killed, foreign):
+        os.utime(old, (time.time() - 7200, time.time() - 7200))
     os.utime(unused, (month_ago, month_ago))
-    os.utime(killed, (time.time() - 7200, time.time() - 7200))
     embedding.WordLlamaEmbedder()
-    assert not unused.exists() and not killed.exists() and used.exists() and writing.exists()
+    assert not unused.exists() and not killed.exists()
+    assert used.exists() and writing.exists() and foreign.exists()
     [file] = [p for p in tmp_path.glob(f"{WORDLLAMA}-*.f32") if p != used]
     os.utime(file, (month_ago, month_ago))
     embedding.WordLlamaEmbedder()  # loading it marks it used

@@ -753,3 +753,15 @@ def test_a_search_waiting_for_another_process_s_file_holds_up_none_of_this_proce
         assert saved(tmp_path) and other.is_alive()
         assert subprocess.run(check, capture_output=True, text=True, check=True).stdout.strip() == "free"
     other.join(60)
+
+
+def test_where_the_matrix_folder_cannot_be_made_searches_answer_and_nothing_is_claimed(
+        tmp_path: Path, small_files: None, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING")
+    rng = np.random.default_rng(52)
+    index = filled(tmp_path, unit(rng, 300))
+    folder(tmp_path).write_text("a file where the folder would be")
+    q = unit(rng, 1)[0]
+    same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
+    index.wait_for_saves()
+    assert not index._claims and "cannot save the matrix of collection 'c'" in caplog.text

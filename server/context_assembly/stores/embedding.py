@@ -168,7 +168,7 @@ def _load_wordllama() -> tuple[Any, Matrix]:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        vectors = shared_vectors(weights_file, WORDLLAMA, "embedding.weight")  # one float32 file for the machine
+        vectors = shared_vectors(weights_file, WORDLLAMA, "embedding.weight")  # one float32 file per environment
         if vectors is None:  # a copy of its own, as the library reads it
             with safe_open(str(weights_file), framework="np", device="cpu") as weights:
                 vectors = np.ascontiguousarray(weights.get_tensor("embedding.weight").astype(np.float32))

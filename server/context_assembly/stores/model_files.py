@@ -5,8 +5,8 @@ runs on float32 rows. A float32 copy per process is 32 MB private to each sideca
 float16 file instead, widening the rows each embedding gathers, cost 27-57 % more per bulk
 embedding (bench/README.md). So the float32 rows are written once into the user's cache folder
 (`models/` beside the compiled rules, under `platformdirs.user_cache_dir("context-assembly")`, or
-`$CONTEXT_ASSEMBLY_MODEL_CACHE`; `0`, `off` or empty: none) and every process maps that file
-read-only: one copy for all of a machine's sidecars, shared pages.
+`$CONTEXT_ASSEMBLY_MODEL_CACHE`; `0`, `off`, `false`, `no` or empty: none) and every process maps
+that file read-only: one copy for all the sidecars of an environment, shared pages.
 
 The file's name holds the model's name, a digest of where the source file is (its resolved path:
 each virtual environment's wheel its own file) and one of which file is there (size, modification
@@ -138,7 +138,8 @@ def _tidy(kept: Path, model: str) -> None:
         try:
             ours = name.startswith(f"{model}-") and name.endswith(".f32") and old != kept
             gone = ours and (name.startswith(f"{where}-") or old.stat().st_mtime < now - UNUSED_S)
-            if gone or (name.startswith(".") and name.endswith(".tmp") and old.stat().st_mtime < now - STALE_TMP_S):
+            left = name.startswith(f".{model}-") and name.endswith(".tmp")  # (only its own: the folder may be shared)
+            if gone or (left and old.stat().st_mtime < now - STALE_TMP_S):
                 old.unlink()
         except OSError:
             continue

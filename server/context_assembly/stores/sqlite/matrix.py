@@ -228,8 +228,8 @@ class MatrixFiles:
         holder that exits lets go at once)."""
         from filelock import Timeout
 
-        lock = self.first_read_lock(collection)
-        with contextlib.suppress(Timeout, OSError), lock.acquire(timeout=timeout, poll_interval=0.01):
+        with contextlib.suppress(Timeout, OSError), self.first_read_lock(collection).acquire(
+                timeout=timeout, poll_interval=0.01):
             pass
 
     def save(self, collection: str, token: str, index: MatrixIndex, wait: float | None = None,

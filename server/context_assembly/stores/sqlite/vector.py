@@ -357,12 +357,12 @@ class SqliteVectorIndex:
                                  (collection,)).fetchone()[0])
         if not self._saves_matrix_of(collection, count):
             return False
-        lock = self._matrix_files.first_read_lock(collection)
         try:
+            lock = self._matrix_files.first_read_lock(collection)
             lock.acquire(timeout=0)
         except Timeout:
             raise ReadElsewhere from None
-        except OSError:  # no lock file (a read-only folder): no file will be saved either
+        except OSError:  # no lock file (no folder, a read-only one): no file will be saved either
             return False
         self._claims[collection] = lock
         return True
