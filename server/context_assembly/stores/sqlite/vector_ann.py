@@ -38,6 +38,7 @@ SAVE_SHARE = 0.02  # an index is saved again once this share of it changed (a ne
 SAVE_MIN = 2_000
 BUILD_BUSY_S = 5.0  # another process is building the collection's index: not asked again for this long
 BUILD_SAVE_WAIT_S = 60.0  # a build's save waits this long for another process's save or fold (~16 s at 1M)
+PARALLEL_BUILD_FROM = 1_000  # chunks from which a build uses every core (below: one, <0.1 s, one graph every time)
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
@@ -294,7 +295,8 @@ class AnnSearch:
                                      (collection,)).fetchone()[0])
         ann = new_ann(index.model, index.dimension, token, index.generation)
         ids, matrix = index.rows()
-        ann.add(ids, matrix, threads=0)
+        # every core for a large graph; one for a small one (as fast, and the same graph every time)
+        ann.add(ids, matrix, threads=0 if len(ids) >= PARALLEL_BUILD_FROM else 1)
         self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
         with self._lock:
             self._unusable.pop(collection, None)
