@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +32,16 @@ def at_once(worker: str, argv: list[str], processes: int, timeout: float = 900) 
             raise RuntimeError(f"a worker failed (exit {proc.returncode})")
         reports.append(json.loads(out))
     return reports
+
+
+Reports = list[dict[str, Any]]
+
+
+def alternated(ways: tuple[str, ...], rounds: int, run: Callable[[str], Reports]) -> dict[str, list[Reports]]:
+    """Per way, the reports of each of its `rounds` runs, the ways taking turns (the first way first
+    in even rounds, last in odd ones), so that both meet the same moments of the host."""
+    rows: dict[str, list[Reports]] = {way: [] for way in ways}
+    for round_ in range(rounds):
+        for way in ways if round_ % 2 == 0 else reversed(ways):
+            rows[way].append(run(way))
+    return rows

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/
 
-from swarm import at_once  # noqa: E402
+from swarm import alternated, at_once  # noqa: E402
 
 WAYS = ("each", "once")
 
@@ -111,10 +111,7 @@ def main() -> int:
             source.backup(copy)
         folder = scratch
     load = [os.getloadavg()[0]]
-    rows: dict[str, list[list[dict[str, Any]]]] = {way: [] for way in WAYS}
-    for round_ in range(args.rounds):
-        for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
-            rows[way].append(run_way(args.what, way, folder / "project.db", args.processes))
+    rows = alternated(WAYS, args.rounds, lambda way: run_way(args.what, way, folder / "project.db", args.processes))
     load.append(os.getloadavg()[0])
     print(f"{args.chunks:,} chunks, {args.processes} processes at once, {args.rounds} rounds; "
           f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/
 
-from swarm import at_once  # noqa: E402
+from swarm import alternated, at_once  # noqa: E402
 
 WAYS = ("each", "shared")
 
@@ -86,10 +86,7 @@ def main() -> int:
     root = workspace_for(args.workload, HERE.parent / "out" / "sidecar-ws")
     cache = HERE.parent / "out" / "swarm-compile-cache"
     load = [os.getloadavg()[0]]
-    rows: dict[str, list[list[dict[str, Any]]]] = {way: [] for way in WAYS}
-    for round_ in range(args.rounds):
-        for way in WAYS if round_ % 2 == 0 else reversed(WAYS):
-            rows[way].append(run_way(way, root, cache, args.processes))
+    rows = alternated(WAYS, args.rounds, lambda way: run_way(way, root, cache, args.processes))
     load.append(os.getloadavg()[0])
     first = rows["each"][0][0]
     print(f"{args.workload.name}: {first['engines']} engines, {first['groups']} fused groups; {args.processes} "

@@ -35,13 +35,14 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from .sqlite.saved_files import replace, stale, write_arrays
+
 log = logging.getLogger(__name__)
 
 ENV = "CONTEXT_ASSEMBLY_MODEL_CACHE"
 OFF = ("", "0", "off", "false", "no")
-CHECK_BLOCK = 4096  # rows widened at a time, to write or compare (4 MB)
+CHECK_BLOCK = 4096  # rows widened at a time to compare (4 MB)
 UNUSED_S = 30 * 86_400  # a file no process loaded for this long (another environment, gone): removed
-STALE_TMP_S = 3_600  # a temporary file older than this was left by a killed writer
 
 
 def cache_dir() -> Path | None:
@@ -104,42 +105,35 @@ def _source_digest(source: Path) -> str:
 
 
 def _write(path: Path, half: NDArray[Any], model: str) -> None:
-    """`half` widened as the file `path`, written in blocks and flushed under a temporary name,
-    then renamed into place; then the leftovers of earlier ones removed (`_tidy`)."""
+    """`half` widened as the file `path`, written flushed under a temporary name of its own (several
+    processes may write at once), then put in place; then the leftovers of earlier ones removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as out:
-            for start in range(0, len(half), CHECK_BLOCK):
-                out.write(half[start:start + CHECK_BLOCK].astype("<f4").data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        write_arrays(tmp, [half.astype("<f4")])  # (a part-written file is removed)
+        replace(tmp, path)
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         if not path.exists():  # (Windows: another process's file, mapped, is not replaced: that one serves)
             raise
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
     _tidy(path, model)
 
 
 def _tidy(kept: Path, model: str) -> None:
     """Remove this install's earlier files, any install's not used for `UNUSED_S`, and temporary
-    files a killed writer left over an hour ago (quietly: a file mapped elsewhere on Windows stays
-    until a later write)."""
+    files a killed writer left (`saved_files.stale`); quietly: a file mapped elsewhere on Windows
+    stays until a later write."""
     where = kept.name.rsplit("-", 1)[0]
-    now = time.time()
+    unused = time.time() - UNUSED_S
     for old in kept.parent.iterdir():
         name = old.name
         try:
             ours = name.startswith(f"{model}-") and name.endswith(".f32") and old != kept
-            gone = ours and (name.startswith(f"{where}-") or old.stat().st_mtime < now - UNUSED_S)
+            gone = ours and (name.startswith(f"{where}-") or old.stat().st_mtime < unused)
             left = name.startswith(f".{model}-") and name.endswith(".tmp")  # (only its own: the folder may be shared)
-            if gone or (left and old.stat().st_mtime < now - STALE_TMP_S):
+            if gone or (left and stale(old)):
                 old.unlink()
         except OSError:
             continue
