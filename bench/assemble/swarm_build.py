@@ -2,7 +2,8 @@
 with none saved yet: read once by one of them (a lock across processes) against once by each (as
 before), in the same run.
 
-    python bench/assemble/swarm_build.py [--what postings|matrix] [--processes 4] [--chunks 100000] [--rounds 2]
+    python bench/assemble/swarm_build.py [--what postings|matrix|matrix-ann] [--processes 4]
+                                         [--chunks 100000] [--rounds 2]
 
 `--what postings` (default): per round and way, the saved postings of `search_scale.py`'s corpus
 are deleted, then `--processes` processes start at once; each opens the store and runs keyword
@@ -18,6 +19,13 @@ took, whether it read the matrix from the database whole, and its CPU time once 
 made one) is done. "Before" is the same code without the first-read lock
 (`stores/sqlite/matrix.py`), so every process reads the matrix itself and the first to finish
 saves it.
+
+`--what matrix-ann`: the same, on a collection the size of an ANN index (`ann_min_chunks` half
+the collection) whose index is deleted too: each process reports its memory of its own (`RssAnon`)
+once its first search is answered and its save (if any) done, then waits for the ANN index (one of
+them builds it, the others view its file) and searches again. "Before" is the same code with the
+old rule: no matrix file for such a collection (nor the first-read lock), and a process whose
+searches moved to an index another one built held on to its matrix.
 
 The ways take turns. Reported per way: the time until the last process had its postings (its
 first search answered), the CPU of all of them together, and how many read the index or matrix.
@@ -54,14 +62,29 @@ if way == "each" and what == "postings":  # before: no build lock, every process
     postings_keeper.PostingsKeeper._exclusive = lambda self: contextlib.nullcontext()
 if way == "each" and what == "matrix":  # before: no first-read lock, every process reads the matrix
     vector.SqliteVectorIndex._claim_first_read = lambda self, conn, collection: False
-reads = []
+if way == "each" and what == "matrix-ann":  # before: the matrix of a collection the size of an ANN index
+    # was never saved (nor read under the first-read lock), and held on once another process's index served
+    vector.SqliteVectorIndex._ann_serves = lambda self, c, size: size >= self.ann_min_chunks
+    vector.SqliteVectorIndex._ann_serving = lambda self, c: self.ann.current(c)
+reads, builds = [], []
+if what == "matrix-ann":
+    from context_assembly.stores.sqlite import vector_ann
+    build = vector_ann.AnnSearch._build_locked
+    vector_ann.AnnSearch._build_locked = lambda self, *args: (builds.append(1), build(self, *args))[1]
 if what == "postings":
     read = postings_keeper.PostingsKeeper._read
     postings_keeper.PostingsKeeper._read = lambda self: (reads.append(1), read(self))[1]
 else:
     whole = vector.read_embeddings
     vector.read_embeddings = lambda conn, c, d, **kw: (kw or reads.append(1), whole(conn, c, d, **kw))[1]
-index = vector.SqliteVectorIndex(Database(db_path), ann_min_chunks=None)
+index = vector.SqliteVectorIndex(Database(db_path), ann_min_chunks=int(sys.argv[4]) if what == "matrix-ann" else None)
+
+
+def anon_mib():  # this process's memory of its own (not mapped from files)
+    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("RssAnon:"))
+    return int(line.split()[1]) / 1024
+
+
 query = np.random.default_rng(5).standard_normal(256).astype(np.float32)
 query /= np.linalg.norm(query)
 sys.stdin.readline()  # every process started: go
@@ -79,22 +102,30 @@ ready_s = time.perf_counter() - t
 index.postings.wait()  # its read and save, when it made them
 index.wait_for_saves()
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utime + usage.ru_stime,
-                  "searches": searches}), flush=True)
+report = {"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utime + usage.ru_stime, "searches": searches}
+if what == "matrix-ann":
+    report["anon_mib"] = anon_mib()  # its first search answered, its save (if any) done, the build going on
+    while index.ann.current("docs") is None:  # built here, or by another process and viewed
+        time.sleep(0.2)
+    index.nearest("docs", query, 10, -1.0)
+    report.update(built_s=time.perf_counter() - t, anon_after_mib=anon_mib(), builds=len(builds))
+print(json.dumps(report), flush=True)
 """
 
 
-def run_way(what: str, way: str, db_path: Path, processes: int) -> list[dict[str, Any]]:
+def run_way(what: str, way: str, db_path: Path, processes: int, chunks: int) -> list[dict[str, Any]]:
     shutil.rmtree(db_path.parent / ("keyword-postings" if what == "postings" else "vector-matrix"), ignore_errors=True)
-    if what == "matrix":  # (on the scratch copy) as a new database: no token, made by the first save
+    if what == "matrix-ann":
+        shutil.rmtree(db_path.parent / "vector-ann", ignore_errors=True)
+    if what != "postings":  # (on the scratch copy) as a new database: no token, made by the first save
         with sqlite3.connect(db_path) as conn:
             conn.execute("DELETE FROM vector_postings WHERE id = 1")
-    return at_once(WORKER, [what, way, str(db_path)], processes)
+    return at_once(WORKER, [what, way, str(db_path), str(chunks // 2)], processes)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--what", choices=("postings", "matrix"), default="postings")
+    ap.add_argument("--what", choices=("postings", "matrix", "matrix-ann"), default="postings")
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=2)
@@ -103,7 +134,7 @@ def main() -> int:
     import search_scale
 
     folder = search_scale.ensure(args.out, "assemble", args.chunks)
-    if args.what == "matrix":  # a scratch copy, as each run makes it a new database
+    if args.what != "postings":  # a scratch copy, as each run makes it a new database
         scratch = args.out / f"swarm-matrix-{args.chunks}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
@@ -111,7 +142,8 @@ def main() -> int:
             source.backup(copy)
         folder = scratch
     load = [os.getloadavg()[0]]
-    rows = alternated(WAYS, args.rounds, lambda way: run_way(args.what, way, folder / "project.db", args.processes))
+    rows = alternated(WAYS, args.rounds, lambda way: run_way(args.what, way, folder / "project.db", args.processes,
+                                                                  args.chunks))
     load.append(os.getloadavg()[0])
     print(f"{args.chunks:,} chunks, {args.processes} processes at once, {args.rounds} rounds; "
           f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")
@@ -120,8 +152,11 @@ def main() -> int:
               "| keyword searches answered by FTS5 meanwhile |")
     else:
         print("| way | until the last has its first search answered, s (rounds) | CPU of all, s (rounds) "
-              "| matrix read whole by | first search, median of the processes, s (rounds) |")
-    print("| --- | --- | --- | ---: | ---: |")
+              "| matrix read whole by | first search, median of the processes, s (rounds) |"
+              + (" own memory of all, first search answered, MiB (rounds) | the same once the ANN index "
+                 "serves, MiB (rounds) | index built by, until it served all, s (rounds) |"
+                 if args.what == "matrix-ann" else ""))
+    print("| --- | --- | --- | ---: | ---: |" + (" ---: | ---: | --- |" if args.what == "matrix-ann" else ""))
     for way in WAYS:
         label = "each reads them (before)" if way == "each" else "one reads them, the others map its file (now)"
         last = [max(r["ready_s"] for r in run) for run in rows[way]]
@@ -131,6 +166,12 @@ def main() -> int:
             extra = f"{statistics.median(sum(r['searches'] for r in run) for run in rows[way]):.0f}"
         else:
             extra = ", ".join(f"{statistics.median(r['ready_s'] for r in run):.2f}" for run in rows[way])
+        if args.what == "matrix-ann":
+            label = "each reads it, holds it on (before)" if way == "each" else "one reads it, the others map it (now)"
+            extra += " | " + " | ".join(", ".join(f"{sum(r[key] for r in run):.0f}" for run in rows[way])
+                                        for key in ("anon_mib", "anon_after_mib"))
+            extra += " | " + ", ".join(f"{sum(r['builds'] for r in run)}, {max(r['built_s'] for r in run):.0f}"
+                                       for run in rows[way])
         print(f"| {label} | {', '.join(f'{s:.2f}' for s in last)} | {', '.join(f'{s:.1f}' for s in cpu)} "
               f"| {readers:.0f} of {args.processes} | {extra} |")
     return 0

@@ -681,6 +681,21 @@ def test_a_reader_that_takes_too_long_is_waited_for_no_longer_than_the_limit(
         assert whole_reads == ["c"]
 
 
+def test_a_reader_of_a_larger_collection_is_waited_for_longer(
+        tmp_path: Path, small_files: None, whole_reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """(1M chunks take ~7-10 s to read and ~1 GB to write: more than the 10 s a small one gets.)"""
+    monkeypatch.setattr(matrix_module, "FIRST_READ_WAIT_S", 0.0)
+    monkeypatch.setattr(matrix_module, "FIRST_READ_WAIT_PER_CHUNK_S", 0.1)  # 300 chunks: 30 s
+    q, other = unsaved_collection(tmp_path, 51)
+    with lock_held(first_read_lock(tmp_path)):
+        thread, result = searched_in_a_thread(other, q)
+        thread.join(0.5)
+        assert thread.is_alive() and not whole_reads  # still waiting for the reader's file
+    thread.join(60)  # the reader exited without one: read here
+    same(result["got"], truth(tmp_path, q, 10))  # type: ignore[arg-type]
+    assert whole_reads == ["c"]
+
+
 def test_the_first_read_lock_is_let_go_once_the_file_is_saved_and_taken_only_for_a_file(
         tmp_path: Path, small_files: None) -> None:
     rng = np.random.default_rng(48)

@@ -706,6 +706,111 @@ def test_while_another_process_builds_the_index_a_process_searches_exactly_and_t
     agree(index, exact, vectors[5:10])
 
 
+def matrix_files(root: Path) -> list[str]:
+    """The saved matrices (exact search's) of collection "c", and their description."""
+    folder = root / "db" / "vector-matrix"
+    return sorted(p.name for p in folder.glob(f"{STEM}*") if not p.name.startswith(".")) if folder.is_dir() else []
+
+
+@pytest.fixture
+def small_matrix_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matrices of 50 chunks and more are saved (not 20,000)."""
+    from context_assembly.stores.sqlite import matrix
+
+    monkeypatch.setattr(matrix, "FILE_MIN_CHUNKS", 50)
+
+
+def test_a_process_that_searched_exactly_while_another_built_the_index_lets_its_matrix_go(
+        tmp_path: Path) -> None:
+    """Not only the builder: at 1M chunks each such matrix is ~1 GB of a process's own."""
+    rng = np.random.default_rng(56)
+    vectors = unit(rng, 300)
+    index = open_index(tmp_path)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    exact = open_index(tmp_path, NEVER)
+    with fold_lock_held(tmp_path, kind="build"):
+        assert index.nearest("c", vectors[0], 10, -1.0) == exact.nearest("c", vectors[0], 10, -1.0)
+        index.ann.wait()
+        assert "c" in index._indexes  # searched from its matrix meanwhile
+    assert open_index(tmp_path).build_ann("c")  # the other process's index, saved
+    agree(index, exact, vectors[5:10])  # through that index now
+    assert "c" not in index._indexes
+    q = vectors[1]  # more than an ANN proposes: exact, from the matrix read again (and kept for the next)
+    assert index.nearest("c", q, 1001, -1.0) == exact.nearest("c", q, 1001, -1.0)
+    agree(index, exact, vectors[10:12])
+    assert "c" in index._indexes
+
+
+def test_while_another_process_builds_the_index_the_matrix_is_saved_for_every_process_and_goes_once_built(
+        tmp_path: Path, small_matrix_files: None) -> None:
+    rng = np.random.default_rng(57)
+    vectors = unit(rng, 300)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(vectors))
+    exact = open_index(tmp_path, NEVER)
+    first, second = open_index(tmp_path), open_index(tmp_path)
+    with fold_lock_held(tmp_path, kind="build"):
+        assert first.nearest("c", vectors[0], 10, -1.0) == exact.nearest("c", vectors[0], 10, -1.0)
+        first.wait_for_saves()
+        first.ann.wait()
+        saved = [name for name in matrix_files(tmp_path) if name.endswith(".f32")]
+        assert len(saved) == 1 and first.ann.current("c") is None
+        assert second.nearest("c", vectors[1], 10, -1.0) == exact.nearest("c", vectors[1], 10, -1.0)
+        second.ann.wait()  # (its build found the lock held)
+        for process in (first, second):  # the file's rows mapped, none of their own
+            held = process._indexes["c"]
+            assert held.shared is not None and held.shared.file == saved[0] and len(held.ids) == 0
+    assert open_index(tmp_path).build_ann("c")
+    assert matrix_files(tmp_path) == []  # the builder removed it
+    for process in (first, second):
+        agree(process, exact, vectors[5:8])
+        assert "c" not in process._indexes
+
+
+def test_a_process_searching_exactly_once_the_index_is_saved_saves_no_matrix(
+        tmp_path: Path, small_matrix_files: None) -> None:
+    rng = np.random.default_rng(58)
+    vectors = unit(rng, 300)
+    built(tmp_path, vectors)
+    late = open_index(tmp_path)
+    q = vectors[2]
+    assert late.nearest("c", q, 1001, -1.0) == open_index(tmp_path, NEVER).nearest("c", q, 1001, -1.0)
+    late.wait_for_saves()
+    assert matrix_files(tmp_path) == []
+
+
+def test_a_matrix_saved_after_the_index_was_built_is_removed_again(
+        tmp_path: Path, small_matrix_files: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The save ran while another process's build ended (its removal found no file yet)."""
+    from context_assembly.stores.sqlite.matrix import MatrixFiles, MatrixIndex
+    from context_assembly.stores.sqlite.stored_embeddings import read_embeddings
+    from context_assembly.stores.sqlite.vector_ann import collection_store
+
+    rng = np.random.default_rng(59)
+    vectors = unit(rng, 300)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(vectors))
+    index = open_index(tmp_path)
+    save = MatrixFiles.save
+
+    built: list[bool] = []
+
+    def built_meanwhile(files: MatrixFiles, *args: object, **kwargs: object) -> object:
+        builder = open_index(tmp_path)  # its matrix read as its own search would, without a lock
+        ids, rows = read_embeddings(builder._db.connection(), "c", DIM)
+        built.append(builder.ann.build_now("c", MatrixIndex(builder._db.generation(collection_store("c")),
+                                                            MODEL, ids, rows)))
+        return save(files, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MatrixFiles, "save", built_meanwhile)
+    monkeypatch.setattr(index.ann, "start_build", lambda *args, **kwargs: None)  # (the other process builds)
+    index.nearest("c", vectors[0], 10, -1.0)
+    index.wait_for_saves()
+    assert built == [True] and (tmp_path / "db" / "vector-matrix").is_dir()  # a save ran, after the build
+    assert matrix_files(tmp_path) == []
+    held = index._indexes.get("c")
+    assert held is None or held.shared is None  # not the removed file's rows
+    agree(index, open_index(tmp_path, NEVER), vectors[3:6])
+
+
 RACING_BUILDER = textwrap.dedent("""
     import sys, threading
     from pathlib import Path

@@ -53,12 +53,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILE_MIN_CHUNKS = 20_000  # smaller collections read from SQLite in ~20 ms and hold ~20 MB: no file
-FIRST_READ_WAIT_S = 10.0  # another process reading the matrix whole: its file waited for at most this long
+FIRST_READ_WAIT_S = 10.0  # another process reading the matrix whole: its file waited for at most this long,
+FIRST_READ_WAIT_PER_CHUNK_S = 20e-6  # and this much more per chunk (1M: read ~7-10 s, then ~1 GB written)
 RESAVE_SHARE = 0.1  # rows of its own or masked past this share of the file's: a new file
 FORMAT = 1
 SAVE_WAIT_S = 10.0  # another process saving the collection: its save (~0.3 s at 100k chunks) is waited for
 
 Ids = NDArray[np.int64]
+
+
+def first_read_wait_s(count: int) -> float:
+    """How long a process waits for another's first read and save of a matrix of `count` chunks."""
+    return FIRST_READ_WAIT_S + FIRST_READ_WAIT_PER_CHUNK_S * count
 
 
 def cosine_scores(matrix: Matrix, query: Matrix, out: Matrix | None = None) -> Matrix:
@@ -259,13 +265,14 @@ class MatrixFiles:
         except Timeout:
             return None
 
-    def discard(self, collection: str) -> None:
-        """Remove the collection's saved matrix (its ANN index serves it now); quietly, as a cache."""
+    def discard(self, collection: str, wait: float = SAVE_WAIT_S) -> None:
+        """Remove the collection's saved matrix (its ANN index serves it now); quietly, as a cache,
+        waiting at most `wait` seconds for another process's save of it."""
         from filelock import Timeout
 
         if not self._meta_path(collection).exists():
             return
-        with contextlib.suppress(Timeout, OSError), self.lock(collection).acquire(timeout=SAVE_WAIT_S):
+        with contextlib.suppress(Timeout, OSError), self.lock(collection).acquire(timeout=wait):
             self._meta_path(collection).unlink(missing_ok=True)
             self._tidy(collection, "")
 

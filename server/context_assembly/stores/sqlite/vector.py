@@ -41,7 +41,7 @@ from ..vector import Records
 from ..vector_collections import VectorCollections, fts_terms
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
 from . import matrix as matrix_module
-from .ann import ANN_MIN_CHUNKS, MAX_LIMIT, usearch_index
+from .ann import ANN_MIN_CHUNKS, MAX_LIMIT, Ann, usearch_index
 from .database import Database
 from .keyword import KeywordSearch
 from .keyword import fts_query as keyword_query
@@ -73,7 +73,11 @@ SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, re
 
 
 class ReadElsewhere(Exception):
-    """Another process is reading the collection's matrix whole, and will save it."""
+    """Another process is reading the collection's matrix whole, and will save it (`count`: its chunks)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.count = count
 
 
 class Claimed(Exception):
@@ -137,6 +141,7 @@ class SqliteVectorIndex:
         self._saves: dict[str, float] = {}  # collection -> when its matrix save started (monotonic; cleared when done)
         self._claims: dict[str, FileLock] = {}  # collection -> its first-read lock, held until its save ends
         self._save_after: dict[str, float] = {}  # collection -> no save tried before this (after a failed one)
+        self._ann_served: set[str] = set()  # collections whose ANN index has served a search here
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
         self.ann_min_chunks = ann_min_chunks  # None: always exact, even where an index was persisted
@@ -243,7 +248,7 @@ class SqliteVectorIndex:
 
     def _vector(self, collection: str, q: Matrix, limit: int, min_score: float) -> Ranked:
         if limit <= MAX_LIMIT and self.ann_min_chunks is not None:
-            ann = self.ann.current(collection)
+            ann = self._ann_serving(collection)
             if ann is not None:
                 return self.ann.nearest(collection, ann, q, limit, min_score)
         index = self._index(collection)
@@ -276,8 +281,8 @@ class SqliteVectorIndex:
             return index
         try:
             return self._index_locked(collection, claim=True)
-        except ReadElsewhere:  # waited for outside `_lock`: this process's saves let their claims go meanwhile
-            self._matrix_files.wait_for_first_read(collection, matrix_module.FIRST_READ_WAIT_S)
+        except ReadElsewhere as busy:  # waited for outside `_lock`: this process's saves let their claims go meanwhile
+            self._matrix_files.wait_for_first_read(collection, matrix_module.first_read_wait_s(busy.count))
         return self._index_locked(collection, claim=False)
 
     def _index_locked(self, collection: str, claim: bool) -> _Index | None:
@@ -361,7 +366,7 @@ class SqliteVectorIndex:
             lock = self._matrix_files.first_read_lock(collection)
             lock.acquire(timeout=0)
         except Timeout:
-            raise ReadElsewhere from None
+            raise ReadElsewhere(count) from None
         except OSError:  # no lock file (no folder, a read-only one): no file will be saved either
             return False
         self._claims[collection] = lock
@@ -373,11 +378,18 @@ class SqliteVectorIndex:
 
     def _saves_matrix_of(self, collection: str, size: int) -> bool:
         """Whether a matrix of `size` live rows is saved once held: large enough, no ANN index
-        serving the collection, no failed save of it lately, outside a batch."""
+        serving the collection, no failed save of it lately, outside a batch. (While a large
+        collection's ANN index is first built, minutes at 1M chunks, every process searches it
+        exactly: its matrix is saved, so that they map one file instead of ~1 GB each.)"""
         if self._db.in_batch() or size < matrix_module.FILE_MIN_CHUNKS \
                 or time.monotonic() < self._save_after.get(collection, 0.0):
             return False
-        return not (self.ann_min_chunks is not None and size >= self.ann_min_chunks and usearch_index() is not None)
+        return not self._ann_serves(collection, size)
+
+    def _ann_serves(self, collection: str, size: int) -> bool:
+        """Whether an ANN index serves the collection's searches (of `size` live rows), here or saved."""
+        return self.ann_min_chunks is not None and size >= self.ann_min_chunks and usearch_index() is not None \
+            and self.ann.has_index(collection)
 
     def _save_when_due(self, collection: str, index: _Index) -> None:
         """Save the matrix in the background once it wants a new file (`matrix.MatrixIndex.wants_new_file`):
@@ -420,6 +432,8 @@ class SqliteVectorIndex:
                 current = self._indexes.get(collection)
                 if saved is None:  # another process held the lock all along: not tried again for a while
                     self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
+                elif self._ann_serves(collection, index.size):  # an ANN index was saved meanwhile: it goes again
+                    self._matrix_files.discard(collection, wait=0)
                 elif current is index or (current is not None and current.generation <= saved.generation
                                           and (current.model, current.dimension) == (saved.model, saved.dimension)):
                     self._indexes[collection] = saved  # (of an older generation: the next search catches it up)
@@ -504,7 +518,7 @@ class SqliteVectorIndex:
         """The collection's ANN index or matrix loaded (an ANN build started where `_vector` would
         start one), and with `keyword` the keyword postings (loaded from their file, or their read
         started), as a first search would."""
-        if self.ann_min_chunks is None or self.ann.current(collection) is None:
+        if self.ann_min_chunks is None or self._ann_serving(collection) is None:
             index = self._index(collection)
             if index is not None and self.ann_min_chunks is not None and index.size >= self.ann_min_chunks:
                 self.ann.start_build(collection, index)
@@ -521,12 +535,23 @@ class SqliteVectorIndex:
         if room is not None and (index is None or room[2] is not index.ids):
             del self._room[collection]
 
-    def _forget_matrix(self, collection: str) -> None:
-        """The collection's ANN index is built: its matrix, held or saved, can go."""
+    def _forget_matrix(self, collection: str, wait: float = matrix_module.SAVE_WAIT_S) -> None:
+        """The collection's ANN index is built: its matrix, held or saved, can go (the saved one
+        once no other process saves it, waited for `wait` seconds at most)."""
         with self._lock:
             self._indexes.pop(collection, None)
             self._release_room(collection, None)
-        self._matrix_files.discard(collection)
+        self._matrix_files.discard(collection, wait)
+
+    def _ann_serving(self, collection: str) -> Ann | None:
+        """The collection's ANN index, when one serves its searches. The first time one does in
+        this process, what its exact searches held before goes (`_forget_matrix`, not waiting):
+        an index another process built ends them too, not only one built here."""
+        ann = self.ann.current(collection)
+        if ann is not None and collection not in self._ann_served:
+            self._ann_served.add(collection)
+            self._forget_matrix(collection, wait=0)
+        return ann
 
     # --- plumbing ----------------------------------------------------------------------------
 

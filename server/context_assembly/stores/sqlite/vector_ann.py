@@ -95,6 +95,11 @@ class AnnSearch:
                 return None
             return ann
 
+    def has_index(self, collection: str) -> bool:
+        """Whether the collection has an ANN index, in this process or saved (perhaps one to catch
+        up, or unusable: then rebuilt)."""
+        return collection in self._anns or self._files.meta_mtime(collection) is not None
+
     def _load(self, collection: str) -> Ann | None:
         meta = self._named(collection)
         if meta is None or self._unusable.get(collection) == meta:
