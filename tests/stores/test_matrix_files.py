@@ -693,6 +693,7 @@ def test_a_reader_of_a_larger_collection_is_waited_for_longer(
         assert thread.is_alive() and not whole_reads  # still waiting for the reader's file
     thread.join(60)  # the reader exited without one: read here
     same(result["got"], truth(tmp_path, q, 10))  # type: ignore[arg-type]
+    other.wait_for_saves()
     assert whole_reads == ["c"]
 
 

@@ -721,8 +721,10 @@ def small_matrix_files(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_process_that_searched_exactly_while_another_built_the_index_lets_its_matrix_go(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not only the builder: at 1M chunks each such matrix is ~1 GB of a process's own."""
+    from context_assembly.stores.sqlite import vector_ann
+
     rng = np.random.default_rng(56)
     vectors = unit(rng, 300)
     index = open_index(tmp_path)
@@ -735,10 +737,17 @@ def test_a_process_that_searched_exactly_while_another_built_the_index_lets_its_
     assert open_index(tmp_path).build_ann("c")  # the other process's index, saved
     agree(index, exact, vectors[5:10])  # through that index now
     assert "c" not in index._indexes
-    q = vectors[1]  # more than an ANN proposes: exact, from the matrix read again (and kept for the next)
-    assert index.nearest("c", q, 1001, -1.0) == exact.nearest("c", q, 1001, -1.0)
+    monkeypatch.setattr(vector_ann, "BUILD_BUSY_S", 0.0)  # (its own build asked for again at once)
+    index.ann._built_elsewhere.clear()
+    builds: list[int] = []
+    run = vector_ann.AnnSearch._build_locked
+    monkeypatch.setattr(vector_ann.AnnSearch, "_build_locked", lambda self, *args: (builds.append(1), run(self, *args)))
+    q = vectors[1]  # more than an ANN proposes: exact, from the matrix read again and kept for the next
+    for _ in range(2):
+        assert index.nearest("c", q, 1001, -1.0) == exact.nearest("c", q, 1001, -1.0)
+        index.ann.wait()
     agree(index, exact, vectors[10:12])
-    assert "c" in index._indexes
+    assert "c" in index._indexes and builds == []  # no index built anew for them
 
 
 def test_while_another_process_builds_the_index_the_matrix_is_saved_for_every_process_and_goes_once_built(
@@ -770,10 +779,14 @@ def test_a_process_searching_exactly_once_the_index_is_saved_saves_no_matrix(
         tmp_path: Path, small_matrix_files: None) -> None:
     rng = np.random.default_rng(58)
     vectors = unit(rng, 300)
-    built(tmp_path, vectors)
-    late = open_index(tmp_path)
+    exact = open_index(tmp_path, NEVER)
+    exact.upsert("c", MODEL, DIM, docs(vectors))
     q = vectors[2]
-    assert late.nearest("c", q, 1001, -1.0) == open_index(tmp_path, NEVER).nearest("c", q, 1001, -1.0)
+    want = exact.nearest("c", q, 1001, -1.0)
+    exact.wait_for_saves()  # (its matrix saved: the build below removes it)
+    assert open_index(tmp_path).build_ann("c") and matrix_files(tmp_path) == []
+    late = open_index(tmp_path)
+    assert late.nearest("c", q, 1001, -1.0) == want
     late.wait_for_saves()
     assert matrix_files(tmp_path) == []
 
@@ -809,6 +822,74 @@ def test_a_matrix_saved_after_the_index_was_built_is_removed_again(
     held = index._indexes.get("c")
     assert held is None or held.shared is None  # not the removed file's rows
     agree(index, open_index(tmp_path, NEVER), vectors[3:6])
+
+
+def test_while_an_index_found_unusable_is_rebuilt_the_matrix_is_shared_and_let_go_again(
+        tmp_path: Path, small_matrix_files: None) -> None:
+    rng = np.random.default_rng(60)
+    vectors = unit(rng, 300)
+    built(tmp_path, vectors)
+    index = open_index(tmp_path)
+    index.nearest("c", vectors[0], 10, -1.0)
+    assert index.ann.current("c") is not None  # served
+    index.ann._anns.pop("c")  # found unusable, as a failed catch-up leaves it
+    index.ann._unusable["c"] = index.ann._named("c")
+    with fold_lock_held(tmp_path, kind="build"):  # another process rebuilds it meanwhile
+        got = index.nearest("c", vectors[2], 10, -1.0)
+        index.ann.wait()
+        index.wait_for_saves()
+        held = index._indexes["c"]  # saved here (no other process searched), then mapped
+        assert held.shared is not None and [name for name in matrix_files(tmp_path) if name.endswith(".f32")]
+    assert open_index(tmp_path).build_ann("c")
+    index.nearest("c", vectors[3], 10, -1.0)
+    assert "c" not in index._indexes and matrix_files(tmp_path) == []
+    exact = open_index(tmp_path, NEVER)
+    assert got == exact.nearest("c", vectors[2], 10, -1.0)
+    agree(index, exact, vectors[4:6])
+
+
+def test_a_matrix_file_a_killed_save_left_unnamed_goes_once_the_index_is_built(
+        tmp_path: Path, small_matrix_files: None) -> None:
+    from context_assembly.stores.sqlite.matrix import MatrixIndex
+    from context_assembly.stores.sqlite.stored_embeddings import read_embeddings
+    from context_assembly.stores.sqlite.vector_ann import collection_store
+
+    rng = np.random.default_rng(61)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(unit(rng, 300)))
+    folder = tmp_path / "db" / "vector-matrix"
+    folder.mkdir(parents=True)
+    (folder / f"{STEM}~0123456789ab.f32").write_bytes(b"\0" * 64)  # written, never named: no description
+    builder = open_index(tmp_path)  # (its matrix read without a save of its own, which would tidy it too)
+    ids, rows = read_embeddings(builder._db.connection(), "c", DIM)
+    assert builder.ann.build_now("c", MatrixIndex(builder._db.generation(collection_store("c")), MODEL, ids, rows))
+    assert matrix_files(tmp_path) == []
+
+
+EXITS_WHILE_BUILDING = textwrap.dedent("""
+    import logging, sys
+    from pathlib import Path
+    import numpy as np
+    from context_assembly.stores.sqlite import vector_ann
+    from context_assembly.stores.sqlite.database import Database
+    from context_assembly.stores.sqlite.vector import SqliteVectorIndex
+    logging.basicConfig(level=logging.INFO)
+    vector_ann.BUILD_BATCH = 10  # (many batches: the exit comes in the middle of the build)
+    index = SqliteVectorIndex(Database(Path(sys.argv[1]) / "db" / "project.db"), ann_min_chunks=1)
+    index.nearest("c", np.ones(16, dtype=np.float32) / 4.0, 5, -1.0)  # the build starts in a thread
+    while not vector_ann._building:  # (adding now)
+        pass
+""")
+
+
+def test_a_process_exiting_while_its_build_runs_stops_it_and_exits_cleanly(tmp_path: Path) -> None:
+    """(A process leaving while usearch adds in another thread can abort: exit status 134.)"""
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(unit(np.random.default_rng(62), 3000)))
+    done = subprocess.run([sys.executable, "-c", EXITS_WHILE_BUILDING, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "was not finished: the process is exiting" in done.stderr
+    assert not [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]  # the next process builds it
+    assert built(tmp_path / "next", unit(np.random.default_rng(62), 300)).ann.current("c") is not None
 
 
 RACING_BUILDER = textwrap.dedent("""

@@ -270,8 +270,8 @@ class MatrixFiles:
         waiting at most `wait` seconds for another process's save of it."""
         from filelock import Timeout
 
-        if not self._meta_path(collection).exists():
-            return
+        if not self._meta_path(collection).exists() and not any(self.folder.glob(f"{file_stem(collection)}~*.f32")):
+            return  # (a file and no description: a save killed before naming it, ~1 GB at 1M chunks)
         with contextlib.suppress(Timeout, OSError), self.lock(collection).acquire(timeout=wait):
             self._meta_path(collection).unlink(missing_ok=True)
             self._tidy(collection, "")

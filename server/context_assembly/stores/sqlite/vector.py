@@ -548,7 +548,9 @@ class SqliteVectorIndex:
         this process, what its exact searches held before goes (`_forget_matrix`, not waiting):
         an index another process built ends them too, not only one built here."""
         ann = self.ann.current(collection)
-        if ann is not None and collection not in self._ann_served:
+        if ann is None:
+            self._ann_served.discard(collection)  # (found unusable: once rebuilt, it serves anew)
+        elif collection not in self._ann_served:
             self._ann_served.add(collection)
             self._forget_matrix(collection, wait=0)
         return ann

@@ -10,17 +10,19 @@ from the table by chunk id (ids only grow) when the collection's generation move
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...errors import StorageError
 from ..embedding import Matrix
@@ -39,9 +41,25 @@ SAVE_MIN = 2_000
 BUILD_BUSY_S = 5.0  # another process is building the collection's index: not asked again for this long
 BUILD_SAVE_WAIT_S = 60.0  # a build's save waits this long for another process's save or fold (~16 s at 1M)
 PARALLEL_BUILD_FROM = 1_000  # chunks from which a build uses every core (below: one, <0.1 s, one graph every time)
+BUILD_BATCH = 2_000  # chunks a build adds at a time (~1 s at 1M): a process exiting waits for one batch at most
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
+
+
+_exiting = threading.Event()
+_building: set[threading.Thread] = set()  # the threads adding to a graph now, every store's
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """At exit, builds stop at their next batch and are waited for: a process that exits while
+    usearch adds in a thread of its own aborts ("terminate called without an active exception",
+    exit status 134), as a CLI command whose search started a build did."""
+    _exiting.set()
+    for thread in list(_building):
+        if thread is not threading.current_thread():
+            thread.join()
 
 
 def collection_store(collection: str) -> str:
@@ -97,8 +115,11 @@ class AnnSearch:
 
     def has_index(self, collection: str) -> bool:
         """Whether the collection has an ANN index, in this process or saved (perhaps one to catch
-        up, or unusable: then rebuilt)."""
-        return collection in self._anns or self._files.meta_mtime(collection) is not None
+        up), not one this process found unusable (rebuilt meanwhile)."""
+        if collection in self._anns:
+            return True
+        named = self._named(collection)
+        return named is not None and self._unusable.get(collection) != named
 
     def _load(self, collection: str) -> Ann | None:
         meta = self._named(collection)
@@ -245,6 +266,8 @@ class AnnSearch:
             return
         if time.monotonic() < self._built_elsewhere.get(collection, 0.0):
             return  # (searched exactly until the other process's file is saved)
+        if not anew and self.current(collection) is not None:
+            return  # (a search of more than `MAX_LIMIT` chunks, answered exactly: the index is there)
         seen = self._looked[collection] if collection in self._looked and not anew else self._files.saved(collection)
         self._start(collection, self._build, (index, seen), background)
 
@@ -298,11 +321,12 @@ class AnnSearch:
                          (collection, uuid.uuid4().hex))
             token = str(conn.execute("SELECT token FROM vector_ann WHERE collection = ?",
                                      (collection,)).fetchone()[0])
-        ann = new_ann(index.model, index.dimension, token, index.generation)
-        ids, matrix = index.rows()
-        # every core for a large graph; one for a small one (as fast, and the same graph every time)
-        ann.add(ids, matrix, threads=0 if len(ids) >= PARALLEL_BUILD_FROM else 1)
-        self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
+        with _waited_for_at_exit():
+            ann = new_ann(index.model, index.dimension, token, index.generation)
+            if not _added(ann, *index.rows()):
+                log.info("the ANN index of collection %r was not finished: the process is exiting", collection)
+                return
+            self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
         with self._lock:
             self._unusable.pop(collection, None)
             saved = self._load(collection)  # the file just saved (or a newer one) as a view: the graph built let go
@@ -322,3 +346,27 @@ class AnnSearch:
             threads = list(self._background.values())
         for thread in threads:
             thread.join(timeout)
+
+
+
+@contextlib.contextmanager
+def _waited_for_at_exit() -> Iterator[None]:
+    """This thread adds to a graph or saves it meanwhile: `_stop_builds` waits for it."""
+    me = threading.current_thread()
+    _building.add(me)
+    try:
+        yield
+    finally:
+        _building.discard(me)
+
+
+def _added(ann: Ann, ids: NDArray[np.int64], matrix: Matrix) -> bool:
+    """Add every row to a new graph, `BUILD_BATCH` at a time, on every core for a large graph and on
+    one for a small one (as fast, and the same graph every time); False when the process began to
+    exit first."""
+    threads = 0 if len(ids) >= PARALLEL_BUILD_FROM else 1
+    for start in range(0, len(ids), BUILD_BATCH):
+        if _exiting.is_set():
+            return False
+        ann.add(ids[start:start + BUILD_BATCH], matrix[start:start + BUILD_BATCH], threads=threads)
+    return True
