@@ -25,11 +25,12 @@ The changes since the file was saved lie beside the view until they are a share 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,7 @@ MAX_LIMIT = 1_000  # a larger k is answered exactly
 FORMAT = 2  # 2: ef_construction 128 (a format-1 index is rebuilt)
 # int8 rounding keeps a unit vector's cosine with itself above 0.97 up to 4,096 dimensions (0.998 at 256)
 HELD_COSINE = 0.9
+EXIT_WAIT_S = 10.0  # at exit, usearch calls running in other threads are waited for this long at most
 
 Ids = NDArray[np.int64]
 _usearch: Any = None
@@ -80,6 +82,42 @@ def usearch_index() -> Any | None:
         except ImportError:
             _usearch = False
     return _usearch or None
+
+
+class Exiting(Exception):
+    """The process is exiting: no usearch call starts in a thread other than the main one."""
+
+
+_calls = 0  # usearch calls running now, in every thread
+_exiting = False
+_quiet = threading.Condition()
+
+
+@contextlib.contextmanager
+def native_call() -> Iterator[None]:
+    """Around a call into usearch that may run in a thread of its own (a build's adds, a search,
+    a save). At exit the process waits for those running and lets none start (`Exiting`): a
+    thread still inside one as the interpreter ends aborts the process ("terminate called without
+    an active exception", exit status 134; seen in add and search)."""
+    global _calls
+    with _quiet:
+        if _exiting and threading.current_thread() is not threading.main_thread():
+            raise Exiting("the process is exiting")
+        _calls += 1
+    try:
+        yield
+    finally:
+        with _quiet:
+            _calls -= 1
+            _quiet.notify_all()
+
+
+@atexit.register
+def _wait_for_calls() -> None:
+    global _exiting
+    with _quiet:
+        _exiting = True
+        _quiet.wait_for(lambda: _calls == 0, timeout=EXIT_WAIT_S)
 
 
 def say_missing(collection: str, chunks: int) -> None:
@@ -123,7 +161,7 @@ class Ann:
 
     def add(self, ids: Ids, vectors: Matrix, threads: int = 1) -> None:
         if len(ids):
-            with self.lock:
+            with self.lock, native_call():
                 if self.viewed and self.delta is None:
                     self.delta = _graph(self.dimension)
                 (self.delta if self.viewed else self.index).add(ids.astype(np.uint64), vectors, threads=threads)
@@ -132,7 +170,7 @@ class Ann:
 
     def remove(self, ids: Ids) -> None:
         if len(ids):
-            with self.lock:
+            with self.lock, native_call():
                 keys = ids.astype(np.uint64)
                 if not self.viewed:
                     self.index.remove(keys)
@@ -148,7 +186,7 @@ class Ann:
         that is not finite is only looked for."""
         if not len(ids):
             return True
-        with self.lock:
+        with self.lock, native_call():
             found = self.index.get(ids.astype(np.uint64))
         rows = list(found) if isinstance(found, tuple) or getattr(found, "ndim", 0) == 2 else [found]
         if len(rows) != len(ids) or any(row is None for row in rows):
@@ -169,7 +207,7 @@ class Ann:
 
     def candidates(self, query: Matrix, count: int) -> Ids:
         """The `count` nearest the graph proposes (of the view and its delta, none hidden)."""
-        with self.lock:
+        with self.lock, native_call():
             keys, distances = self._shown(query, count, count + min(len(self.hidden), count))
             if self.delta is not None and len(self.delta):
                 self.delta.expansion_search = max(EXPANSION_SEARCH, count)
@@ -317,7 +355,7 @@ class AnnFiles:
             name = f"{file_stem(collection)}~{uuid.uuid4().hex[:12]}.usearch"
             path = self.folder / name
             try:
-                with ann.lock:
+                with ann.lock, native_call():
                     ann.index.save(str(path))
                     meta = {"format": FORMAT, "file": name, "token": ann.token, "model": ann.model,
                             "dimension": ann.dimension, "generation": ann.generation, "max_id": ann.max_id,

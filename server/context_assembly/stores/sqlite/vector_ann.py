@@ -10,24 +10,22 @@ from the table by chunk id (ids only grow) when the collection's generation move
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ...errors import StorageError
 from ..embedding import Matrix
 from ..vector_index import Ranked
-from .ann import CANDIDATES, Ann, AnnFiles, new_ann, say_missing, usearch_index
+from .ann import CANDIDATES, Ann, AnnFiles, Exiting, new_ann, say_missing, usearch_index
 from .ann_fold import fold
 from .database import Database
 from .matrix import MatrixIndex, cosine_scores
@@ -41,25 +39,10 @@ SAVE_MIN = 2_000
 BUILD_BUSY_S = 5.0  # another process is building the collection's index: not asked again for this long
 BUILD_SAVE_WAIT_S = 60.0  # a build's save waits this long for another process's save or fold (~16 s at 1M)
 PARALLEL_BUILD_FROM = 1_000  # chunks from which a build uses every core (below: one, <0.1 s, one graph every time)
-BUILD_BATCH = 2_000  # chunks a build adds at a time (~1 s at 1M): a process exiting waits for one batch at most
+BUILD_BATCH = 2_000  # chunks a build adds at a time (~1 s at 1M): what a process exiting meanwhile waits for
 
 Ids = list[int]
 Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
-
-
-_exiting = threading.Event()
-_building: set[threading.Thread] = set()  # the threads adding to a graph now, every store's
-
-
-@atexit.register
-def _stop_builds() -> None:
-    """At exit, builds stop at their next batch and are waited for: a process that exits while
-    usearch adds in a thread of its own aborts ("terminate called without an active exception",
-    exit status 134), as a CLI command whose search started a build did."""
-    _exiting.set()
-    for thread in list(_building):
-        if thread is not threading.current_thread():
-            thread.join()
 
 
 def collection_store(collection: str) -> str:
@@ -287,6 +270,9 @@ class AnnSearch:
     def _run(self, collection: str, work: Callable[[str, Any], None], subject: Any) -> None:
         try:
             work(collection, subject)
+        except Exiting:  # (left to the next process)
+            log.info("the ANN index of collection %r: %s stopped, the process is exiting", collection,
+                     work.__name__.strip("_"))
         except Exception:  # exact search (or the last saved index) keeps working; a later search retries
             log.exception("the ANN index of collection %r: %s failed", collection, work.__name__.strip("_"))
         finally:
@@ -321,12 +307,12 @@ class AnnSearch:
                          (collection, uuid.uuid4().hex))
             token = str(conn.execute("SELECT token FROM vector_ann WHERE collection = ?",
                                      (collection,)).fetchone()[0])
-        with _waited_for_at_exit():
-            ann = new_ann(index.model, index.dimension, token, index.generation)
-            if not _added(ann, *index.rows()):
-                log.info("the ANN index of collection %r was not finished: the process is exiting", collection)
-                return
-            self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
+        ann = new_ann(index.model, index.dimension, token, index.generation)
+        ids, matrix = index.rows()
+        threads = 0 if len(ids) >= PARALLEL_BUILD_FROM else 1  # (one: as fast, and the same graph every time)
+        for start in range(0, len(ids), BUILD_BATCH):  # (`Exiting` between two when the process exits)
+            ann.add(ids[start:start + BUILD_BATCH], matrix[start:start + BUILD_BATCH], threads=threads)
+        self._save(collection, ann, force=True, wait=BUILD_SAVE_WAIT_S)  # (a save or fold elsewhere: waited for)
         with self._lock:
             self._unusable.pop(collection, None)
             saved = self._load(collection)  # the file just saved (or a newer one) as a view: the graph built let go
@@ -346,27 +332,3 @@ class AnnSearch:
             threads = list(self._background.values())
         for thread in threads:
             thread.join(timeout)
-
-
-
-@contextlib.contextmanager
-def _waited_for_at_exit() -> Iterator[None]:
-    """This thread adds to a graph or saves it meanwhile: `_stop_builds` waits for it."""
-    me = threading.current_thread()
-    _building.add(me)
-    try:
-        yield
-    finally:
-        _building.discard(me)
-
-
-def _added(ann: Ann, ids: NDArray[np.int64], matrix: Matrix) -> bool:
-    """Add every row to a new graph, `BUILD_BATCH` at a time, on every core for a large graph and on
-    one for a small one (as fast, and the same graph every time); False when the process began to
-    exit first."""
-    threads = 0 if len(ids) >= PARALLEL_BUILD_FROM else 1
-    for start in range(0, len(ids), BUILD_BATCH):
-        if _exiting.is_set():
-            return False
-        ann.add(ids[start:start + BUILD_BATCH], matrix[start:start + BUILD_BATCH], threads=threads)
-    return True
