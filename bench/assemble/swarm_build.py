@@ -23,7 +23,8 @@ saves it.
 `--what matrix-ann`: the same, on a collection the size of an ANN index (`ann_min_chunks` half
 the collection) whose index is deleted too: each process reports its memory of its own (`RssAnon`)
 once its first search is answered and its save (if any) done, then waits for the ANN index (one of
-them builds it, the others view its file) and searches again. "Before" is the same code with the
+them builds it, the others view its file) and searches again (`--no-build-wait`: it exits instead,
+a build running then stopped). "Before" is the same code with the
 old rule: no matrix file for such a collection (nor the first-read lock), and a process whose
 searches moved to an index another one built held on to its matrix.
 
@@ -105,6 +106,7 @@ usage = resource.getrusage(resource.RUSAGE_SELF)
 report = {"ready_s": ready_s, "read": len(reads), "cpu_s": usage.ru_utime + usage.ru_stime, "searches": searches}
 if what == "matrix-ann":
     report["anon_mib"] = anon_mib()  # its first search answered, its save (if any) done, the build going on
+if what == "matrix-ann" and sys.argv[5] == "wait":
     while index.ann.current("docs") is None:  # built here, or by another process and viewed
         time.sleep(0.2)
     index.nearest("docs", query, 10, -1.0)
@@ -113,14 +115,14 @@ print(json.dumps(report), flush=True)
 """
 
 
-def run_way(what: str, way: str, db_path: Path, processes: int, chunks: int) -> list[dict[str, Any]]:
+def run_way(what: str, way: str, db_path: Path, processes: int, chunks: int, wait: bool) -> list[dict[str, Any]]:
     shutil.rmtree(db_path.parent / ("keyword-postings" if what == "postings" else "vector-matrix"), ignore_errors=True)
     if what == "matrix-ann":
         shutil.rmtree(db_path.parent / "vector-ann", ignore_errors=True)
     if what != "postings":  # (on the scratch copy) as a new database: no token, made by the first save
         with sqlite3.connect(db_path) as conn:
             conn.execute("DELETE FROM vector_postings WHERE id = 1")
-    return at_once(WORKER, [what, way, str(db_path), str(chunks // 2)], processes)
+    return at_once(WORKER, [what, way, str(db_path), str(chunks // 2), "wait" if wait else "no-wait"], processes)
 
 
 def main() -> int:
@@ -129,6 +131,9 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-build-wait", action="store_true",
+                    help="matrix-ann: each process exits after its first search, not waiting for the ANN index "
+                         "(minutes at 1M chunks)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "out" / "assemble" / "search")
     args = ap.parse_args()
     import search_scale
@@ -143,7 +148,7 @@ def main() -> int:
         folder = scratch
     load = [os.getloadavg()[0]]
     rows = alternated(WAYS, args.rounds, lambda way: run_way(args.what, way, folder / "project.db", args.processes,
-                                                                  args.chunks))
+                                                                  args.chunks, not args.no_build_wait))
     load.append(os.getloadavg()[0])
     print(f"{args.chunks:,} chunks, {args.processes} processes at once, {args.rounds} rounds; "
           f"load {load[0]:.2f} → {load[1]:.2f} on {os.cpu_count()} CPUs\n")
@@ -168,10 +173,13 @@ def main() -> int:
             extra = ", ".join(f"{statistics.median(r['ready_s'] for r in run):.2f}" for run in rows[way])
         if args.what == "matrix-ann":
             label = "each reads it, holds it on (before)" if way == "each" else "one reads it, the others map it (now)"
-            extra += " | " + " | ".join(", ".join(f"{sum(r[key] for r in run):.0f}" for run in rows[way])
-                                        for key in ("anon_mib", "anon_after_mib"))
-            extra += " | " + ", ".join(f"{sum(r['builds'] for r in run)}, {max(r['built_s'] for r in run):.0f}"
-                                       for run in rows[way])
+            extra += " | " + ", ".join(f"{sum(r['anon_mib'] for r in run):.0f}" for run in rows[way])
+            if args.no_build_wait:
+                extra += " | not waited for | not waited for"
+            else:
+                extra += " | " + ", ".join(f"{sum(r['anon_after_mib'] for r in run):.0f}" for run in rows[way])
+                extra += " | " + ", ".join(f"{sum(r['builds'] for r in run)}, {max(r['built_s'] for r in run):.0f}"
+                                           for run in rows[way])
         print(f"| {label} | {', '.join(f'{s:.2f}' for s in last)} | {', '.join(f'{s:.1f}' for s in cpu)} "
               f"| {readers:.0f} of {args.processes} | {extra} |")
     return 0
