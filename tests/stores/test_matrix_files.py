@@ -404,6 +404,20 @@ def test_writes_made_while_a_save_runs_are_kept_over_the_saved_file(tmp_path: Pa
         same(index.nearest("c", q, 10, -1.0), truth(tmp_path, q, 10))
 
 
+def test_a_mapped_matrix_gives_its_file_s_rows_until_it_has_rows_of_its_own_or_masked(
+        tmp_path: Path, small_files: None) -> None:
+    rng = np.random.default_rng(65)
+    index = saved_index(tmp_path, unit(rng, 300))
+    held = index._indexes["c"]
+    ids, rows = held.rows()
+    assert isinstance(ids, np.memmap) and isinstance(rows, np.memmap) and len(ids) == 300  # no copy
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 1), start=300))  # a row of its own
+    index.delete("c", "d0")  # and one masked
+    index.nearest("c", unit(rng, 1)[0], 1, -1.0)
+    ids, rows = index._indexes["c"].rows()
+    assert not isinstance(ids, np.memmap) and len(ids) == len(rows) == 300 and 1 not in ids and 301 in ids
+
+
 def test_rebasing_keeps_exactly_the_rows_it_held() -> None:
     rng = np.random.default_rng(12)
     rows = unit(rng, 12)

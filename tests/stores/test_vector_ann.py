@@ -775,6 +775,28 @@ def test_while_another_process_builds_the_index_the_matrix_is_saved_for_every_pr
         assert "c" not in process._indexes
 
 
+def test_a_build_after_a_save_of_the_matrix_reads_the_file_s_rows_not_a_copy(
+        tmp_path: Path, small_matrix_files: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1M chunks the rows read to be saved are ~1 GB of the process's own: they go once the file
+    is there, and the minutes of the build read the file's pages, which every process shares."""
+    from context_assembly.stores.sqlite import vector_ann
+
+    rng = np.random.default_rng(64)
+    vectors = unit(rng, 300)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(vectors))
+    built_from: list[tuple[np.ndarray, np.ndarray]] = []
+    run = vector_ann.AnnSearch._build_locked
+    monkeypatch.setattr(vector_ann.AnnSearch, "_build_locked",
+                        lambda self, collection, index: (built_from.append(index.rows()), run(self, collection, index)))
+    index = open_index(tmp_path)
+    index.nearest("c", vectors[0], 10, -1.0)  # read whole, saved, then built
+    index.wait_for_saves()
+    index.ann.wait()
+    assert len(built_from) == 1 and all(isinstance(rows, np.memmap) for rows in built_from[0])
+    assert index.ann.current("c") is not None
+    agree(index, open_index(tmp_path, NEVER), vectors[1:4])
+
+
 def test_a_process_searching_exactly_once_the_index_is_saved_saves_no_matrix(
         tmp_path: Path, small_matrix_files: None) -> None:
     rng = np.random.default_rng(58)

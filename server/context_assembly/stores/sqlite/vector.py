@@ -255,7 +255,7 @@ class SqliteVectorIndex:
         if index is None or not index.size:
             return []
         if self.ann_min_chunks is not None and index.size >= self.ann_min_chunks:
-            self.ann.start_build(collection, index)
+            self._start_build(collection, index)
         scores, ids = index.scores(q), index.every_id
         n = len(scores)
         top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
@@ -422,6 +422,7 @@ class SqliteVectorIndex:
         `claim` (without `_lock`, which a load may hold for a while: other processes wait for that
         file); then search the file's mapped rows (caught up at the next search, when writes came
         meanwhile) instead of the rows of its own."""
+        build: _Index | None = None  # the file's rows, an ANN index due: built from them once saved
         try:
             try:
                 saved = self._matrix_files.save(collection, made_token(self._db), index,
@@ -438,12 +439,15 @@ class SqliteVectorIndex:
                                           and (current.model, current.dimension) == (saved.model, saved.dimension)):
                     self._indexes[collection] = saved  # (of an older generation: the next search catches it up)
                     self._release_room(collection, None)
+                    build = saved
                 elif current is not None and current.model == saved.model and saved.shared is not None and (
                         current.shared is None or current.shared.file != saved.shared.file):
                     rebased = current.rebased(saved)  # written to meanwhile: those writes kept, over the file
                     if rebased is not None:
                         self._indexes[collection] = rebased
                         self._release_room(collection, None)
+            if build is not None and self.ann_min_chunks is not None and build.size >= self.ann_min_chunks:
+                self.ann.start_build(collection, build)  # (started before the save is over: `wait_for_saves`)
         except Exception as exc:  # a background save: logged, searches go on from memory
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
             log.warning("cannot save the matrix of collection %r: %s", collection, exc)
@@ -521,7 +525,7 @@ class SqliteVectorIndex:
         if self.ann_min_chunks is None or self._ann_serving(collection) is None:
             index = self._index(collection)
             if index is not None and self.ann_min_chunks is not None and index.size >= self.ann_min_chunks:
-                self.ann.start_build(collection, index)
+                self._start_build(collection, index)
         if keyword:
             self._keywords.postings.current()
 
@@ -542,6 +546,13 @@ class SqliteVectorIndex:
             self._indexes.pop(collection, None)
             self._release_room(collection, None)
         self._matrix_files.discard(collection, wait)
+
+    def _start_build(self, collection: str, index: _Index) -> None:
+        """Build the collection's ANN index from `index`, unless this process is saving its matrix:
+        the save starts the build from the file once it is there, so that the rows of its own go
+        (~1 GB at 1M chunks, held for the minutes a build takes)."""
+        if collection not in self._saves:
+            self.ann.start_build(collection, index)
 
     def _ann_serving(self, collection: str) -> Ann | None:
         """The collection's ANN index, when one serves its searches. The first time one does in
