@@ -797,6 +797,49 @@ def test_a_build_after_a_save_of_the_matrix_reads_the_file_s_rows_not_a_copy(
     agree(index, open_index(tmp_path, NEVER), vectors[1:4])
 
 
+def test_a_build_left_to_a_save_that_meets_writes_of_this_process_still_reads_the_file(
+        tmp_path: Path, small_matrix_files: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from context_assembly.stores.sqlite import vector_ann
+    from context_assembly.stores.sqlite.matrix import MatrixFiles
+
+    rng = np.random.default_rng(66)
+    vectors = unit(rng, 300)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(vectors))
+    gate, save = threading.Event(), MatrixFiles.save
+    monkeypatch.setattr(MatrixFiles, "save",
+                        lambda files, *args, **kwargs: (gate.wait(60), save(files, *args, **kwargs))[1])
+    built_from: list[tuple[np.ndarray, np.ndarray]] = []
+    run = vector_ann.AnnSearch._build_locked
+    monkeypatch.setattr(vector_ann.AnnSearch, "_build_locked",
+                        lambda self, collection, index: (built_from.append(index.rows()), run(self, collection, index)))
+    index = open_index(tmp_path)
+    index.nearest("c", vectors[0], 10, -1.0)  # read whole, its save held up: the build left to it
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 2), start=300))  # a write of its own meanwhile
+    gate.set()
+    index.wait_for_saves()
+    index.ann.wait()
+    assert len(built_from) == 1 and all(isinstance(rows, np.memmap) for rows in built_from[0])
+    agree(index, open_index(tmp_path, NEVER), vectors[1:4])  # the two written since caught up
+    assert len(index.ann.current("c") or []) == 302
+
+
+def test_a_save_no_search_asked_a_build_of_starts_none(tmp_path: Path, small_matrix_files: None) -> None:
+    """A process that only writes (an import) past the size of an index builds none of its own."""
+    rng = np.random.default_rng(67)
+    vectors = unit(rng, 300)
+    open_index(tmp_path, NEVER).upsert("c", MODEL, DIM, docs(vectors))
+    index = open_index(tmp_path, ann_min_chunks=320)
+    index.nearest("c", vectors[0], 10, -1.0)  # 300 chunks: exact, its matrix saved
+    index.wait_for_saves()
+    index.upsert("c", MODEL, DIM, docs(unit(rng, 40), start=300))  # 340, and past the share: saved again
+    index.wait_for_saves()
+    index.ann.wait()
+    assert index.ann.current("c") is None and not [p for p in ann_files(tmp_path) if p.suffix == ".usearch"]
+    assert len([name for name in matrix_files(tmp_path) if name.endswith(".f32")]) == 1  # (the new file)
+
+
 def test_a_process_searching_exactly_once_the_index_is_saved_saves_no_matrix(
         tmp_path: Path, small_matrix_files: None) -> None:
     rng = np.random.default_rng(58)

@@ -142,6 +142,7 @@ class SqliteVectorIndex:
         self._claims: dict[str, FileLock] = {}  # collection -> its first-read lock, held until its save ends
         self._save_after: dict[str, float] = {}  # collection -> no save tried before this (after a failed one)
         self._ann_served: set[str] = set()  # collections whose ANN index has served a search here
+        self._build_after_save: set[str] = set()  # collections whose ANN build a search left to the save running
         self._keywords = KeywordSearch(db, postings_min_chunks)
         self._lock = threading.Lock()
         self.ann_min_chunks = ann_min_chunks  # None: always exact, even where an index was persisted
@@ -421,8 +422,10 @@ class SqliteVectorIndex:
         """Write `index` as the collection's saved matrix, then let go of the first-read lock
         `claim` (without `_lock`, which a load may hold for a while: other processes wait for that
         file); then search the file's mapped rows (caught up at the next search, when writes came
-        meanwhile) instead of the rows of its own."""
-        build: _Index | None = None  # the file's rows, an ANN index due: built from them once saved
+        meanwhile) instead of the rows of its own; and when a search asked meanwhile for the
+        collection's ANN index (`_start_build`), build it from them."""
+        build: _Index | None = None  # the file's rows, to build the ANN index a search asked for from
+        wanted = False
         try:
             try:
                 saved = self._matrix_files.save(collection, made_token(self._db), index,
@@ -430,6 +433,8 @@ class SqliteVectorIndex:
             finally:
                 _let_go(claim)
             with self._lock:
+                wanted = collection in self._build_after_save
+                self._build_after_save.discard(collection)
                 current = self._indexes.get(collection)
                 if saved is None:  # another process held the lock all along: not tried again for a while
                     self._save_after[collection] = time.monotonic() + SAVE_BUSY_S
@@ -446,13 +451,18 @@ class SqliteVectorIndex:
                     if rebased is not None:
                         self._indexes[collection] = rebased
                         self._release_room(collection, None)
-            if build is not None and self.ann_min_chunks is not None and build.size >= self.ann_min_chunks:
-                self.ann.start_build(collection, build)  # (started before the save is over: `wait_for_saves`)
+                        build = saved  # (the index then catches up the writes, as from any older file)
         except Exception as exc:  # a background save: logged, searches go on from memory
             self._save_after[collection] = time.monotonic() + SAVE_FAILED_S
             log.warning("cannot save the matrix of collection %r: %s", collection, exc)
         finally:
+            try:
+                if wanted and build is not None:  # (started before the save is over: `wait_for_saves`)
+                    self.ann.start_build(collection, build)
+            except Exception as exc:  # (the next search asks again)
+                log.warning("cannot start building the ANN index of collection %r: %s", collection, exc)
             with self._lock:
+                self._build_after_save.discard(collection)
                 self._saves.pop(collection, None)
 
     def wait_for_saves(self, timeout: float = 60.0) -> None:
@@ -551,8 +561,11 @@ class SqliteVectorIndex:
         """Build the collection's ANN index from `index`, unless this process is saving its matrix:
         the save starts the build from the file once it is there, so that the rows of its own go
         (~1 GB at 1M chunks, held for the minutes a build takes)."""
-        if collection not in self._saves:
-            self.ann.start_build(collection, index)
+        with self._lock:
+            if collection in self._saves:
+                self._build_after_save.add(collection)
+                return
+        self.ann.start_build(collection, index)
 
     def _ann_serving(self, collection: str) -> Ann | None:
         """The collection's ANN index, when one serves its searches. The first time one does in
