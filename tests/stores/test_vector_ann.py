@@ -47,6 +47,15 @@ def open_index(root: Path, ann_min_chunks: int | None = 1) -> SqliteVectorIndex:
     return SqliteVectorIndex(Database(root / "db" / "project.db"), ann_min_chunks=ann_min_chunks)
 
 
+def with_exact(root: Path, seed: int) -> tuple[np.ndarray, SqliteVectorIndex, SqliteVectorIndex]:
+    """300 random vectors written as collection "c" by an index (no ANN index built yet), that
+    index, and one that searches exactly."""
+    vectors = unit(np.random.default_rng(seed), 300)
+    index = open_index(root)
+    index.upsert("c", MODEL, DIM, docs(vectors))
+    return vectors, index, open_index(root, NEVER)
+
+
 def built(root: Path, vectors: np.ndarray) -> SqliteVectorIndex:
     """An index of `vectors` (docs d0...) with its ANN index built and saved."""
     index = open_index(root)
@@ -685,11 +694,7 @@ def test_a_build_replaces_an_index_of_a_generation_the_database_never_reached(tm
 
 def test_while_another_process_builds_the_index_a_process_searches_exactly_and_then_views_it(
         tmp_path: Path) -> None:
-    rng = np.random.default_rng(46)
-    vectors = unit(rng, 300)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(vectors))
-    exact = open_index(tmp_path, NEVER)
+    vectors, index, exact = with_exact(tmp_path, 46)
     with fold_lock_held(tmp_path, kind="build"):
         for q in vectors[:5]:
             assert index.nearest("c", q, 10, -1.0) == exact.nearest("c", q, 10, -1.0)
@@ -725,11 +730,7 @@ def test_a_process_that_searched_exactly_while_another_built_the_index_lets_its_
     """Not only the builder: at 1M chunks each such matrix is ~1 GB of a process's own."""
     from context_assembly.stores.sqlite import vector_ann
 
-    rng = np.random.default_rng(56)
-    vectors = unit(rng, 300)
-    index = open_index(tmp_path)
-    index.upsert("c", MODEL, DIM, docs(vectors))
-    exact = open_index(tmp_path, NEVER)
+    vectors, index, exact = with_exact(tmp_path, 56)
     with fold_lock_held(tmp_path, kind="build"):
         assert index.nearest("c", vectors[0], 10, -1.0) == exact.nearest("c", vectors[0], 10, -1.0)
         index.ann.wait()
