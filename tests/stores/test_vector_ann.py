@@ -902,8 +902,8 @@ def test_while_an_index_found_unusable_is_rebuilt_the_matrix_is_shared_and_let_g
     index.ann._unusable["c"] = index.ann._named("c")
     with fold_lock_held(tmp_path, kind="build"):  # another process rebuilds it meanwhile
         got = index.nearest("c", vectors[2], 10, -1.0)
-        index.ann.wait()
-        index.wait_for_saves()
+        index.wait_for_saves()  # (the save starts the build the search asked for)
+        index.ann.wait()  # (which found the lock held)
         held = index._indexes["c"]  # saved here (no other process searched), then mapped
         assert held.shared is not None and [name for name in matrix_files(tmp_path) if name.endswith(".f32")]
     assert open_index(tmp_path).build_ann("c")
