@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # bench/
 
+from as_installed import compile_package  # noqa: E402
 from swarm import alternated, at_once  # noqa: E402
 
 WAYS = ("each", "shared")
@@ -107,8 +108,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
-    from as_installed import compile_package
-
     compile_package()  # the workers import bytecode, as an installed package does
     sys.exit(main())

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 from .. import __version__
+from ..cache_folders import cache_folder
 
 logger = logging.getLogger(__name__)
 
 ENV = "CONTEXT_ASSEMBLY_RULE_CACHE"
-OFF = ("", "0", "off", "false", "no")
 _MAGIC = b"CARC1\n"  # this file format
 _DIGEST = 32  # bytes of a sha256
 # The packages whose code decides what an entry holds (compiler, operators, model, parsing, loading)
@@ -43,12 +43,7 @@ _ENTRY = re.compile(r"[0-9a-f]{64}|\..*\.tmp")  # an entry, or a temporary file 
 
 def default_dir() -> Path | None:
     """The cache folder the environment asks for; None when it asks for none."""
-    chosen = os.environ.get(ENV)
-    if chosen is not None:
-        return None if chosen.strip().lower() in OFF else Path(chosen).expanduser()
-    import platformdirs  # only when the cache is used
-
-    return Path(platformdirs.user_cache_dir("context-assembly", appauthor=False)) / "compiled-rules"
+    return cache_folder(ENV, "compiled-rules")
 
 
 def compiler_fingerprint() -> bytes:

@@ -119,10 +119,7 @@ def used_names(code: CodeType) -> set[str]:
 def restore_engine(payload: bytes, source: Callable[[], RuleEngine]) -> CompiledEngine:
     """The engine an entry describes; `source` gives the structured engine when first needed.
     Raises (ValueError, TypeError, …) on an entry that is not one: the caller compiles instead."""
-    made = marshal.loads(payload)  # noqa: S302 (the cache folder is trusted as __pycache__ is)
-    form, engine_id, enabled, code, constants, recipes, keys, rules = made
-    if form != FORMAT or not isinstance(code, CodeType) or not isinstance(engine_id, str):
-        raise ValueError("not a compiled-engine entry")
+    engine_id, enabled, code, constants, recipes, keys, rules = _fields(payload)
     matcher = define_function(code, namespace_of(constants, recipes), "match")
     source = _once(source)
     restored: list[CompiledRule] = []
@@ -141,12 +138,21 @@ def restore_matcher(payload: bytes, compiled: CompiledEngine) -> Matcher | None:
     process wrote for the same bytes, while this one's waited to compile), when the entry lists
     the same rules in the same order (the matcher answers their indexes); None otherwise. Raises
     on an entry that is not one, as `restore_engine` does."""
-    form, engine_id, _, code, constants, recipes, _, rules = marshal.loads(payload)  # noqa: S302 (as above)
-    if form != FORMAT or not isinstance(code, CodeType) or engine_id != compiled.id:
+    engine_id, _, code, constants, recipes, _, rules = _fields(payload)
+    if engine_id != compiled.id:
         raise ValueError("not a compiled-engine entry")
     if [(rule[0], rule[1]) for rule in rules] != [(rule.rule_id, rule.position) for rule in compiled.rules]:
         return None
     return define_function(code, namespace_of(constants, recipes), "match")
+
+
+def _fields(payload: bytes) -> tuple[Any, ...]:
+    """An entry's fields after its format (`entry_of`); ValueError when it is not one."""
+    made = marshal.loads(payload)  # noqa: S302 (the cache folder is trusted as __pycache__ is)
+    form, engine_id, _, code, *_ = made
+    if form != FORMAT or not isinstance(code, CodeType) or not isinstance(engine_id, str):
+        raise ValueError("not a compiled-engine entry")
+    return tuple(made[1:])
 
 
 def namespace_of(constants: dict[str, Any], recipes: dict[str, Any]) -> dict[str, Any]:

@@ -35,31 +35,21 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from ..cache_folders import cache_folder
 from .sqlite.saved_files import replace, stale, write_arrays
 
 log = logging.getLogger(__name__)
 
 ENV = "CONTEXT_ASSEMBLY_MODEL_CACHE"
-OFF = ("", "0", "off", "false", "no")
 CHECK_BLOCK = 4096  # rows widened at a time to compare (4 MB)
 UNUSED_S = 30 * 86_400  # a file no process loaded for this long (another environment, gone): removed
-
-
-def cache_dir() -> Path | None:
-    """The folder the environment asks for; None when it asks for none."""
-    chosen = os.environ.get(ENV)
-    if chosen is not None:
-        return None if chosen.strip().lower() in OFF else Path(chosen).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("context-assembly", appauthor=False)) / "models"
 
 
 def shared_vectors(source: Path, model: str, tensor: str) -> NDArray[Any] | None:
     """The float16 matrix `tensor` of the safetensors file `source` as float32 rows mapped from
     the cache folder's file, written there first when missing; None where that cannot be (no
     folder, another layout of the source, a file that fails its check: logged)."""
-    folder = cache_dir()
+    folder = cache_folder(ENV, "models")
     if folder is None:
         return None
     try:
