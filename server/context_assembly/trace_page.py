@@ -64,7 +64,7 @@ def _colour(section: str) -> str:
 
 def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Iterable[int] = ()) -> str:
     nums = set(numeric)
-    head = "".join(f'<th{" class=num" if i in nums else ""}>{h}</th>' for i, h in enumerate(headers))
+    head = "".join(f'<th{" class=num" if i in nums else ""}>{_e(h)}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i in nums else ""}>{c}</td>' for i, c in enumerate(row))
                    + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -102,7 +102,7 @@ def _bars(result: dict[str, Any]) -> str:
         bar = (f'<div class=bar title="{count} of {scale} tokens"><span style="width:{width:.2f}%;'
                f'background:{_colour(name)}"></span></div>')
         rows.append((f'<span class=swatch style="background:{_colour(name)}"></span>{_e(name)}', str(count),
-                     str(info.get("items", len(context.get(name) or []))), str(info.get("dropped", 0)),
+                     _e(info.get("items", len(context.get(name) or []))), _e(info.get("dropped", 0)),
                      "yes" if info.get("truncated") else "", bar))
     total = sum(tokens.values())
     caption = f"{total} of {budget} tokens used" if budget else f"{total} tokens (no budget: bars are shares)"

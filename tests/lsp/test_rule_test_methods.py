@@ -24,6 +24,14 @@ async def test_rule_tests_run(client: LanguageClient) -> None:
     assert [r["name"] for r in one["results"]] == ["reviewers get the conventions and preferences"]
     covered = await call(client, "contextRuleEngine/test", {"pattern": "planning.json", "coverage": True})
     assert covered["summary"]["cases"] == 5 and "review/large-change" in covered["coverage"]["rules_never_fired"]
+    # a file or case that is not there is an error, not a green run of nothing
+    error = await error_of(client, "contextRuleEngine/test", {"file": ".codebolt/tests/planing.json"})
+    assert error.code == -32001 and "no test file '.codebolt/tests/planing.json'" in error.message
+    assert ".codebolt/tests/planning.json" in error.message
+    error = await error_of(client, "contextRuleEngine/test", {"file": ".codebolt/tests/planning.json",
+                                                              "case": "no such case"})
+    assert error.code == -32001 and error.message == \
+        "no test case 'no such case' in '.codebolt/tests/planning.json'"
 
 
 async def test_a_failing_case_over_rpc(client: LanguageClient, workspace: Path) -> None:

@@ -101,3 +101,31 @@ def test_project_name_is_a_known_seed004_name(workspace: Path, capsys: pytest.Ca
     document = build_document(path.as_uri(), path.read_text(), 1, workspace)
     assert document is not None
     assert document_diagnostics(document, overlay(load_workspace(workspace), [document])) == []
+
+
+RULE_TEST = {"cases": [{"name": "a long session", "request": REQUEST,
+                        "expect": {"memories_included": ["kv://notes/long"], "rules_fired": ["long-session"]}}]}
+
+
+def test_rule_tests_see_the_derived_turn_count(workspace: Path, session: Session,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A rules-only case is evaluated over the lookup `evaluateRules` uses (the thread's 3 turns):
+    the CLI, the method, the editor's diagnostics and "evaluate this rule" all see them."""
+    write(workspace, "tests/long.json", RULE_TEST)
+    ran = call(session, "contextRuleEngine/test", {})
+    assert ran["summary"]["passed"] == 1 and ran["summary"]["ok"], ran
+    assert main(["test", str(workspace), "--coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS .codebolt/tests/long.json::a long session [rules]" in out
+    assert "context-rules/long-session" not in out.split("Rules never fired")[1].split("Rules never failed")[0]
+    path = workspace / ".codebolt" / "tests" / "long.json"
+    document = build_document(path.as_uri(), path.read_text(), None, workspace)
+    assert document is not None
+    seen = overlay(load_workspace(workspace), [document])
+    assert document_diagnostics(document, seen, lookup_of=session.runtime.lookup) == []
+    unseen = document_diagnostics(document, seen)  # without the runtime: no turns, the case fails
+    assert any(d["data"]["code"] == "test-failed" for d in unseen), unseen
+    from context_assembly.testing.run import evaluate_rule
+
+    fired = evaluate_rule(session.workspace(), "context-rules", "long-session", session.runtime.lookup)
+    assert fired["fired"] == 1

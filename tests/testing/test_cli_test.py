@@ -61,7 +61,9 @@ def test_a_failure_shows_expected_actual_and_the_conditions(example_copy: Path,
     assert "1 passed, 1 failed" in out
 
 
-def test_json_junit_and_github_formats(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_junit_and_github_formats(example_copy: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(example_copy.parent)  # a repository holding the workspace in a folder
     write(example_copy, "review.json", FAILING)
     code, out, _ = run(capsys, str(example_copy), "-k", "review.json", "--format", "json")
     assert code == 1
@@ -86,7 +88,8 @@ def test_json_junit_and_github_formats(example_copy: Path, capsys: pytest.Captur
     assert code == 1
     annotations = [line for line in out.splitlines() if line.startswith("::error ")]
     assert len(annotations) == 2
-    assert annotations[0].startswith("::error file=.codebolt/tests/review.json,line=20,col=11,")
+    # files relative to the current directory (the repository's root in CI), as `check` gives them
+    assert annotations[0].startswith("::error file=quickstart/.codebolt/tests/review.json,line=20,col=11,")
     assert "title=expects planning rules in review%3A failed::rule 'arch-in-planning' did not fire%0A" \
         in annotations[0]
 
@@ -98,7 +101,9 @@ def test_pattern_selects_cases(example_copy: Path, capsys: pytest.CaptureFixture
     assert code == 0 and "0 passed" in out and "no test cases" in err
 
 
-def test_broken_test_files_are_located(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_test_files_are_located(example_copy: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(example_copy)
     write(example_copy, "syntax.json", '{\n  "cases": [\n    {"name": "x",, "expect": {}}\n  ]\n}\n')
     write(example_copy, "schema.yaml", "cases:\n  - name: typo\n    expect:\n      rule_fired: [x]\n")
     write(example_copy, "bad.yaml", "cases:\n  - name: [unclosed\n")
@@ -182,3 +187,48 @@ def test_snapshot_cases(example_copy: Path, capsys: pytest.CaptureFixture[str]) 
 def test_no_such_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, str(tmp_path / "missing"))
     assert code == 2 and "no such directory" in err
+
+
+def test_found_from_a_subfolder_like_every_command(example_copy: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    write(example_copy, "review.json", FAILING)
+    monkeypatch.chdir(example_copy / "src")
+    code, out, _ = run(capsys, "-k", "review.json", "--no-color")
+    assert code == 1 and "1 passed, 1 failed" in out
+    # the location relative to where it ran, so a terminal links it
+    assert "  ../.codebolt/tests/review.json:23:11:" in out
+    outside = example_copy.parent / "elsewhere"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    code, _, err = run(capsys)
+    assert code == 2 and "no .codebolt/ folder in" in err
+
+
+def test_control_characters_in_names_still_make_junit_xml(example_copy: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write(example_copy, "bell.json", {"request": FAILING["request"],
+                                      "cases": [{"name": "bell \u0007 here", "expect": {"rules_fired": ["nope"]}}]})
+    code, out, _ = run(capsys, str(example_copy), "-k", "bell.json", "--format", "junit")
+    assert code == 1
+    suites = ElementTree.fromstring(out.split("\n", 1)[1])
+    assert suites.find(".//testcase").get("name") == "bell \\u0007 here"
+
+
+def test_a_case_that_cannot_check_its_expectations_is_an_error(example_copy: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    write(example_copy, "rules-only.json", {"request": FAILING["request"], "cases": [
+        {"name": "impossible", "assemble": False,
+         "expect": {"sections_present": ["suggestions"], "max_token_estimate": 1}},
+        {"name": "fine", "assemble": False, "expect": {"rules_fired": ["planning/similar-past-tasks"]}},
+        {"name": "fine", "expect": {"rules_fired": ["nothing"]}}]})
+    code, out, _ = run(capsys, str(example_copy), "-k", "rules-only.json")
+    assert code == 1
+    assert "ERROR .codebolt/tests/rules-only.json::impossible" in out
+    assert "`assemble: false`, but `sections_present`, `max_token_estimate` can only be checked by the full " \
+           "assembly" in out
+    assert "PASS .codebolt/tests/rules-only.json::fine [rules]" in out
+    assert "duplicate test case name 'fine' (first at /cases/1) [duplicate-id]" in out
+    # `check` says the same of the file, as it lints every definition file
+    assert main(["check", str(example_copy), "--format", "json"]) == 1
+    found = {(p["code"], p["path"]) for p in json.loads(capsys.readouterr().out)["problems"]}
+    assert {("needs-assembly", "/cases/0/assemble"), ("duplicate-id", "/cases/2/name")} <= found

@@ -41,7 +41,9 @@ def test_coverage_of_the_example(example_copy: Path, capsys: pytest.CaptureFixtu
     assert report["covered"] <= report["outcomes"]
 
 
-def test_min_coverage_threshold(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_min_coverage_threshold(example_copy: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(example_copy)
     code, out = _run(capsys, str(example_copy), "--coverage")
     assert code == 0
     percent = float(out.split("Coverage: ")[1].split("%")[0])
@@ -70,3 +72,27 @@ def test_a_case_that_covers_more_raises_coverage(example_copy: Path, capsys: pyt
     assert code == 0
     assert "review/large-change" not in after["rules_never_fired"]
     assert after["percent"] > before["percent"]
+
+
+def test_a_disabled_engine_counts_once_a_case_runs_it(example_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A disabled engine's rules run only for a request that names the engine: until a case does,
+    they are no outcomes a test could cover (they lowered the percentage for good)."""
+    code, out = _run(capsys, str(example_copy), "--coverage", "--format", "json")
+    before = json.loads(out)["coverage"]
+    engines = example_copy / ".codebolt" / "context-rule-engines"
+    engine = json.loads((engines / "review.json").read_text())
+    (engines / "off.json").write_text(json.dumps({**engine, "id": "off", "enabled": False}))
+    code, out = _run(capsys, str(example_copy), "--coverage", "--format", "json")
+    report = json.loads(out)["coverage"]
+    assert code == 0 and report["rules"] == before["rules"] and report["percent"] == before["percent"]
+    assert not any(r.startswith("off/") for r in report["rules_never_fired"])
+    (example_copy / ".codebolt" / "tests" / "off.json").write_text(json.dumps({"cases": [{
+        "name": "the disabled engine by name",
+        "request": {"rule_engine_ids": ["off"], "scope_variables": {"project": {"project_path": "/srv/shop"}},
+                    "additional_variables": {"files_changed": 12}},
+        "expect": {"rules_fired": ["off/large-change"]}}]}))
+    code, out = _run(capsys, str(example_copy), "--coverage", "--format", "json")
+    report = json.loads(out)["coverage"]
+    assert code == 0, out
+    assert report["rules"] == before["rules"] + len(engine["rules"])
+    assert "off/large-change" not in report["rules_never_fired"]

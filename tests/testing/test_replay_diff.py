@@ -103,3 +103,49 @@ def test_diff_snapshots_moved_and_reranked(snapshotting: Path, tmp_path: Path,
     assert main(["diff", first, first, "--workspace", str(snapshotting), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["identical"] is True
     assert main(["diff", first, "no-such-snapshot", "--workspace", str(snapshotting)]) == 2
+
+
+def test_a_result_served_from_the_cache_is_no_drift(snapshotting: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The sidecar's second assembly of a request reads its memories from the pipeline cache
+    (status `cached`); replaying it runs them anew (`ok`): the same outcome, not a drift."""
+    from context_assembly.methods.session import Session
+    from context_assembly.methods.table import call
+
+    request = json.loads((snapshotting / "request.json").read_text())
+    session = Session(snapshotting)
+    try:
+        call(session, "contextAssembly/assemble", request)
+        second = call(session, "contextAssembly/assemble", request)
+    finally:
+        session.runtime.close()
+    assert "cached" in {c["status"] for c in second["trace"]["memory_calls"]}
+    assembly_id = second["meta"]["assembly_id"]
+    assert main(["replay", assembly_id, "--workspace", str(snapshotting), "--exit-code", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["drifted"] is False and result["drift"]["memories"]["status_changed"] == []
+
+
+def test_found_from_a_subfolder_and_a_page_that_cannot_be_written(
+        snapshotting: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assembly_id = _assemble(snapshotting, capsys, snapshotting / "request.json")
+    monkeypatch.chdir(snapshotting / "src")
+    assert main(["replay", assembly_id, "--exit-code", "--no-color"]) == 0
+    assert f"Replay of {assembly_id}: no drift" in capsys.readouterr().out
+    assert main(["diff", assembly_id, assembly_id]) == 0
+    assert "(identical)" in capsys.readouterr().out
+    # the result is printed first; the page's folder missing is a clear error, not a traceback
+    missing = str(tmp_path / "no-such-folder" / "page.html")
+    assert main(["replay", assembly_id, "--json", "--html", missing]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["drifted"] is False
+    assert captured.err.startswith(f"context-assembly replay: cannot write the trace page {missing}: ")
+    assert main(["diff", assembly_id, assembly_id, "--html", missing]) == 2
+    assert "context-assembly diff: cannot write the trace page" in capsys.readouterr().err
+    assert main(["assemble", "--request", str(snapshotting / "request.json"), "--html", missing]) == 2
+    captured = capsys.readouterr()
+    assert "Tokens" in captured.out or "tokens" in captured.out
+    assert "context-assembly assemble: cannot write the trace page" in captured.err
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", assembly_id]) == 2
+    assert "no .codebolt/ folder in" in capsys.readouterr().err

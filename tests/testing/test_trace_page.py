@@ -71,6 +71,17 @@ def test_unknown_trace_entries_are_still_shown() -> None:
     assert "<td>new_stage</td>" in html
 
 
+def test_keys_and_counts_from_a_snapshot_are_escaped_too() -> None:
+    """A snapshot or `--json` file is input like any other: its trace's keys become table headers
+    and its section counts cells, both escaped."""
+    result = {"context": {"state": []}, "meta": {"assembly_id": "a1"},
+              "trace": {"decisions": [{"kind": "later", "<script>alert(1)</script>": "x"}],
+                        "sections": {"state": {"tokens": 1, "items": "<img src=x>", "dropped": "<u>"}}}}
+    html = assembly_page(result)
+    assert "<script" not in html and "<img" not in html and "<u>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x&gt;" in html
+
+
 def test_chromium_renders_every_section(seeded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "page.html"
     result = _assemble_html(seeded, page, capsys)

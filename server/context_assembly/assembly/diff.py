@@ -15,6 +15,9 @@ from typing import Any
 from ..registry.sections import SECTION_NAMES
 
 Item = dict[str, Any]
+# A memory's result served from the pipeline cache is the outcome a fresh run gives: not a drift
+# (rule tests read the two alike too, testing/observe.py).
+_SAME_OUTCOME = {"cached": "ok"}
 
 
 def _key(item: Item) -> tuple[str, str]:
@@ -44,6 +47,10 @@ def _fired(result: dict[str, Any]) -> list[str]:
 def _memories(result: dict[str, Any]) -> dict[str, str]:
     calls = (result.get("trace") or {}).get("memory_calls") or []
     return {str(c.get("reference")): str(c.get("status")) for c in calls}
+
+
+def _outcome(status: str) -> str:
+    return _SAME_OUTCOME.get(status, status)
 
 
 def _tokens(result: dict[str, Any]) -> dict[str, int]:
@@ -87,7 +94,7 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         "rules": {"fired": [r for r in f1 if r not in f0], "no_longer_fired": [r for r in f0 if r not in f1]},
         "memories": {"added": [m for m in m1 if m not in m0], "removed": [m for m in m0 if m not in m1],
                      "status_changed": [{"reference": m, "before": m0[m], "after": m1[m]}
-                                        for m in m1 if m in m0 and m0[m] != m1[m]]},
+                                        for m in m1 if m in m0 and _outcome(m0[m]) != _outcome(m1[m])]},
     }
     out["identical"] = not any((added, removed, moved, reranked, changed, out["rules"]["fired"],
                                 out["rules"]["no_longer_fired"], out["memories"]["added"],

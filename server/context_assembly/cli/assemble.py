@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -12,7 +11,7 @@ import orjson
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..registry.sections import SECTION_NAMES
 from .evaluate import read_json
-from .terminal import Painter, add_common, counted, painter, report_invalid, workspace_root
+from .terminal import Painter, add_common, counted, painter, report_invalid, workspace_root, write_page
 
 if TYPE_CHECKING:
     from ..model.context import AssembledContext, DroppedItem
@@ -68,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         runtime.close()
-    if args.html:
-        from ..trace_page import assembly_page
-
-        Path(args.html).write_text(assembly_page(unstructure(result)), encoding="utf-8")
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
         print(render(result, painter(args, sys.stdout)))
+    if args.html:  # after the result: a page that cannot be written loses nothing printed
+        from ..trace_page import assembly_page
+
+        if not write_page("assemble", args.html, assembly_page(unstructure(result))):
+            return 2
     return 0
 
 

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from .terminal import CODEBOLT, add_common, find_root, painter, shown
+from .terminal import add_common, painter, required_root
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -31,29 +31,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = args.workspace or args.positional_workspace
-    if given is not None and args.workspace and args.positional_workspace \
-            and args.workspace != args.positional_workspace:
-        print("context-assembly check: give the workspace once (WORKSPACE or --workspace)", file=sys.stderr)
+    root = required_root("check", args.workspace, args.positional_workspace)
+    if root is None:
         return 2
-    from pathlib import Path
-
-    if given is None:
-        root = find_root(Path.cwd())
-        if root is None:
-            print(f"context-assembly check: no {CODEBOLT}/ folder in {Path.cwd()} or any folder above it "
-                  "(give the workspace root: check DIR)", file=sys.stderr)
-            return 2
-    else:
-        root = Path(given)
-        if not root.is_dir():
-            print(f"context-assembly check: no such directory: {given}", file=sys.stderr)
-            return 2
-        if not (root / CODEBOLT).is_dir():
-            inside = find_root(root)
-            hint = f" (it is inside the workspace {shown(inside)})" if inside is not None else ""
-            print(f"context-assembly check: no {CODEBOLT}/ folder in {shown(root)}{hint}", file=sys.stderr)
-            return 2
     from ..workspace.lint import lint_workspace  # the engine loads only when a command runs it
     from ..workspace.loader import load_workspace
     from .report import as_github, as_json, as_sarif, as_text

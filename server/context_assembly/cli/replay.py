@@ -12,6 +12,7 @@ import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
 from .evaluate import read_json
+from .terminal import add_common, required_root, write_page
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -36,7 +37,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    add_common(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--html", metavar="FILE", help="also write the trace page (one self-contained HTML file)")
 
@@ -60,13 +61,13 @@ def _fail(command: str, exc: Exception) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    root = required_root("replay", args.workspace)
+    if root is None:
+        return 2
     from ..assembly.replay import read_snapshot, replay  # the engine loads only when a command runs it
     from ..runtime import Runtime
 
-    if not Path(args.workspace).is_dir():
-        print(f"context-assembly replay: no such directory: {args.workspace}", file=sys.stderr)
-        return 2
-    runtime = Runtime(args.workspace)
+    runtime = Runtime(root)
     try:
         side = _side(args.snapshot)
         document = read_snapshot(runtime.root, side) if isinstance(side, str) else side
@@ -75,28 +76,29 @@ def run_replay(args: argparse.Namespace) -> int:
         return _fail("replay", exc)
     finally:
         runtime.close()
-    if args.html:
-        from ..trace_page import replay_page
-
-        Path(args.html).write_text(replay_page(result), encoding="utf-8")
     if args.json:
         print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
         before = result["before"].get("meta") or {}
         print(f"Replay of {before.get('assembly_id')}: " + ("drifted" if result["drifted"] else "no drift"))
         print(render_diff(result["drift"]))
+    if args.html:  # after the result: a page that cannot be written loses nothing printed
+        from ..trace_page import replay_page
+
+        if not write_page("replay", args.html, replay_page(result)):
+            return 2
     return 1 if args.exit_code and result["drifted"] else 0
 
 
 def run_diff(args: argparse.Namespace) -> int:
+    root = required_root("diff", args.workspace)
+    if root is None:
+        return 2
     from ..assembly.diff import diff
     from ..assembly.replay import resolve_side
     from ..runtime import Runtime
 
-    if not Path(args.workspace).is_dir():
-        print(f"context-assembly diff: no such directory: {args.workspace}", file=sys.stderr)
-        return 2
-    runtime = Runtime(args.workspace)
+    runtime = Runtime(root)
     try:
         def assemble(request: dict[str, Any]) -> Any:
             return runtime.assemble(request, snapshot=False)
@@ -107,14 +109,15 @@ def run_diff(args: argparse.Namespace) -> int:
         return _fail("diff", exc)
     finally:
         runtime.close()
-    if args.html:
-        from ..trace_page import diff_page
-
-        Path(args.html).write_text(diff_page(result, before, after), encoding="utf-8")
     if args.json:
         print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
         print(render_diff(result))
+    if args.html:
+        from ..trace_page import diff_page
+
+        if not write_page("diff", args.html, diff_page(result, before, after)):
+            return 2
     return 0
 
 

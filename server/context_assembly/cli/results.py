@@ -1,9 +1,13 @@
 """Printing rule-test results: text for people, JUnit XML for CI dashboards, GitHub Actions
-workflow commands (annotations at the failing case)."""
+workflow commands (annotations at the failing case). Text and GitHub locations are relative to the
+current directory, as `check` prints them (a terminal or CI log links them); case ids and JUnit
+names stay relative to the workspace root."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -11,6 +15,12 @@ from ..model.problems import Problem
 from ..testing import CaseResult, Failure, TestRun
 from .evaluate import _condition_lines
 from .report import text_line
+from .terminal import Painter, shown
+
+_MARKS = {"passed": ("PASS", "ok"), "failed": ("FAIL", "error"), "error": ("ERROR", "error"),
+          "skipped": ("SKIP", "dim")}
+# characters XML 1.0 cannot hold, even escaped (control characters, lone surrogates, U+FFFE/U+FFFF)
+_NOT_XML = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _show(value: Any) -> str:
@@ -36,23 +46,31 @@ def failure_lines(failure: Failure, indent: str = "    ") -> list[str]:
     return lines
 
 
-def _where(result: CaseResult, failure: Failure | None = None) -> str:
+def _file(file: str, root: Path | None) -> str:
+    """A workspace-relative path as printed: relative to the current directory when `root` is given."""
+    return shown(root / file) if root is not None else file
+
+
+def _where(result: CaseResult, failure: Failure | None = None, root: Path | None = None) -> str:
+    file = _file(result.file, root)
     if failure is not None and failure.line:
-        return f"{result.file}:{failure.line}:{failure.column or 1}"
+        return f"{file}:{failure.line}:{failure.column or 1}"
     if result.error is not None and result.error.line:
-        return f"{result.file}:{result.error.line}:{result.error.column or 1}"
-    return result.file
+        return f"{file}:{result.error.line}:{result.error.column or 1}"
+    return file
 
 
-def as_text(run: TestRun) -> str:
-    lines = [text_line(p) for p in run.problems]
+def as_text(run: TestRun, root: Path | None = None, paint: Painter | None = None) -> str:
+    """`root`: the workspace, for locations relative to the current directory (else to the root)."""
+    paint = paint or Painter(False)
+    lines = [text_line(p, root if root is not None else ".", paint) for p in run.problems]
     for result in run.results:
-        mark = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}[result.status]
-        lines.append(f"{mark} {result.id} [{result.mode}]")
+        mark, style = _MARKS[result.status]
+        lines.append(f"{paint(mark, style)} {result.id} [{result.mode}]")
         if result.error is not None:
-            lines.append(f"    {_where(result)}: {result.error.message}")
+            lines.append(f"    {paint(_where(result, root=root), 'path')}: {result.error.message}")
         for failure in result.failures:
-            lines.append(f"  {_where(result, failure)}:")
+            lines.append(f"  {paint(_where(result, failure, root), 'path')}:")
             lines += failure_lines(failure)
     summary = run.summary()
     lines.append(f"{summary['passed']} passed, {summary['failed']} failed, {summary['error']} error(s), "
@@ -81,6 +99,11 @@ def coverage_text(report: dict[str, Any], minimum: float | None) -> str:
 # -- JUnit XML -----------------------------------------------------------------------------------
 
 
+def _xml(text: str) -> str:
+    """`text` as XML 1.0 can hold it: a character it cannot (a control character in a case name) as `\\uXXXX`."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def as_junit(run: TestRun) -> str:
     summary = run.summary()
     suites = ElementTree.Element("testsuites", name="context-assembly test", tests=str(summary["cases"]),
@@ -102,6 +125,9 @@ def as_junit(run: TestRun) -> str:
             ElementTree.SubElement(case, "error", message=problem.message, type=problem.code).text = text_line(problem)
         for result in results:
             _junit_case(suite, result)
+    for element in suites.iter():
+        element.attrib = {key: _xml(value) for key, value in element.attrib.items()}
+        element.text = _xml(element.text) if element.text else element.text
     ElementTree.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
 
@@ -142,26 +168,29 @@ def _annotation(level: str, file: str, line: int | None, column: int | None, tit
     return f"::{level} {','.join(props)}::{_escape_data(message)}"
 
 
-def _problem_annotation(problem: Problem) -> str:
+def _problem_annotation(problem: Problem, root: Path) -> str:
     level = "error" if problem.is_error else "warning"
-    return _annotation(level, problem.file or ".", problem.line, problem.column, f"test file: {problem.code}",
-                       problem.message)
+    return _annotation(level, _file(problem.file or ".", root), problem.line, problem.column,
+                       f"test file: {problem.code}", problem.message)
 
 
-def as_github(run: TestRun, minimum: float | None = None) -> str:
-    lines = [_problem_annotation(p) for p in run.problems]
+def as_github(run: TestRun, root: Path, minimum: float | None = None) -> str:
+    """Workflow commands whose files are relative to the current directory (the repository's root in
+    CI), then the text report."""
+    lines = [_problem_annotation(p, root) for p in run.problems]
     for result in run.results:
+        file = _file(result.file, root)
         if result.status == "error" and result.error is not None:
-            lines.append(_annotation("error", result.file, result.error.line, result.error.column,
+            lines.append(_annotation("error", file, result.error.line, result.error.column,
                                      f"{result.name}: cannot run", result.error.message))
         for failure in result.failures:
-            lines.append(_annotation("error", result.file, failure.line, failure.column, f"{result.name}: failed",
+            lines.append(_annotation("error", file, failure.line, failure.column, f"{result.name}: failed",
                                      "\n".join(failure_lines(failure, ""))))
-    lines.append(as_text(run))
+    lines.append(as_text(run, root))
     if run.coverage is not None:
         report = run.coverage.report()
         if minimum is not None and report["percent"] < minimum:
-            lines.append(_annotation("error", ".codebolt/tests", None, None, "coverage",
+            lines.append(_annotation("error", _file(".codebolt/tests", root), None, None, "coverage",
                                      f"rule test coverage {report['percent']}% is below {minimum}%"))
         lines.append(coverage_text(report, minimum))
     return "\n".join(lines)

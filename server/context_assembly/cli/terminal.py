@@ -44,6 +44,43 @@ def workspace_root(given: str | None) -> Path:
     return find_root(Path.cwd()) or Path.cwd()
 
 
+def required_root(command: str, option: str | None, positional: str | None = None) -> Path | None:
+    """The workspace of a command that needs one (`--workspace`, or its positional WORKSPACE, else
+    found walking up); None, with why on stderr, when it is given twice, is not a directory or
+    holds no `.codebolt/` (the command's exit status is then 2)."""
+    if option and positional and option != positional:
+        print(f"context-assembly {command}: give the workspace once (WORKSPACE or --workspace)", file=sys.stderr)
+        return None
+    given = option or positional
+    if given is None:
+        root = find_root(Path.cwd())
+        if root is None:
+            print(f"context-assembly {command}: no {CODEBOLT}/ folder in {Path.cwd()} or any folder above it "
+                  f"(give the workspace root: --workspace DIR)", file=sys.stderr)
+        return root
+    root = Path(given)
+    if not root.is_dir():
+        print(f"context-assembly {command}: no such directory: {given}", file=sys.stderr)
+        return None
+    if not (root / CODEBOLT).is_dir():
+        inside = find_root(root)
+        hint = f" (it is inside the workspace {shown(inside)})" if inside is not None else ""
+        print(f"context-assembly {command}: no {CODEBOLT}/ folder in {shown(root)}{hint}", file=sys.stderr)
+        return None
+    return root
+
+
+def write_page(command: str, path: str, page: str) -> bool:
+    """Write a trace page (`--html FILE`); False, with why on stderr, when it cannot be written."""
+    try:
+        Path(path).write_text(page, encoding="utf-8")
+    except OSError as exc:
+        print(f"context-assembly {command}: cannot write the trace page {path}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return False
+    return True
+
+
 def shown(path: Path | str) -> str:
     """A path relative to the current directory, so a terminal or a CI log links it to the file."""
     try:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from .terminal import add_common, painter, required_root, shown
 
 if TYPE_CHECKING:
     from ..testing import TestRun
@@ -18,10 +19,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "test", help="run the rule tests under .codebolt/tests/",
         description="Run every case of the test files under WORKSPACE/.codebolt/tests/: rules only, or the "
                     "full assembly against the stores when a case asks. Exit status 1 when a case fails or "
-                    "a test file is broken (or coverage is below --min-coverage); 2 when WORKSPACE is not a directory.",
+                    "a test file is broken (or coverage is below --min-coverage); 2 when there is no .codebolt/ "
+                    "folder.",
     )
-    parser.add_argument("workspace", nargs="?", default=None, help="the workspace root (default: .)")
-    parser.add_argument("--workspace", dest="workspace_option", metavar="DIR", help="the workspace root")
+    parser.add_argument("positional_workspace", nargs="?", metavar="WORKSPACE",
+                        help="the workspace root (the same as --workspace)")
+    add_common(parser)
     parser.add_argument("-k", dest="pattern", metavar="PATTERN",
                         help="run only cases whose `file::name` contains PATTERN (or matches it as a glob)")
     parser.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
@@ -33,14 +36,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def workspace_of(args: argparse.Namespace) -> Path:
-    return Path(args.workspace_option or args.workspace or ".")
-
-
 def run(args: argparse.Namespace) -> int:
-    root = workspace_of(args)
-    if not root.is_dir():
-        print(f"context-assembly test: no such directory: {root}", file=sys.stderr)
+    root = required_root("test", args.workspace, args.positional_workspace)
+    if root is None:
         return 2
     from ..runtime import Runtime  # the engine loads only when a command runs it
     from ..testing import run_tests
@@ -51,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     runtime = Runtime(root)
     try:
         result = run_tests(runtime.workspace(), lambda request: runtime.assemble(request, snapshot=False),
-                           pattern=args.pattern, coverage=coverage)
+                           pattern=args.pattern, coverage=coverage, lookup_of=runtime.lookup)
     finally:
         runtime.close()
     below = _below(result, args.min_coverage)
@@ -63,13 +61,13 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "junit":
         print(as_junit(result))
     elif args.format == "github":
-        print(as_github(result, args.min_coverage))
+        print(as_github(result, root, args.min_coverage))
     else:
-        print(as_text(result))
+        print(as_text(result, root, painter(args, sys.stdout)))
         if result.coverage is not None:
             print(coverage_text(result.coverage.report(), args.min_coverage))
     if not result.results and not result.problems:
-        print(f"context-assembly test: no test cases under {root / '.codebolt' / 'tests'}"
+        print(f"context-assembly test: no test cases under {shown(root / '.codebolt' / 'tests')}"
               + (f" matching {args.pattern!r}" if args.pattern else ""), file=sys.stderr)
     return 1 if not result.ok or below else 0
 

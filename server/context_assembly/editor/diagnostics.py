@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.problems import Problem, Severity
-from ..testing.run import CaseResult
+from ..testing.run import CaseResult, LookupOf, plain_lookup
 from ..workspace.lint import duplicates_across_files, file_problems
 from ..workspace.loader import SourceFile, Workspace
 from .documents import EditorDocument, Range
@@ -75,10 +75,10 @@ def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspa
 
 
 def document_problems(document: EditorDocument, workspace: Workspace,
-                      ran: Sequence[CaseResult] = ()) -> list[Problem]:
+                      ran: Sequence[CaseResult] = (), lookup_of: LookupOf = plain_lookup) -> list[Problem]:
     """Every problem of the document, in stage order (syntax, schema, meaning), duplicates included;
-    in a rule-test file also its failing cases (rules-only ones run here, `ran`: the results of
-    cases run by the "Run test" lens on this text)."""
+    in a rule-test file also its failing cases (rules-only ones run here over `lookup_of`'s lookup,
+    `ran`: the results of cases run by the "Run test" lens on this text)."""
     source = document.source
     for problem in source.problems:  # the loader's problems are reused: reset what locate fills
         problem.file = None
@@ -86,13 +86,15 @@ def document_problems(document: EditorDocument, workspace: Workspace,
     if source.value is not None and not document.parsed.syntax_errors:
         problems += [p for p in duplicates_across_files(workspace) if p.file == document.relpath]
         if document.kind == "rule-test" and not any(p.is_error for p in problems):
-            results = {r.name: r for r in case_results(document, workspace)}
+            results = {r.name: r for r in case_results(document, workspace, lookup_of)}
             results.update({r.name: r for r in ran if r.mode == "assemble"})
             problems += [source.locate(p) for p in case_problems(list(results.values()))]
     return problems
 
 
 def document_diagnostics(document: EditorDocument, workspace: Workspace, encoding: str = "utf-16",
-                         ran: Sequence[CaseResult] = ()) -> list[dict[str, Any]]:
-    """`workspace` should be the overlay that holds `document.source` (see `documents.overlay`)."""
-    return [to_diagnostic(p, document, workspace, encoding) for p in document_problems(document, workspace, ran)]
+                         ran: Sequence[CaseResult] = (), lookup_of: LookupOf = plain_lookup) -> list[dict[str, Any]]:
+    """`workspace` should be the overlay that holds `document.source` (see `documents.overlay`);
+    `lookup_of`: the runtime's lookup, which rule-test cases run over (`testing.run.LookupOf`)."""
+    return [to_diagnostic(p, document, workspace, encoding)
+            for p in document_problems(document, workspace, ran, lookup_of)]

@@ -11,7 +11,7 @@ from ..model.problems import Problem, Severity
 from ..rules.dialects import CONTEXT_RULES_ID
 from ..schemas import build_schema
 from ..testing.cases import read_test_file
-from ..testing.run import CaseResult, run_case
+from ..testing.run import CaseResult, LookupOf, plain_lookup, run_case
 from ..workspace.loader import Workspace
 from .capabilities import EVALUATE_RULE, RUN_TEST
 from .documents import EditorDocument
@@ -107,13 +107,15 @@ def rule_markdown(reference: str, workspace: Workspace) -> str | None:
 # -- failing cases as diagnostics --------------------------------------------------------------------
 
 
-def case_results(document: EditorDocument, workspace: Workspace) -> list[CaseResult]:
+def case_results(document: EditorDocument, workspace: Workspace,
+                 lookup_of: LookupOf = plain_lookup) -> list[CaseResult]:
     """The rules-only cases of the document, run against the workspace as the editor sees it
     (cases that need the full assembly run from the "Run test" lens)."""
     test_file = read_test_file(document.source, workspace)
     if test_file.problems:
         return []
-    return [run_case(case, workspace, None) for case in test_file.cases if not case.assemble and not case.skip]
+    return [run_case(case, workspace, None, lookup_of=lookup_of)
+            for case in test_file.cases if not case.assemble and not case.skip]
 
 
 def case_problems(results: list[CaseResult]) -> list[Problem]:

@@ -93,24 +93,46 @@ def read_test_file(source: SourceFile, workspace: Workspace) -> TestFile:
     if errors:
         return test_file
     value: dict[str, Any] = source.value
-    seen: dict[str, str] = {}
+    flagged = {p.path.rsplit("/", 1)[0]: p for p in cases_problems(value)}  # a case's pointer -> its problem
     for index, raw in enumerate(value["cases"]):
         pointer = f"/cases/{index}"
-        name = raw["name"]
+        problem = flagged.get(pointer)
+        if problem is not None and problem.code == "duplicate-id":  # the first case of the name runs
+            test_file.problems.append(source.locate(problem))
+            continue
+        case = _case(source, workspace, value.get("request"), raw, pointer)
+        if problem is not None:  # the case cannot run as written: an error of its own
+            case.problem = source.locate(problem)
+        test_file.cases.append(case)
+    return test_file
+
+
+def cases_problems(value: dict[str, Any]) -> list[Problem]:
+    """What is wrong with a schema-valid test file's cases as written (`check` reports it too): a
+    name used again (that case does not run), and `assemble: false` beside expectations only the
+    full assembly can check (the case is an error, not a pass that checked nothing)."""
+    problems = []
+    seen: dict[str, str] = {}
+    for index, raw in enumerate(value["cases"]):
+        pointer, name = f"/cases/{index}", raw["name"]
         if name in seen:
-            test_file.problems.append(source.locate(Problem(
-                f"duplicate test case name '{name}' (first at {seen[name]})", "duplicate-id", path=pointer + "/name")))
+            problems.append(Problem(f"duplicate test case name '{name}' (first at {seen[name]})", "duplicate-id",
+                                    path=f"{pointer}/name"))
             continue
         seen[name] = pointer
-        test_file.cases.append(_case(source, workspace, value.get("request"), raw, pointer))
-    return test_file
+        needs = [key for key in ASSEMBLY_EXPECTATIONS if key in raw["expect"]]
+        if raw.get("assemble") is False and needs:
+            problems.append(Problem(f"`assemble: false`, but {', '.join(f'`{k}`' for k in needs)} can only be "
+                                    "checked by the full assembly: remove `assemble: false` or those expectations",
+                                    "needs-assembly", path=f"{pointer}/assemble"))
+    return problems
 
 
 def _case(source: SourceFile, workspace: Workspace, base: Any, raw: dict[str, Any], pointer: str) -> TestCase:
     expect = raw["expect"]
     needs_assembly = any(key in expect for key in ASSEMBLY_EXPECTATIONS)
-    case = TestCase(source.relpath, raw["name"], pointer, expect, assemble=raw.get("assemble", needs_assembly),
-                    skip=raw.get("skip", False))
+    case = TestCase(source.relpath, raw["name"], pointer, expect,
+                    assemble=needs_assembly or raw.get("assemble", False), skip=raw.get("skip", False))
     try:
         case.request, case.request_pointer = _request(workspace, base, raw, pointer)
     except ContextAssemblyError as exc:

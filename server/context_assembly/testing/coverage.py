@@ -28,21 +28,27 @@ class Coverage:
     rules: dict[str, _RuleSeen] = field(factory=dict)  # "engine/rule" -> outcomes
     memories: dict[str, int] = field(factory=dict)  # memory id -> cases that activated it
     cases: int = 0
+    # a disabled engine's rules: counted once a case runs the engine by name (no case can otherwise)
+    disabled: dict[str, _RuleSeen] = field(factory=dict)
 
     @classmethod
     def of(cls, workspace: Workspace) -> Coverage:
         coverage = cls(memories=dict.fromkeys(sorted(workspace.memories), 0))
         for engine in workspace.rule_set.engines:
+            into = coverage.rules if engine.enabled else coverage.disabled
             for rule in engine.rules:
                 if not rule.per_source:
-                    coverage.rules[f"{engine.id}/{rule.rule_id}"] = _RuleSeen()
+                    into[f"{engine.id}/{rule.rule_id}"] = _RuleSeen()
         return coverage
 
     def record(self, evaluation: EvaluationResult, included: list[str]) -> None:
         self.cases += 1
         for engine in evaluation.engine_results:
             for rule in engine.rules:
-                seen = self.rules.get(f"{engine.engine_id}/{rule.rule_id}")
+                key = f"{engine.engine_id}/{rule.rule_id}"
+                seen = self.rules.get(key)
+                if seen is None and key in self.disabled:
+                    seen = self.rules[key] = self.disabled.pop(key)
                 if seen is None:
                     continue
                 if rule.matched:

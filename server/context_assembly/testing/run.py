@@ -15,7 +15,7 @@ from ..model.context import AssembledContext
 from ..model.problems import Problem
 from ..model.request import AssemblyRequest
 from ..rules.engine import CompiledRule, rule_result
-from ..rules.lookup import build_lookup
+from ..rules.lookup import Lookup, build_lookup
 from ..workspace.loader import Workspace
 from .cases import TestCase, TestFile, load_test_files
 from .coverage import Coverage
@@ -23,6 +23,10 @@ from .expect import Explanation, Failure, check, rule_matches
 from .observe import from_assembly, from_rules
 
 Assemble = Callable[[dict[str, Any]], AssembledContext]
+# A request's variable lookup and the derived values in it (`Runtime.lookup`: the one every method
+# evaluates against, the thread's turn count included), so a rules-only case sees what `evaluate`
+# and `assemble` see; `plain_lookup` where no runtime is at hand (no derived values).
+LookupOf = Callable[[AssemblyRequest], tuple[Lookup, dict[str, Any]]]
 MAX_EXPLAINED = 8  # rules explained per failure: enough to see why, short enough to read
 
 
@@ -66,10 +70,16 @@ class TestRun:
                 "file_errors": len(self.problems), "ok": self.ok, "duration_ms": round(self.duration_ms, 3)}
 
 
+def plain_lookup(request: AssemblyRequest) -> tuple[Lookup, dict[str, Any]]:
+    return build_lookup(request), {}
+
+
 def run_tests(workspace: Workspace, assemble: Assemble | None = None, *, pattern: str | None = None,
-              coverage: bool = False, files: list[TestFile] | None = None) -> TestRun:
+              coverage: bool = False, files: list[TestFile] | None = None,
+              lookup_of: LookupOf = plain_lookup) -> TestRun:
     """Run every case of the workspace's tests (those whose id matches `pattern`). `assemble`
-    runs a full assembly; without it, cases that ask for one are errors."""
+    runs a full assembly; without it, cases that ask for one are errors. `lookup_of`: the lookup
+    the rules see (`LookupOf`)."""
     started = time.perf_counter()
     run = TestRun(coverage=Coverage.of(workspace) if coverage else None)
     for test_file in files if files is not None else load_test_files(workspace, pattern):
@@ -77,20 +87,20 @@ def run_tests(workspace: Workspace, assemble: Assemble | None = None, *, pattern
         if any(p.is_error for p in test_file.problems if p.code in ("syntax", "schema", "encoding", "io")):
             continue
         for case in test_file.cases:
-            run.results.append(run_case(case, workspace, assemble, run.coverage))
+            run.results.append(run_case(case, workspace, assemble, run.coverage, lookup_of))
     run.duration_ms = (time.perf_counter() - started) * 1000
     return run
 
 
 def run_case(case: TestCase, workspace: Workspace, assemble: Assemble | None,
-             coverage: Coverage | None = None) -> CaseResult:
+             coverage: Coverage | None = None, lookup_of: LookupOf = plain_lookup) -> CaseResult:
     started = time.perf_counter()
     result = CaseResult(case.file, case.name, case.pointer, "passed", "assemble" if case.assemble else "rules")
     if case.skip:
         result.status = "skipped"
         return result
     try:
-        result.failures = _run(case, workspace, assemble, coverage, result)
+        result.failures = _run(case, workspace, assemble, coverage, result, lookup_of)
         result.status = "failed" if result.failures else "passed"
     except ContextAssemblyError as exc:
         result.status = "error"
@@ -100,19 +110,19 @@ def run_case(case: TestCase, workspace: Workspace, assemble: Assemble | None,
 
 
 def _run(case: TestCase, workspace: Workspace, assemble: Assemble | None, coverage: Coverage | None,
-         result: CaseResult) -> list[Failure]:
+         result: CaseResult, lookup_of: LookupOf) -> list[Failure]:
     if case.problem is not None or case.request is None:
         raise ContextAssemblyError(case.problem.message if case.problem else "the case has no request")
     request = parse_request(case.request)
-    lookup = build_lookup(request)
+    lookup, derived = lookup_of(request)
     if case.assemble:
         if assemble is None:
             raise ContextAssemblyError("this case needs the full assembly, which is not available here")
         seen = from_assembly(assemble(case.request))
     else:
-        seen = from_rules(request, workspace.rule_set.evaluate(request, lookup, explain=False), workspace)
+        seen = from_rules(request, workspace.rule_set.evaluate(request, lookup, False, derived), workspace)
     if coverage is not None:
-        coverage.record(workspace.rule_set.evaluate(request, lookup, explain=True), seen.included)
+        coverage.record(workspace.rule_set.evaluate(request, lookup, True, derived), seen.included)
     result.included, result.fired = seen.included, [f"{e}/{r}" for e, r in seen.fired]
     result.token_estimate = seen.token_estimate
     failures = check(case.expect, seen, case.pointer)
@@ -182,7 +192,8 @@ def as_json(run: TestRun) -> dict[str, Any]:
     return out
 
 
-def evaluate_rule(workspace: Workspace, engine_id: str, rule_id: str) -> dict[str, Any]:
+def evaluate_rule(workspace: Workspace, engine_id: str, rule_id: str,
+                  lookup_of: LookupOf = plain_lookup) -> dict[str, Any]:
     """One rule against the request of every test case (rules-only): where it fires, where it
     does not, and why, condition by condition. `{rule, cases: [{file, name, matched, conditions}]}`."""
     from ..model.converter import unstructure
@@ -200,7 +211,7 @@ def evaluate_rule(workspace: Workspace, engine_id: str, rule_id: str) -> dict[st
                 request = parse_request(case.request)
             except InvalidParamsError:
                 continue
-            matched, conditions = rule.conditions.explain(build_lookup(request))
+            matched, conditions = rule.conditions.explain(lookup_of(request)[0])
             cases.append({"file": case.file, "name": case.name, "matched": matched,
                           "conditions": unstructure(conditions)})
     return {"rule": f"{engine_id}/{rule_id}", "per_source": rule.per_source, "error": rule.error,

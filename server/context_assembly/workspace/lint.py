@@ -81,6 +81,10 @@ def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
         return [p for site in sites for p in check_rule(site, ctx)]
     if source.kind == "persistent-memory" and isinstance(source.value, dict):
         return _memory_hints(source)
+    if source.kind == "rule-test" and not schema_errors(source):
+        from ..testing.cases import cases_problems  # (the test runner reads the cases the same way)
+
+        return cases_problems(source.value)
     if source.kind == "graph-view" and workspace.settings.stores.backend == "postgres" \
             and isinstance(source.value, dict) and "cypher" in source.value:
         return [Problem("this view is Cypher, which runs on the embedded graph only: with stores.backend "

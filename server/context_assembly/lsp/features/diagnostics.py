@@ -64,7 +64,8 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list
     if document is None:
         return None
     state = editor_state(ls)
-    found = document_diagnostics(document, state.workspace(), encoding(ls), ran_on(state, document))
+    found = document_diagnostics(document, state.workspace(), encoding(ls), ran_on(state, document),
+                                 ls.require_session().runtime.lookup)
     return document.version, [structure(ls, d, types.Diagnostic) for d in found]
 
 
@@ -228,12 +229,14 @@ def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None 
 
     state = editor_state(ls)
     workspace = state.workspace()
+    lookup_of = ls.require_session().runtime.lookup
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
     open_docs = {d.relpath: d for d in state.store.all()}
     for relpath, source in workspace.files.items():
         document = open_docs.get(relpath) or document_from_source(source)
         found = [structure(ls, d, types.Diagnostic)
-                 for d in document_diagnostics(document, workspace, encoding(ls), ran_on(state, document))]
+                 for d in document_diagnostics(document, workspace, encoding(ls), ran_on(state, document),
+                                               lookup_of)]
         result_id = _result_id(ls, found)
         if (previous or {}).get(document.uri) == result_id:
             items.append(types.WorkspaceUnchangedDocumentDiagnosticReport(
