@@ -6,6 +6,7 @@ budget ladder and the `summarize` pipeline step both use them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -21,16 +22,20 @@ def truncation_marker(left_out: int, total: int) -> str:
 
 
 def shorten(text: str, max_tokens: int, count: Counter, total: int | None = None) -> str | None:
-    """The longest sentence-bounded (else word-bounded) prefix plus the marker within `max_tokens`;
-    None when not even one word fits beside the marker. `total` is the size the marker reports
+    """The longest sentence-bounded prefix plus the marker within `max_tokens`, or a word-bounded
+    one where no sentence boundary keeps half the room (one long line: a log, a JSON value); None
+    when not even one word fits beside the marker. `total` is the size the marker reports
     (the original item's, when `text` is already a shortened form)."""
     whole = count(text) if total is None else total
+    best = None
     for pattern in (SENTENCE_END, _WORD_END):
         ends = [m.start() for m in pattern.finditer(text) if m.start() > 0]
-        best = _longest_fitting(text, ends, max_tokens, count, whole)
-        if best is not None:
-            return best
-    return None
+        cut = _longest_fitting(text, ends, max_tokens, count, whole)
+        if cut is not None and (best is None or count(cut) > count(best)):
+            best = cut
+        if best is not None and count(best) * 2 >= max_tokens:
+            return best  # a sentence boundary that keeps half the room or more: no word cut needed
+    return best
 
 
 def _cut(text: str, end: int, count: Counter, total: int) -> str:
@@ -55,10 +60,25 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_END.split(text) if s.strip()]
 
 
+def _json_document(text: str) -> bool:
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def extractive(text: str, task: str, max_tokens: int, count: Counter) -> str | None:
-    """The lead sentence, then the sentences sharing most words with the task, in text order."""
+    """The lead sentence, then the sentences sharing most words with the task, in text order. None
+    where picking sentences keeps nothing useful: a JSON document (its lines are no sentences: a
+    pick is a broken object that lost its long values) or text whose sentences past the lead are
+    each too long for the room (the lead alone would stand for all of it); the caller then cuts
+    the text with the marker instead (`shorten`)."""
     found = split_sentences(text)
-    if not found:
+    if not found or _json_document(text):
         return None
     words = {w.casefold() for w in _WORD.findall(task)}
     overlap = [len(words & {w.casefold() for w in _WORD.findall(s)}) for s in found]
@@ -76,4 +96,6 @@ def extractive(text: str, task: str, max_tokens: int, count: Counter) -> str | N
             used += size
     while len(chosen) > 1 and count(" ".join(found[i] for i in sorted(chosen))) > max_tokens:
         chosen.pop()
+    if len(chosen) == 1 and len(found) > 1 and count(found[0]) < max_tokens // 4:
+        return None  # only the lead fit, and it fills little of the room: a cut keeps more
     return " ".join(found[i] for i in sorted(chosen))

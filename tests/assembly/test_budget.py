@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import given, settings
@@ -58,6 +59,28 @@ def test_the_cut_falls_back_to_words_then_gives_up() -> None:
     assert cut is not None and cut.split("\n")[0].split()[-1] in "one two three four five six seven eight nine ten"
     assert shorten("word " * 50, 4, estimate) is None  # nothing but the marker would fit
     assert shorten_item(item(0, "word " * 50), 4, estimate) is None
+
+
+def test_one_long_line_is_cut_at_a_word_not_at_the_last_line_break() -> None:
+    """A sentence boundary that keeps less than half the room loses to a word cut: a tool's output
+    as a JSON value is one line after its short keys, and cutting before it kept ~3% of the room."""
+    value = json.dumps({"command": "pytest -x", "exit_code": 1,
+                        "stdout": "\n".join(f"test_{i} FAILED - TimeoutError after {i} s" for i in range(200))},
+                       indent=2)
+    cut = shorten(value, 300, estimate)
+    assert cut is not None and estimate(cut) <= 300 and estimate(cut) > 250
+    assert '"stdout": "test_0 FAILED' in cut and MARKER.search(cut)
+    # a sentence boundary that keeps half the room or more is still preferred
+    text = "Short lead. " + "A longer second sentence follows here with more words. " * 3
+    assert shorten(text, 40, estimate).split("\n")[0].endswith(".")
+
+
+def test_extractive_gives_up_where_picking_sentences_keeps_nothing_useful() -> None:
+    value = json.dumps({"command": "pytest", "stdout": "x " * 2000}, indent=2)
+    assert extractive(value, TASK, 200, estimate) is None  # a JSON document: its lines are no sentences
+    lead_only = "Output:\n" + "word " * 2000
+    assert extractive(lead_only, TASK, 200, estimate) is None  # only the lead fits, filling 1% of the room
+    assert extractive("Intro. " + "word " * 2000, TASK, 4, estimate) == "Intro."  # the lead fills the room
 
 
 def test_exact_tokenizers_cut_within_the_budget() -> None:

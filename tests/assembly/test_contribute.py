@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from context_assembly.assembly.candidates import Candidate
 from context_assembly.assembly.contribute import SourceRules, contribute, section_order
 from context_assembly.assembly.merge import deduplicate
@@ -51,6 +53,21 @@ def test_boost_multiplies_the_score_and_kg_entities_match_content() -> None:
     result = contribute(items, [], {}, [Boost("kg_entity:authservice", 2.0)], {})
     assert ids(result.sections["knowledge"]) == ["about AuthService", "plain"]
     assert result.sections["knowledge"][0].effective_score == 0.6
+
+
+def test_the_reported_score_is_after_boosts() -> None:
+    """What an agent reads explains the order: a boosted item's score is the boosted one (on a copy:
+    the item may be the pipeline cache's), an item without a score keeps none."""
+    shared = candidate("billing", "b", score=0.4)
+    original = shared.item
+    items = [candidate("session", "s", score=0.9), shared, candidate("note", "b")]
+    result = contribute(items, [], {}, [Boost("b", 3.0)], {})
+    ranked = result.sections["knowledge"]
+    assert ids(ranked) == ["note", "billing", "session"]  # unscored ranks as 1.0 × 3.0
+    assert [c.item.score for c in ranked] == [None, pytest.approx(1.2), 0.9]
+    assert original.score == 0.4  # the shared item itself is untouched
+    again = contribute([Candidate(original, "b", 99)], [], {}, [Boost("b", 3.0)], {})
+    assert again.sections["knowledge"][0].item.score == pytest.approx(1.2)  # boosted once, not twice
 
 
 def test_per_memory_limits_keep_the_best_items() -> None:

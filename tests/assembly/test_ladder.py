@@ -99,6 +99,45 @@ def test_a_per_memory_max_tokens_shortens_its_last_item_rather_than_emptying_the
     [doc] = [i for i in result["context"]["knowledge"] if i["memory_id"] == "docs"]
     assert doc["tokens"] <= 60 and MARKER.search(doc["content"])
     assert any(d["kind"] == "shortened" and d["by"] == "contribution of docs" for d in result["trace"]["decisions"])
+    # kept, cut: the section is truncated, and nothing of it was dropped
+    assert result["trace"]["sections"]["knowledge"] == {"tokens": doc["tokens"], "items": 1, "truncated": True,
+                                                        "dropped": 0}
+
+
+def test_a_rule_cap_shortens_the_item_that_crosses_it(runtime: Runtime, root: Path) -> None:
+    """A rule cap's `max_tokens` as a contribution's: the item crossing it is cut with the marker,
+    so a cap smaller than an item does not empty the source (per-source caps the same)."""
+    write(root, "PersistentMemory/docs.json", definition("docs", [{"type": "markdown_read", "note": "big"}]))
+    (root / ".codebolt/memory/big.md").write_text(sentences("big", 20))
+    write(root, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "cap-docs", "priority": 1, "when": [],
+         "then": {"add_memories": ["docs"], "caps": [{"target": "docs", "max_tokens": 60}]}},
+        {"id": "cap-source", "priority": 1,
+         "when": [{"field": "memory.source", "operator": "eq", "value": "markdown://small"}],
+         "then": {"caps": [{"target": "markdown://small", "max_tokens": 30}]}}]})
+    (root / ".codebolt/memory/small.md").write_text(sentences("small", 10))
+    result = assemble(runtime, explicit_memory=["markdown://small"])
+    kept = {i["memory_id"] or i["source"]: i for i in result["context"]["knowledge"]}
+    assert kept["docs"]["tokens"] <= 60 and MARKER.search(kept["docs"]["content"])
+    assert kept["markdown://small"]["tokens"] <= 30 and MARKER.search(kept["markdown://small"]["content"])
+    shortened = {d["by"] for d in result["trace"]["decisions"] if d["kind"] == "shortened"}
+    assert "cap on docs" in shortened
+    assert any(by.startswith("per-source cap of main/cap-source") for by in shortened), shortened
+    assert not [d for d in result["trace"]["decisions"] if d["kind"] == "cap"]
+
+
+def test_a_tool_output_over_the_budget_keeps_what_fits_of_its_long_value(runtime: Runtime) -> None:
+    """A KV value holding a tool's output is JSON, its log one long string: the ladder's summary
+    cannot pick sentences from it (it kept `{ "command": …, }` and the trace said "summarised"),
+    so the truncate step cuts it where the room ends."""
+    log = "\n".join(f"tests/test_login.py::test_{i} FAILED - TimeoutError after 5 s (attempt {i})"
+                    for i in range(60))
+    runtime.memory.write("kv://tool-output/pytest", {"command": "pytest -x", "exit_code": 1, "stdout": log})
+    result = assemble(runtime, explicit_memory=["kv://tool-output/pytest"], constraints={"max_tokens": 600})
+    [output] = [i for i in items(result) if i["source"] == "kv://tool-output/pytest"]
+    assert '"stdout": "tests/test_login.py::test_0 FAILED' in output["content"] and MARKER.search(output["content"])
+    assert result["meta"]["token_estimate"] > 500  # the room is used, not left empty
+    assert not steps(result, "summarize") and steps(result, "truncate")
 
 
 def _docs(rt: Runtime) -> None:

@@ -56,6 +56,7 @@ def test_text_values_and_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (["delete", "log://default"], "append-only"),
     (["write", "file://a.txt", '"x"'], "read-only"),
     (["list", "nope://"], "unknown memory URI scheme"),
+    (["write", "kv://k", '{"n": 18446744073709551617}'], "VALUE: the integer 18446744073709551617 is outside"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 argv: list[str], message: str) -> None:
@@ -98,6 +99,9 @@ def test_import_refuses_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text('{"graph": "../../outside.json"}')
     status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
     assert status == 2 and "/graph" in err
+    bad.write_text('{"writes": [{"uri": "kv://n", "value": -9223372036854775809}]}')
+    status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
+    assert status == 2 and "the integer -9223372036854775809 is outside the range" in err
 
 
 def test_import_checks_the_whole_file_before_writing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

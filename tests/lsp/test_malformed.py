@@ -46,6 +46,8 @@ HOSTILE = {
     "deep-nesting": frame(b'{"jsonrpc":"2.0","id":"d","method":"memory/write","params":{"uri":"kv://d","value":'
                           + b"[" * 5000 + b"]" * 5000 + b"}}"),
     "lsp-params-wrong": frame(b'{"jsonrpc":"2.0","id":"w","method":"textDocument/didOpen","params":{"x":1}}'),
+    "integer-beyond-64-bits": frame(b'{"jsonrpc":"2.0","id":"i","method":"memory/write",'
+                                    b'"params":{"uri":"kv://big","value":18446744073709551617}}'),
 }
 
 
@@ -64,6 +66,18 @@ def test_answers_where_json_rpc_has_one(raw: RawServer) -> None:
     assert raw.answer("s")["error"]["code"] == -32700  # the id is read from the unparsable body
     raw.send(HOSTILE["deep-nesting"])
     assert raw.answer("d")["error"]["code"] in (-32700, -32602)
+    # refused, not stored as 1.8446744073709552e+19 (orjson reads it as a float); the range's ends are kept
+    raw.send(HOSTILE["integer-beyond-64-bits"])
+    error = raw.answer("i")["error"]
+    assert error["code"] == -32602 and "the integer 18446744073709551617 is outside the range" in error["message"]
+    raw.send(frame({**READ, "id": "gone", "params": {"uri": "kv://big"}}))
+    assert raw.answer("gone")["result"]["exists"] is False
+    for n, value in enumerate((2**64 - 1, -(2**63))):
+        raw.send(frame({"jsonrpc": "2.0", "id": f"w{n}", "method": "memory/write",
+                        "params": {"uri": "kv://big", "value": value}}))
+        assert "result" in raw.answer(f"w{n}")
+        raw.send(frame({**READ, "id": f"r{n}", "params": {"uri": "kv://big"}}))
+        assert raw.answer(f"r{n}")["result"]["value"] == value
     still_serving(raw, "at-the-end")
 
 

@@ -293,6 +293,11 @@ def test_summarize_with_max_tokens_summarises_each_long_item_extractively() -> N
     both = run([SEARCH, {"type": "summarize", "max_items": 1, "max_tokens": 12}], **with_items((long, 1), ("b", 1)),
                **task)
     assert contents(both)[0] == "Lead sentence here. The login timeout." and len(both.items) == 2
+    output = json.dumps({"command": "pytest", "stdout": "login timeout " * 200}, indent=2)
+    cut = run([SEARCH, {"type": "summarize", "max_tokens": 40}], **with_items((output, 1)), **task)
+    assert contents(cut)[0].startswith('{\n  "command": "pytest",\n  "stdout": "login timeout')
+    assert "[… truncated" in contents(cut)[0] and cut.items[0].metadata["truncated"] is True
+    assert "summarised" not in cut.items[0].metadata  # a cut, said as such: not a summary
     failed = run_pipeline(definition([{"type": "summarize"}]), make_request(), example_stores())
     assert failed.status == "failed" and "'max_items' or 'max_tokens' is required" in (failed.error or "")
 

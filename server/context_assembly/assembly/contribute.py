@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from attrs import define, field
+from attrs import define, evolve, field
 
 from ..model.context import DroppedItem, preview
 from ..model.rules import Boost, Cap
@@ -67,10 +67,16 @@ def matches_target(target: str, candidate: Candidate) -> bool:
 
 
 def apply_boosts(candidates: Iterable[Candidate], boosts: list[Boost]) -> None:
+    """Multiply each candidate's boost by every boost that targets it; an item with a score then
+    carries the boosted score (a copy: items may be shared with the pipeline cache), so the score
+    an agent reads explains the order, and the candidate's boost is spent (its ranking is unchanged)."""
     for candidate in candidates:
         for boost in boosts:
             if matches_target(boost.target, candidate):
                 candidate.boost *= boost.weight
+        if candidate.boost != 1.0 and candidate.item.score is not None:
+            candidate.item = evolve(candidate.item, score=candidate.item.score * candidate.boost)
+            candidate.boost = 1.0
 
 
 def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int | None, kind: str,
@@ -137,10 +143,11 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
                                     "limit", f"contribution of {reference}", count)
     for cap in caps:
         selected = {id(c) for name in SECTION_NAMES for c in sections[name] if matches_target(cap.target, c)}
-        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", f"cap on {cap.target}")
+        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", f"cap on {cap.target}",
+                                count)
     for reference, rules in per_source.items():
         for cap in rules.caps:
             selected = {id(c) for name in SECTION_NAMES for c in sections[name] if c.reference == reference}
             dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap",
-                                    f"per-source cap of {', '.join(rules.rules)} on {reference}")
+                                    f"per-source cap of {', '.join(rules.rules)} on {reference}", count)
     return Contribution(sections, section_order(set_priority), dropped)

@@ -371,10 +371,14 @@ def _truncation_message(max_tokens: int | None) -> str:
     return f"context was left out to fit the budget of {max_tokens} tokens (see the trace)"
 
 
+# decisions that leave no item out of its section (a shortened item is kept, cut: `truncated`)
+_NOT_DROPPED = ("duplicate", "conflict", "shortened")
+
+
 def _section_traces(trace: Trace, context: dict[str, list[ContextItem]]) -> None:
     dropped: dict[str, int] = {}
     for decision in trace.decisions:
-        if decision.section and decision.kind not in ("duplicate", "conflict"):
+        if decision.section and decision.kind not in _NOT_DROPPED:
             dropped[decision.section] = dropped.get(decision.section, 0) + 1
     for name in SECTION_NAMES:
         items = context[name]

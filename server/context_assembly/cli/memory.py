@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
+from ..json_numbers import InexactNumber, loads_exact
 from .terminal import add_common, report_invalid, workspace_root
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def _fail(message: str, errors: list[dict[str, Any]] | None = None) -> int:
 def _value(args: argparse.Namespace) -> Any:
     if args.text is not None:
         return sys.stdin.read() if args.text == "-" else args.text
-    return orjson.loads(sys.stdin.read() if args.value == "-" else args.value)
+    return loads_exact(sys.stdin.read() if args.value == "-" else args.value)
 
 
 def _import(runtime: Runtime, path: str) -> dict[str, Any]:
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         value = _value(args) if args.action == "write" else None
     except orjson.JSONDecodeError as exc:
         return _fail(f"VALUE is not JSON ({exc}); pass --text to write a plain string")
+    except InexactNumber as exc:
+        return _fail(f"VALUE: {exc}")
     from ..runtime import Runtime  # the engine loads only when a command runs it
 
     runtime = Runtime(root)

@@ -13,7 +13,8 @@ notifications (`contextAssembly/started`, …) are written as given: the rule on
 
 Bad input gets an answer where JSON-RPC has one: invalid JSON or UTF-8 → -32700 (id null), a batch
 array or a malformed envelope → -32600, LSP params that do not structure → -32602 with the request's
-id, a request after `shutdown` → -32600. Nothing of it stops the server.
+id, an integer beyond 64 bits (which orjson would read as a float: json_numbers.py) → -32602, a
+request after `shutdown` → -32600. Nothing of it stops the server.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pygls.protocol import (
 
 from ..collector import paused
 from ..errors import ContextAssemblyError
+from ..json_numbers import inexact_integer
 from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
 from .errors import to_rpc_error
@@ -205,6 +207,12 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
                 logger.warning("ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
+        if "method" in data and (inexact := inexact_integer(body)) is not None:
+            if is_request:  # a number no store keeps exactly: refused, not changed on the way in
+                self.send_error(data["id"], INVALID_PARAMS, f"Invalid params: {inexact}")
+            else:
+                logger.warning("ignored %s: %s", data["method"], inexact)
+            return True
         if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \
                 and compat.server_of(self).locked:
             if is_request:  # nothing but initialize (with a valid token) before a good initialize

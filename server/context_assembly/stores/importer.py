@@ -29,10 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import orjson
 from attrs import Factory, define
 
 from ..errors import InvalidParamsError
+from ..json_numbers import loads_exact
 from .checks import check_event, check_turn
 from .confine import resolve_inside
 from .event import event_fields
@@ -143,8 +143,8 @@ def _graph(memory: MemoryRouter, graph: Any, base: Path) -> tuple[list[GraphNode
     if isinstance(graph, str):
         path = resolve_inside(base, graph, what="graph file", pointer="/graph")
         try:
-            graph = orjson.loads(Path(path).read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
+            graph = loads_exact(Path(path).read_bytes())
+        except (OSError, ValueError) as exc:  # orjson.JSONDecodeError, InexactNumber
             raise InvalidParamsError(f"cannot read graph data {path}: {exc}",
                                      [{"path": "/graph", "message": str(exc)}]) from None
     try:
@@ -261,7 +261,7 @@ def import_file(memory: MemoryRouter, path: Path | str, base: Path) -> dict[str,
     """`import_memory` of a JSON file (`-` reads standard input)."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
-        document = orjson.loads(raw)
-    except (OSError, orjson.JSONDecodeError) as exc:
+        document = loads_exact(raw)
+    except (OSError, ValueError) as exc:  # orjson.JSONDecodeError, InexactNumber
         raise InvalidParamsError(f"cannot read the import file: {exc}", []) from None
     return import_memory(memory, document, base)

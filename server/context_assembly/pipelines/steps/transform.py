@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ...registry.steps import FORMATS
-from ...shortening import extractive
+from ...shortening import extractive, shorten
 from ..context import StepContext, StepError, choice_param, int_param, object_param
 from ..items import Item, item_id
 from ..templates import render_fields
@@ -49,11 +49,12 @@ def _summarise(item: Item, max_tokens: int, query: str) -> None:
     if tokens <= max_tokens:
         return
     summary = extractive(item.content, query, max_tokens, estimate)
-    if summary:
+    cut = None if summary else shorten(item.content, max_tokens, estimate)  # no sentences worth picking
+    if summary or cut:
         if item.raw_content is None:
             item.raw_content = item.content
-        item.content = summary
-        item.metadata.update(summarised=True, original_tokens=tokens)
+        item.content = summary or cut or ""
+        item.metadata.update({"summarised" if summary else "truncated": True, "original_tokens": tokens})
 
 
 def _indent(text: str, prefix: str) -> str:
