@@ -49,6 +49,13 @@ class ConflictError(ContextAssemblyError):
     code = -32003
 
 
+class RequestFailedError(ContextAssemblyError):
+    """A valid request the server will not carry out as asked (LSP RequestFailed: a rename the
+    editor could not apply whole)."""
+
+    code = -32803
+
+
 class TimeoutError_(ContextAssemblyError):
     code = -32005
 

@@ -146,8 +146,39 @@ def test_definition_references_and_rename_of_a_memory(root: Path, workspace: Wor
     assert where is not None and where["uri"].endswith("PersistentMemory/architecture-docs.json")
     places = nav.references("architecture-docs", workspace, {}, "utf-16", True)
     assert any(p["uri"] == doc.uri for p in places) and any(p["uri"] == where["uri"] for p in places)
-    edit = nav.rename("architecture-docs", "arch", workspace, {}, "utf-16")
-    assert doc.uri in str(edit) and "arch" in str(edit)
+    edit = nav.rename("architecture-docs", "arch", workspace, {}, "utf-16", file_renames=True)
+    *texts, moved = edit["documentChanges"]
+    # the file is named by the id, so it is renamed too, after its own edits (they name the old file)
+    memories = root / ".codebolt" / "PersistentMemory"
+    assert moved == {"kind": "rename", "oldUri": (memories / "architecture-docs.json").as_uri(),
+                     "newUri": (memories / "arch.json").as_uri()}
+    edited = {t["textDocument"]["uri"]: [e["newText"] for e in t["edits"]] for t in texts}
+    assert edited[(memories / "architecture-docs.json").as_uri()] == ["arch"] and doc.uri in edited
+    assert all(t["textDocument"]["version"] is None for t in texts)  # none of them is open
+
+
+def test_a_rename_that_would_break_the_workspace_is_refused(root: Path, workspace: Workspace) -> None:
+    from context_assembly.errors import ConflictError, InvalidParamsError, RequestFailedError
+
+    with pytest.raises(InvalidParamsError) as bad:  # it would have been written into the JSON raw
+        nav.rename("architecture-docs", 'arch"x', workspace, {}, "utf-16", file_renames=True)
+    assert bad.value.errors[0]["path"] == "/newName"
+    with pytest.raises(ConflictError):
+        nav.rename("architecture-docs", "related-tasks", workspace, {}, "utf-16", file_renames=True)
+    # the file must be renamed with it (its name is the id): an editor that cannot is told so
+    with pytest.raises(RequestFailedError) as refused:
+        nav.rename("project-conventions", "conventions", workspace, {}, "utf-16")
+    assert "PersistentMemory/project-conventions.yaml" in refused.value.message
+    # the shorthand file has no `id`: the references change and the file is renamed
+    edit = nav.rename("project-conventions", "conventions", workspace, {}, "utf-16", file_renames=True)
+    assert edit["documentChanges"][-1]["newUri"].endswith("PersistentMemory/conventions.yaml")
+    assert all(not t["textDocument"]["uri"].endswith(".yaml") for t in edit["documentChanges"][:-1])
+    # a definition whose file is named otherwise keeps its file: plain changes
+    memories = root / ".codebolt" / "PersistentMemory"
+    (memories / "other-name.json").write_text(json.dumps({**json.loads(
+        (memories / "user-preferences.json").read_text()), "id": "prefs"}))
+    edit = nav.rename("prefs", "preferences", load_workspace(root), {}, "utf-16")
+    assert list(edit) == ["changes"]
 
 
 def test_symbols_and_folding_of_a_pipeline(root: Path) -> None:
@@ -159,3 +190,47 @@ def test_symbols_and_folding_of_a_pipeline(root: Path) -> None:
     assert [(c["name"], c.get("detail")) for c in symbols[0]["children"]] == [("markdown_read", None),
                                                                              ("rank", "top")]
     assert nav.folding_ranges(doc)
+
+
+def test_another_projects_file_is_checked_on_its_own(root: Path, workspace: Workspace, tmp_path: Path) -> None:
+    """A second checkout's definition open in the same window: not merged into this workspace
+    (its ids neither clash with ours nor satisfy our references), checked for syntax and schema."""
+    other = tmp_path / "other" / ".codebolt" / "PersistentMemory"
+    other.mkdir(parents=True)
+    ours = (root / ".codebolt" / "PersistentMemory" / "architecture-docs.json").read_text()
+    same_id = build_document((other / "architecture-docs.json").as_uri(), ours, 1, root)
+    only_there = build_document((other / "only-other.json").as_uri(), json.dumps(
+        {**json.loads(ours), "id": "only-other", "unknown_key": 1}), 1, root)
+    assert same_id is not None and only_there is not None and same_id.outside and only_there.outside
+    seen = overlay(workspace, [same_id, only_there])
+    assert "only-other" not in seen.memories and seen.memory_sources["architecture-docs"].path.is_relative_to(root)
+    assert document_diagnostics(same_id, seen) == []  # no duplicate id against ours
+    [schema] = document_diagnostics(only_there, seen)
+    assert schema["code"] == "schema" and "unknown_key" in schema["message"]
+    planning = document(root, "context-rule-engines", "planning.json",
+                        (root / ".codebolt/context-rule-engines/planning.json").read_text().replace(
+                            '"related-tasks"', '"only-other"'))
+    found = document_diagnostics(planning, overlay(seen, [planning]))
+    assert [d["code"] for d in found] == ["unknown-memory"]
+
+
+@pytest.mark.parametrize(("folder", "name", "text", "key"), [
+    ("context-rule-engines", "e.json",
+     '{\n  "id": "e",\n  "descripton": "x",\n  "rules": [\n    {\n      "id": "r1",\n      "priorty": 3,\n'
+     '      "when": [],\n      "then": {}\n    }\n  ]\n}\n', '"priorty"'),
+    ("context-rule-engines", "e.json", '{"id": "e", "descripton": "x", "rules": []}', '"descripton"'),
+    ("", "context-assembly.json", '{\n  "max_tokenz": 10\n}\n', '"max_tokenz"'),
+    ("PersistentMemory", "m.yaml", "id: m\nlabel: m\nretrieval:\n  pipeline:\n    - type: markdown_read\n"
+                                   "      note: a\n      bogus: 1\n", "bogus"),
+])
+def test_an_unknown_property_is_marked_on_its_key(root: Path, workspace: Workspace, folder: str, name: str,
+                                                  text: str, key: str) -> None:
+    """Not the object holding it (a rule's six lines, or the file's `{`)."""
+    doc = build_document((root / ".codebolt" / folder / name).as_uri(), text, 1, root)
+    assert doc is not None
+    found = [d for d in document_diagnostics(doc, overlay(workspace, [doc])) if "unknown propert" in d["message"]]
+    assert found, document_diagnostics(doc, overlay(workspace, [doc]))
+    for diagnostic in found:
+        start, end = diagnostic["range"]["start"], diagnostic["range"]["end"]
+        line = text.splitlines()[start["line"]]
+        assert start["line"] == end["line"] and line[start["character"]:end["character"]] in (key, '"descripton"')

@@ -122,6 +122,18 @@ def test_enum_values_come_from_the_schema(root: Path, workspace: Workspace) -> N
     assert complete(settings_document(root, numbers), numbers.index("1"), workspace) == []
 
 
+def test_an_access_grant_gets_keys_and_hover_like_any_setting(root: Path, workspace: Workspace) -> None:
+    """`access` maps token names to grants (additionalProperties): a grant's keys complete and
+    hover from the schema too."""
+    text = '{"access": {"reviewer": {"methods": ["memory/*"], "": 1}}}'
+    doc = settings_document(root, text)
+    assert set(labels(complete(doc, text.index('""') + 1, workspace))) == {"read", "write"}
+    methods = hover(doc, text.index('"methods"') + 2, workspace)
+    assert methods is not None and methods["contents"]["value"].startswith("**access.reviewer.methods** (setting)")
+    grant = hover(doc, text.index('"reviewer"') + 2, workspace)
+    assert grant is not None and "What one token name may do" in grant["contents"]["value"]
+
+
 def test_hover_on_a_key_shows_its_description_and_default(root: Path, workspace: Workspace) -> None:
     text = '{"budget": {"keep_recent_turns": 2}, "tokenizer": "cl100k"}'
     doc = settings_document(root, text)

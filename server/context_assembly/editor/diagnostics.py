@@ -10,7 +10,7 @@ from typing import Any
 
 from ..model.problems import Problem, Severity
 from ..testing.run import CaseResult, LookupOf, plain_lookup
-from ..workspace.lint import duplicates_across_files, file_problems
+from ..workspace.lint import duplicates_across_files, file_problems, schema_problems
 from ..workspace.loader import SourceFile, Workspace
 from .documents import EditorDocument, Range
 from .tests import case_problems, case_results
@@ -82,6 +82,8 @@ def document_problems(document: EditorDocument, workspace: Workspace,
     source = document.source
     for problem in source.problems:  # the loader's problems are reused: reset what locate fills
         problem.file = None
+    if document.outside:  # another project's file: its syntax and schema, never this workspace's meaning
+        return own_problems(source)
     problems = file_problems(source, workspace)
     if source.value is not None and not document.parsed.syntax_errors:
         problems += [p for p in duplicates_across_files(workspace) if p.file == document.relpath]
@@ -90,6 +92,14 @@ def document_problems(document: EditorDocument, workspace: Workspace,
             results.update({r.name: r for r in ran if r.mode == "assemble"})
             problems += [source.locate(p) for p in case_problems(list(results.values()))]
     return problems
+
+
+def own_problems(source: SourceFile) -> list[Problem]:
+    """What a file says of itself, whatever workspace it is read in: syntax, then schema."""
+    problems = list(source.problems)
+    if source.value is not None and not source.document.syntax_errors:
+        problems += schema_problems(source)
+    return [source.locate(p) for p in problems]
 
 
 def document_diagnostics(document: EditorDocument, workspace: Workspace, encoding: str = "utf-16",

@@ -65,6 +65,9 @@ class EditorDocument:
     kind: str  # a kind of workspace/layout.DEFINITION_DIRS or DEFINITION_FILES (settings)
     parsed: ParsedDocument
     source: SourceFile  # as the workspace loader would have read it (dialect, normalised rules)
+    # outside the workspace root (another project's `.codebolt/` open in the same window): never
+    # part of this workspace, checked on its own (editor/diagnostics.py)
+    outside: bool = False
 
     @property
     def dialect(self) -> str:
@@ -104,10 +107,11 @@ def build_document(uri: str, text: str, version: int | None, root: Path,
         kind = kind_of_schema(parsed.value)
         if kind is None:
             return None
+    outside = False
     try:
         relpath = path.resolve().relative_to(root).as_posix()
     except ValueError:
-        relpath = path.as_posix()
+        relpath, outside = path.as_posix(), True
     # the previous version's per-rule work (structure, schema, meaning) is reused for unchanged rules
     memo = previous.source.memo if previous is not None and previous.kind == kind else None
     source = SourceFile(path, relpath, kind, parsed, (0, 0)) if memo is None \
@@ -118,7 +122,7 @@ def build_document(uri: str, text: str, version: int | None, root: Path,
         source.problems.append(Problem(issue.message, "syntax", path="", line=line, column=column,
                                        end_line=end_line, end_column=end_column))
     prepare_source(source)
-    return EditorDocument(uri, version, text, path, relpath, kind, parsed, source)
+    return EditorDocument(uri, version, text, path, relpath, kind, parsed, source, outside)
 
 
 class DocumentStore:
@@ -163,8 +167,8 @@ def overlay(workspace: Workspace, documents: list[EditorDocument]) -> Workspace:
     files = dict(workspace.files)
     changed = memories_changed = False
     for document in documents:
-        if document.kind in DEFINITION_FILES:
-            continue  # not a workspace file: the settings are read from disk (load_settings)
+        if document.kind in DEFINITION_FILES or document.outside:
+            continue  # not a workspace file: the settings are read from disk (load_settings); another root's
         on_disk = files.get(document.relpath)
         if on_disk is not document.source:
             files[document.relpath] = document.source

@@ -4,9 +4,12 @@ id across every rule file of the workspace, and folding ranges."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import ConflictError, ContextAssemblyError, InvalidParamsError, RequestFailedError
+from ..schemas.fragments import FILE_ID_PATTERN
 from ..workspace.loader import SourceFile, Workspace
 from . import context as ctx
 from .documents import EditorDocument, document_from_source
@@ -91,9 +94,25 @@ def references(memory_id: str, workspace: Workspace, open_docs: dict[str, Editor
     return found
 
 
+def _rename_problem(memory_id: str, new_id: str, workspace: Workspace) -> ContextAssemblyError | None:
+    if not re.fullmatch(FILE_ID_PATTERN, new_id):
+        message = f"'{new_id}' is not a memory id: letters, digits, '_', '.' and '-', not starting with '.' or '-'"
+        return InvalidParamsError(message, [{"path": "/newName", "message": message}])
+    if new_id != memory_id and new_id in workspace.memories:
+        return ConflictError(f"a memory '{new_id}' exists already")
+    return None
+
+
 def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[str, EditorDocument],
-           encoding: str) -> dict[str, Any]:
-    """A workspace edit touching the definition's id and every reference."""
+           encoding: str, file_renames: bool = False) -> dict[str, Any]:
+    """A workspace edit touching the definition's id and every reference, and renaming the
+    definition's file where the file's name is its id (the repository finds definitions by file
+    name): then `documentChanges`, the text edits followed by the file's rename, which the editor
+    must support (`file_renames`). Refused (an error, nothing changed) for a name that is no memory
+    id, one another memory has, or a file rename the editor cannot make."""
+    problem = _rename_problem(memory_id, new_id, workspace)
+    if problem is not None:
+        raise problem
     changes: dict[str, list[dict[str, Any]]] = {}
 
     def replace(document: EditorDocument, span: tuple[int, int]) -> None:
@@ -113,7 +132,20 @@ def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[st
             document = _document(rule_source, open_docs)
             for span in _reference_spans(rule_source, memory_id):
                 replace(document, span)
-    return {"changes": changes}
+    if source is None or source.path.stem != memory_id or new_id == memory_id:
+        return {"changes": changes}
+    target = source.path.with_name(new_id + source.path.suffix)
+    if not file_renames:
+        raise RequestFailedError(f"renaming '{memory_id}' renames its file {source.relpath} too, which this "
+                                 "editor cannot do in a rename (no 'rename' resource operation): rename the file, "
+                                 "then the references")
+    if target.exists():
+        raise ConflictError(f"{target.name} exists already beside {source.relpath}")
+    versions = {d.uri: d.version for d in open_docs.values()}
+    edits: list[dict[str, Any]] = [{"textDocument": {"uri": uri, "version": versions.get(uri)}, "edits": found}
+                                   for uri, found in changes.items()]
+    moved = _document(source, open_docs).uri
+    return {"documentChanges": [*edits, {"kind": "rename", "oldUri": moved, "newUri": target.as_uri()}]}
 
 
 def _symbol(document: EditorDocument, name: str, kind: int, pointer: str, encoding: str,

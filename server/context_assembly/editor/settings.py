@@ -22,6 +22,8 @@ def schema_node(tokens: tuple[str, ...]) -> dict[str, Any] | None:
             node = node["items"]
         elif token in node.get("properties", {}):
             node = node["properties"][token]
+        elif isinstance(node.get("additionalProperties"), dict):  # a map's entry (an access grant)
+            node = node["additionalProperties"]
         else:
             return None
     return node

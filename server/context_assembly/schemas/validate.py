@@ -388,6 +388,17 @@ def _msg_required(f: _Failure, _root: Mapping[str, Any]) -> str | None:
     return MISSING_PROPERTY.format(f.missing) if f.missing else None
 
 
+_UNKNOWN = re.compile(r"unknown propert(?:y '(.*)'|ies '(.*?)', ')", re.S)
+
+
+def unknown_property(message: str) -> str | None:
+    """The (first) unknown property a schema error's message names, or None."""
+    found = _UNKNOWN.match(message)
+    if found is None:
+        return None
+    return found.group(1) if found.group(1) is not None else found.group(2)
+
+
 def _msg_additional(f: _Failure, _root: Mapping[str, Any]) -> str | None:
     if not f.unexpected:
         return None

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..documents.pointers import resolve_pointer
+from ..documents.pointers import escape_token, resolve_pointer
 from ..model.problems import Problem, Severity
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
-from ..schemas.validate import validation_errors_by_item
+from ..schemas.validate import unknown_property, validation_errors_by_item
 from .loader import ANY_SUFFIXES, KINDS, SourceFile, Workspace
 
 # file kind -> published schema name (seed-003 YAML rule files have no schema of their own)
@@ -113,6 +113,22 @@ def schema_errors(source: SourceFile) -> list[dict[str, str]]:
     return validation_errors(name, source.value)
 
 
+def schema_problems(source: SourceFile) -> list[Problem]:
+    """`schema_errors` as problems; an unknown property is marked on its key (the error's path
+    stays the object's, as the methods answer it)."""
+    problems = []
+    for error in schema_errors(source):
+        problem = Problem(error["message"], "schema", path=error["path"])
+        name = unknown_property(error["message"])
+        span = source.document.span(f"{error['path']}/{escape_token(name)}", "key") if name is not None else None
+        if span is not None:
+            lines = source.document.lines
+            problem.line, problem.column = lines.line_col(span[0])
+            problem.end_line, problem.end_column = lines.line_col(span[1])
+        problems.append(problem)
+    return problems
+
+
 def _covered(path: str, meaning_paths: set[str]) -> bool:
     return any(path == p or path.startswith(p + "/") for p in meaning_paths)
 
@@ -123,8 +139,7 @@ def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
     if source.value is not None and not source.document.syntax_errors:
         meaning = meaning_problems(source, workspace)
         paths = {p.path for p in meaning if p.severity in (Severity.ERROR, Severity.WARNING)}
-        problems += [Problem(e["message"], "schema", path=e["path"])
-                     for e in schema_errors(source) if not _covered(e["path"], paths)]
+        problems += [p for p in schema_problems(source) if not _covered(p.path, paths)]
         problems += meaning
     for problem in problems:
         source.locate(problem)

@@ -44,8 +44,16 @@ async def test_definition_references_rename(client: LanguageClient, root: Path) 
     assert {"architecture-docs.json", "review.json", "planning.json"} <= uris
     edit = await client.text_document_rename_async(types.RenameParams(
         text_document=types.TextDocumentIdentifier(uri), position=where, new_name="arch"))
-    assert edit is not None and edit.changes is not None
-    assert sum(len(v) for v in edit.changes.values()) == len(refs)
-    review = edit.changes[uri]
-    assert all(e.new_text == "arch" for e in review)
-    assert review[0].range.start == position_of(text, '"architecture-docs"]', 1)
+    # the editor renames files in a workspace edit: the text edits, then the definition's file
+    assert edit is not None and edit.document_changes is not None
+    *texts, moved = edit.document_changes
+    assert isinstance(moved, types.RenameFile) and moved.new_uri.endswith("PersistentMemory/arch.json")
+    assert all(isinstance(t, types.TextDocumentEdit) for t in texts)
+    assert sum(len(t.edits) for t in texts) == len(refs)  # type: ignore[union-attr]
+    review = next(t for t in texts if t.text_document.uri == uri)  # type: ignore[union-attr]
+    assert review.text_document.version == 1  # type: ignore[union-attr]  # open: its version
+    assert all(e.new_text == "arch" for e in review.edits)  # type: ignore[union-attr]
+    assert review.edits[0].range.start == position_of(text, '"architecture-docs"]', 1)  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="is not a memory id"):
+        await client.text_document_rename_async(types.RenameParams(
+            text_document=types.TextDocumentIdentifier(uri), position=where, new_name='arch"x'))

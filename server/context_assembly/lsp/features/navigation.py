@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lsprotocol import types
 
 from ..server import ContextAssemblyServer
-from .state import Snapshot, document_of, editor_state, encoding, off_loop, position, structure
+from .state import (
+    Snapshot,
+    client_capabilities,
+    document_of,
+    editor_state,
+    encoding,
+    off_loop,
+    position,
+    structure,
+)
 
 if TYPE_CHECKING:
     from ...editor.documents import EditorDocument
@@ -61,8 +70,16 @@ def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams
     if found is None:
         return None
     _doc, memory_id, workspace, open_docs = found
-    return structure(ls, nav.rename(memory_id, params.new_name, workspace, open_docs, encoding(ls)),
-                     types.WorkspaceEdit)
+    return structure(ls, nav.rename(memory_id, params.new_name, workspace, open_docs, encoding(ls),
+                                    _renames_files(ls)), types.WorkspaceEdit)
+
+
+def _renames_files(ls: ContextAssemblyServer) -> bool:
+    """Whether the editor applies a file rename inside a workspace edit."""
+    capabilities = client_capabilities(ls)
+    edit = capabilities.workspace.workspace_edit if capabilities and capabilities.workspace else None
+    operations = (edit.resource_operations or []) if edit is not None else []
+    return bool(edit and edit.document_changes and types.ResourceOperationKind.Rename in operations)
 
 
 def symbols(ls: ContextAssemblyServer, snap: Snapshot, params: types.DocumentSymbolParams) \
