@@ -42,7 +42,9 @@ LIMITS: tuple[LimitSpec, ...] = (
               "Size of one JSON-RPC message body; a larger one is answered with -32600 (its id when the "
               "start of the body names one) and its bytes are skipped unread."),
     LimitSpec("nesting_depth", 128, 8,
-              "Nesting of arrays and objects in a request's params, checked before anything recurses (-32602)."),
+              "Nesting of arrays and objects in a request's params, checked before anything recurses (-32602); "
+              "at most 512, as in definition files (the JSON parser reads 1,024 levels at most, and what "
+              "reads the params recurses).", maximum=512),
     LimitSpec("definition_file_bytes", 8 * MIB, 1024,
               "Size of one definition file under .codebolt/ (larger files are reported and skipped; "
               "create/update answer -32602)."),

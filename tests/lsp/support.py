@@ -208,13 +208,15 @@ class Served:
 
 
 async def start(workspace: Path, transport: str, *args: str, token: str | None = None,
-                host: str = "127.0.0.1") -> Served:
-    """The server on a free port of `host` (the token, if any, from the environment)."""
+                host: str = "127.0.0.1", cwd: Path | None = None) -> Served:
+    """The server on a free port of `host` (the token, if any, from the environment); `cwd`: run
+    there without `--workspace`."""
     env = {k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"}
     if token is not None:
         env["CONTEXT_ASSEMBLY_TOKEN"] = token
-    process = await asyncio.create_subprocess_exec(*SERVER, f"--{transport}", f"{host}:0", "--workspace",
-                                                   str(workspace), *args, stdin=subprocess.DEVNULL,
+    pinned = ["--workspace", str(workspace)] if cwd is None else []
+    process = await asyncio.create_subprocess_exec(*SERVER, f"--{transport}", f"{host}:0", *pinned,
+                                                   *args, stdin=subprocess.DEVNULL, cwd=cwd,
                                                    stderr=asyncio.subprocess.PIPE, env=env)
     assert process.stderr is not None
     while True:

@@ -110,6 +110,45 @@ async def test_the_connection_limit_refuses_one_more_and_frees_a_place(workspace
     await asyncio.gather(second.close(), third.close())
 
 
+async def test_a_connection_without_a_token_in_time_is_closed_and_frees_its_place(
+        workspace: Path, served: list[Served]) -> None:
+    """Peers that never authenticate (silent, or asking before `initialize`) held places of
+    --max-connections for good, locking the token holders out."""
+    served.append(server := await start(workspace, "tcp", "--max-connections", "2", "--auth-timeout", "1",
+                                        token=TOKEN))
+    silent = await asyncio.open_connection("127.0.0.1", server.port)
+    asking = await asyncio.open_connection("127.0.0.1", server.port)
+    asking[1].write(frame(encode_json({"jsonrpc": "2.0", "id": 1, "method": "memory/read",
+                                       "params": {"uri": "kv://users/u-ada"}})))
+    for reader, _writer in (silent, asking):  # each is closed by the server (EOF) within the timeout
+        await asyncio.wait_for(reader.read(), 20)
+    holder = await asyncio.wait_for(client(server.port, TOKEN), 20)
+    assert (await holder.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await asyncio.sleep(1.5)  # an authenticated client is never closed by the timeout
+    assert (await holder.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await holder.close()
+    for _reader, writer in (silent, asking):
+        writer.close()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+async def test_sigterm_with_clients_connected_exits_quietly(workspace: Path, transport: str) -> None:
+    """Exit status 0 and nothing on stderr but the address: the connections were cancelled by the
+    runner and asyncio logged a CancelledError traceback for each."""
+    server = await start(workspace, transport)
+    if transport == "tcp":
+        connected = await client(server.port)
+        assert (await connected.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    else:
+        from websockets.asyncio.client import connect
+
+        socket = await connect(f"ws://127.0.0.1:{server.port}")
+        await socket.send(encode_json({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}))
+        assert b'"result"' in (await socket.recv()).encode()
+    assert await server.stop() == 0
+    assert not [line for line in server.stderr if b"Traceback" in line or b"ERROR" in line], server.stderr
+
+
 async def test_many_websocket_clients_at_once(workspace: Path, served: list[Served]) -> None:
     from websockets.asyncio.client import connect
 
@@ -244,6 +283,31 @@ def refusals(workspace: Path) -> list[dict[str, Any]]:
         return [e["payload"] for e in runtime.memory.read("log://access")["value"]]
     finally:
         runtime.close()
+
+
+async def test_a_token_cannot_choose_its_workspace_and_so_its_policy(workspace: Path, served: list[Served],
+                                                                     tmp_path: Path) -> None:
+    """Without --workspace a token holder's rootUri chose the workspace: "/" read any file on the
+    host (the token file too) under no policy at all. With tokens the workspace is the server's:
+    the one found from its current directory."""
+    (workspace / ".codebolt" / "context-assembly.json").write_text(json.dumps({"access": POLICY}))
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {"reader": "r-token"}}))
+    (workspace / "src").mkdir(exist_ok=True)
+    served.append(server := await start(workspace, "tcp", "--token-file", str(tokens), cwd=workspace / "src"))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    await connection.request("initialize", {**INITIALIZE, "rootUri": "file:///",
+                                            "initializationOptions": {"token": "r-token"}})
+    connection.notify("initialized", {})
+    for uri in (f"file://{tokens.as_posix().lstrip('/')}", "file://etc/hostname"):
+        error = await refusal(connection.request("memory/read", {"uri": uri}))
+        assert isinstance(error, RpcError) and error.code == -32004, uri
+    denied = await refusal(connection.request("memory/write", {"uri": "kv://pwn/x", "value": 1}))
+    assert "may not call memory/write" in denied.message
+    assert (await connection.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
+    await connection.close()
+    assert not (Path("/") / ".codebolt").exists()
 
 
 async def test_a_read_outside_the_policy_is_refused_and_logged(workspace: Path, policed: Served) -> None:

@@ -72,12 +72,13 @@ async def test_before_initialize_custom_methods_say_so(server: tuple[ContextAsse
     assert reply["error"]["code"] == -32002
 
 
-async def test_bad_messages_get_json_rpc_errors(server: tuple[ContextAssemblyServer, Capture]) -> None:
+async def test_bad_messages_get_json_rpc_errors(server: tuple[ContextAssemblyServer, Capture],
+                                                tmp_path: Path) -> None:
     srv, out = server
     assert (await answer(srv, out, b"{nope", None))["error"]["code"] == -32700
     deep = b'{"jsonrpc":"2.0","id":41,"method":"memory/write","params":{"v":' + b"[" * 100000 + b"]" * 100000 + b"}}"
-    reply = await answer(srv, out, deep, 41)  # the id is told even though the body does not parse
-    assert reply["error"]["code"] == -32700
+    reply = await answer(srv, out, deep, 41)  # the id is told even though the parser stops: nested too deeply
+    assert reply["error"]["code"] == -32602 and "nested too deeply" in reply["error"]["message"]
     assert (await answer(srv, out, b'"just a string"', None))["error"]["code"] == -32600
     batch = orjson.dumps([request(7, "memory/read"), request(8, "memory/read")])
     assert (await answer(srv, out, batch, 8))["error"]["code"] == -32600
@@ -91,8 +92,16 @@ async def test_bad_messages_get_json_rpc_errors(server: tuple[ContextAssemblySer
     assert weird_id["error"]["code"] == -32600
     structured = await answer(srv, out, request(10, "initialize", {"capabilities": 5}), 10)
     assert structured["error"]["code"] == -32602
-    unknown = await answer(srv, out, request(11, "no/such"), 11)
-    assert unknown["error"]["code"] == -32601
+    # before a good initialize every request but initialize is -32002 (LSP), an unknown method too
+    assert (await answer(srv, out, request(11, "no/such"), 11))["error"]["code"] == -32002
+    assert (await answer(srv, out, request(12, types.SHUTDOWN), 12))["error"]["code"] == -32002
+    assert (await answer(srv, out, request(13, types.TEXT_DOCUMENT_HOVER, {
+        "textDocument": {"uri": "file:///x.json"}, "position": {"line": 0, "character": 0}}), 13))["error"][
+        "code"] == -32002
+    initialized = await answer(srv, out, request(14, types.INITIALIZE, {"processId": None, "capabilities": {},
+                                                                      "rootUri": tmp_path.as_uri()}), 14)
+    assert "result" in initialized  # the shutdown before it did not count
+    assert (await answer(srv, out, request(15, "no/such"), 15))["error"]["code"] == -32601
 
 
 async def test_custom_params_and_results_stay_plain(server: tuple[ContextAssemblyServer, Capture],

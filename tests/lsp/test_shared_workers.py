@@ -116,3 +116,31 @@ def test_closing_a_connection_drops_its_queued_work_only() -> None:
         assert len(theirs) == 0
     finally:
         shared.shutdown(wait=True)
+
+
+async def test_a_request_arriving_as_its_connection_closes_is_cancelled_not_logged(
+        workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A WebSocket client that drops with a request just sent: the work cannot be queued any more.
+    That is no failure of the server (it was logged as one, with a traceback)."""
+    from pygls.exceptions import JsonRpcException
+
+    from context_assembly.lsp.calls import run_method
+    from context_assembly.lsp.server import build_server
+    from context_assembly.lsp.workers import ConnectionClosed
+
+    shared = pool(1)
+    server = build_server(workspace, shared_workers=shared)
+    try:
+        server.attach(asyncio.get_running_loop())
+        server.open(workspace, {}, llm_offered=False)
+        await server.open_session()
+        server.workers.shutdown(wait=False, cancel_futures=True)  # the connection closed
+        with pytest.raises(ConnectionClosed):
+            server.workers.submit(lambda: None)
+        with pytest.raises(JsonRpcException) as refused:
+            await run_method(server, "memory/read", {"uri": "kv://users/u-ada"})
+        assert refused.value.code == -32800
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    finally:
+        server.close()
+        shared.shutdown(wait=True)

@@ -121,6 +121,21 @@ def test_params_at_the_nesting_limit_are_served_one_level_more_is_refused(sessio
     assert f"more than {depth} levels, limits.nesting_depth" in message
 
 
+def test_nesting_depth_at_most_512_and_a_huge_setting_is_refused_not_honoured(session: Session) -> None:
+    """2**31 - 1 was allowed, and the first request then built a list that deep to probe orjson's
+    own limit (memory grew until the process died). The limit is at most 512, as in definition
+    files; a larger setting is refused by the schema and the default holds."""
+    session.set_settings({"limits": {"nesting_depth": 2**31 - 1}})
+    assert session.limits().nesting_depth == 128
+    assert call(session, "memory/write", {"uri": "kv://deep/ok", "value": nested(100)})["written"]
+    session.set_settings({"limits": {"nesting_depth": 512}})
+    assert session.limits().nesting_depth == 512
+    assert "more than 512 levels" in refused(session, "memory/write", {"uri": "kv://deep/no", "value": nested(512)})
+    # within the limit, past what the stores write: said so, not "not JSON"
+    assert refused(session, "memory/write", {"uri": "kv://deep/no", "value": nested(300)}) == \
+        "the value is nested too deeply to store (more than 254 levels)"
+
+
 def test_params_within_a_nesting_limit_past_the_schemas_own_are_still_checked_by_the_schema(
         session: Session) -> None:
     # the params' depth is walked once, by `call`; the schema check trusts that walk only when its

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from ..lsp import polling
 
+logger = logging.getLogger(__name__)
+
 LOOPBACK = "127.0.0.1"
 MALLOC_ARENAS = 2
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # glibc's mallopt parameters
@@ -57,7 +59,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     transport.add_argument("--tcp", type=address, metavar="HOST:PORT", help="listen on TCP")
     transport.add_argument("--ws", type=address, metavar="HOST:PORT", help="listen for a WebSocket client")
     parser.add_argument("--workspace", type=Path,
-                        help="the workspace root (default: the client's rootUri / first workspace folder)")
+                        help="the workspace root (default: the client's rootUri / first workspace folder; with a "
+                             "token, the nearest folder holding .codebolt/ from the current directory: a client "
+                             "never chooses the workspace, and so the access policy, itself)")
     parser.add_argument("--token-file", type=Path, metavar="FILE",
                         help="TCP/WebSocket: clients must present a token from FILE (one token, or "
                              "{\"tokens\": {name: token}}) as initializationOptions.token; "
@@ -66,6 +70,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--tls-key", type=Path, metavar="FILE", help="TCP/WebSocket over TLS: the private key (PEM)")
     parser.add_argument("--max-connections", type=int, default=16, metavar="N",
                         help="TCP/WebSocket: at most N clients at once (default: 16)")
+    parser.add_argument("--auth-timeout", type=float, metavar="SECONDS",  # (transports.AUTH_TIMEOUT_S)
+                        help="TCP/WebSocket with a token: a client that has not presented a valid one within "
+                             "SECONDS is disconnected, freeing its place (default: 10)")
     parser.add_argument("--workers", type=int, default=8, metavar="N",
                         help="threads that run requests, shared by every connection (default: 8)")
     parser.add_argument("--busy-poll-ms", type=busy_poll_ms, default=polling.DEFAULT_MS, metavar="MS",
@@ -152,10 +159,11 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
     import ssl
 
     from ..lsp.server import build_server
-    from ..lsp.transports import Network, run_network
+    from ..lsp.transports import AUTH_TIMEOUT_S, Network, run_network
     from ..lsp.workers import pool
     from ..methods.access import load_tokens
     from ..methods.session import SharedRuntimes
+    from .terminal import find_root  # (late: `serve` over stdio imports no other command's module)
 
     transport, (host, port) = ("tcp", args.tcp) if args.tcp else ("ws", args.ws)
     try:
@@ -171,6 +179,15 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         return _fail("--max-connections must be at least 1")
     if args.workers < 1:
         return _fail("--workers must be at least 1")
+    auth_timeout = AUTH_TIMEOUT_S if args.auth_timeout is None else args.auth_timeout
+    if not auth_timeout > 0:
+        return _fail("--auth-timeout must be more than 0 seconds")
+    if tokens and root is None:
+        # A token holder's rootUri would choose the workspace, and with it the access policy (none
+        # there: every right) and the files `file://` reads (rootUri "/": the whole disk, the token
+        # file included). With tokens the workspace is the server's: the one found from here.
+        root = (find_root(Path.cwd()) or Path.cwd()).resolve()
+        logger.warning("serving the workspace %s to every token (give --workspace to choose another)", root)
     context = None
     if args.tls_cert is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -181,5 +198,5 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
     runtimes = SharedRuntimes()
     workers = pool(args.workers)  # one pool for every connection: N clients never mean N pools
     network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens, shared_workers=workers),
-                      max_connections=args.max_connections, ssl=context)
+                      max_connections=args.max_connections, ssl=context, auth_timeout_s=auth_timeout)
     return run_network(network, transport, host, port, busy_poll_s=args.busy_poll_ms / 1000)

@@ -31,19 +31,30 @@ def value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return _walk_exceeds(value, limit)
 
 
-@functools.cache
+PROBE_DEPTH = 4096  # an orjson writing deeper than this is taken as having no limit of its own
+
+
 def _orjson_refuses_deeper_than(limit: int) -> bool:
     """orjson.dumps refuses values nested deeper than its own limit (255 in orjson 3.x). When that
-    limit is at most ours, a successful dumps proves the value is shallow enough. Probed once,
-    so a future orjson with a higher limit only costs speed, never correctness."""
+    limit is at most ours, a successful dumps proves the value is shallow enough. Its limit is
+    probed once (a value PROBE_DEPTH deep at most, whatever `limit` is: building one `limit` deep
+    took all memory for a limit of 2**31), so a future orjson with a higher limit only costs
+    speed, never correctness."""
+    deepest = _orjson_deepest()
+    return deepest is not None and deepest <= limit
+
+
+@functools.cache
+def _orjson_deepest() -> int | None:
+    """The deepest nesting orjson.dumps writes, None when it writes PROBE_DEPTH levels."""
     deep: list[Any] = []
-    for _ in range(limit):
-        deep = [deep]
-    try:
-        orjson.dumps(deep)
-    except (orjson.JSONEncodeError, TypeError):
-        return True
-    return False
+    for depth in range(1, PROBE_DEPTH + 1):
+        deep = [deep]  # `depth + 1` levels: the list and the empty one inside
+        try:
+            orjson.dumps(deep)
+        except (orjson.JSONEncodeError, TypeError):
+            return depth
+    return None
 
 
 def _walk_exceeds(value: Any, limit: int) -> bool:

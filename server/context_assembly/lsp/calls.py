@@ -15,10 +15,12 @@ from typing import Any
 
 from lsprotocol import types
 
+from ..errors import CancelledError
 from ..methods import METHODS, CallContext, MethodSpec, call
 from .errors import to_rpc_error
 from .protocol import TOKENS, Answer
 from .server import ContextAssemblyServer
+from .workers import ConnectionClosed
 
 
 def split_tokens(params: Any) -> tuple[Any, Any]:
@@ -90,6 +92,9 @@ async def run_method(server: ContextAssemblyServer, name: str, raw: Any) -> Any:
         stop.set()  # the worker notices at its next check; its result is dropped
         outcome = "cancelled"
         raise
+    except ConnectionClosed:  # the client left as the request came: nothing failed, nobody to answer
+        outcome = "cancelled"
+        raise to_rpc_error(CancelledError("the connection closed before the request ran"), spec.name) from None
     except Exception as exc:
         raise to_rpc_error(exc, spec.name) from None
     finally:

@@ -13,8 +13,9 @@ notifications (`contextAssembly/started`, …) are written as given: the rule on
 
 Bad input gets an answer where JSON-RPC has one: invalid JSON or UTF-8 → -32700 (id null), a batch
 array or a malformed envelope → -32600, LSP params that do not structure → -32602 with the request's
-id, an integer beyond 64 bits (which orjson would read as a float: json_numbers.py) → -32602, a
-request after `shutdown` → -32600. Nothing of it stops the server.
+id, an integer beyond 64 bits (which orjson would read as a float: json_numbers.py) or JSON nested
+deeper than the parser reads (1,024 levels, past any `limits.nesting_depth`) → -32602, a request
+after `shutdown` → -32600. Nothing of it stops the server.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pygls.protocol import (
 from ..collector import paused
 from ..errors import ContextAssemblyError
 from ..json_numbers import inexact_integer
+from ..limits import BY_NAME as LIMITS_BY_NAME
 from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
 from .errors import to_rpc_error
@@ -56,6 +58,9 @@ INVALID_PARAMS = -32602
 NOT_INITIALIZED = -32002
 _CONTAINER = re.compile(rb"[\[{]")
 _ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
+DEPTH_EXCEEDED = "depth limit exceeded"  # orjson's message for a body nested past PARSER_DEPTH
+PARSER_DEPTH = 1024
+NESTING_MOST = LIMITS_BY_NAME["nesting_depth"].maximum
 PLAIN_OUTGOING = frozenset({"llm/complete"})  # server-to-client requests whose results stay plain JSON
 TOKENS = ("workDoneToken", "partialResultToken")  # LSP's, taken out of a custom method's params
 # Rule evaluations the event loop answers itself when the runtime is settled: `"explain": "none"`
@@ -191,6 +196,11 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         try:
             data = orjson.loads(body)  # strict UTF-8, no lone surrogates
         except orjson.JSONDecodeError as exc:
+            if str(exc).startswith(DEPTH_EXCEEDED):  # JSON all the same: deeper than any limits.nesting_depth
+                self.send_error(top_level_id(body), INVALID_PARAMS, f"Invalid params: the message is nested too "
+                                f"deeply (more than {PARSER_DEPTH} levels; limits.nesting_depth is at most "
+                                f"{NESTING_MOST})")
+                return True
             self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
             return False
         if isinstance(data, list):
@@ -214,10 +224,13 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
                 logger.warning("ignored %s: %s", data["method"], inexact)
             return True
         if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \
-                and compat.server_of(self).locked:
-            if is_request:  # nothing but initialize (with a valid token) before a good initialize
+                and (compat.server_of(self).locked or not compat.server_of(self).opened):
+            # LSP: nothing but initialize (with a valid token) before a good initialize, and `exit` (a
+            # `shutdown` taken then made every later initialize fail; editor features failed -32603)
+            if is_request:
                 self.send_error(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
-                                "(initializationOptions.token)")
+                                "(initializationOptions.token)" if compat.server_of(self).locked
+                                else "the server is not initialized: send initialize first")
             return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")

@@ -140,6 +140,11 @@ class ContextAssemblyServer(LanguageServer):
             session.access = Access(self.token_name or "", settings_policy(session.workspace), self.log_refusal)
         return session
 
+    @property
+    def opened(self) -> bool:
+        """`initialize` named the workspace (or `open` was called): requests may be served."""
+        return self._opening is not None or self.session is not None
+
     def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> None:
         """Serve the workspace at `root` (its session is built on first use)."""
         if not root.is_dir():

@@ -40,6 +40,14 @@ from .server import ContextAssemblyServer
 logger = logging.getLogger(__name__)
 
 Announce = Callable[[str], None]
+AUTH_TIMEOUT_S = 10.0  # a TCP/WebSocket client has this long to present a valid token (`initialize`)
+DRAIN_S = 5.0  # how long a stopping network server waits for its connections to close
+
+
+def _close_if_locked(server: ContextAssemblyServer, after_s: float) -> None:
+    if server.locked:
+        logger.warning("closed the connection of %s: no valid token within %g s", server.peer or "a client", after_s)
+        server.request_stop()
 
 
 class PipeWriter:
@@ -144,6 +152,7 @@ class Network:
 
     factory: ServerFactory
     max_connections: int = 16
+    auth_timeout_s: float = AUTH_TIMEOUT_S
     ssl: Any = None  # an ssl.SSLContext: TLS
     servers: set[ContextAssemblyServer] = field(factory=set)
 
@@ -155,12 +164,19 @@ class Network:
 
     async def session(self, serve: Callable[[ContextAssemblyServer], Awaitable[None]], peer: str | None) -> None:
         server = self.factory()
-        server.attach(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        server.attach(loop)
         server.peer = peer
         self.servers.add(server)
+        # a connection that has not presented a valid token in time is closed: held open, it kept a
+        # place of --max-connections from the token holders
+        deadline = loop.call_later(self.auth_timeout_s, _close_if_locked, server, self.auth_timeout_s) \
+            if server.locked else None
         try:
             await serve(server)
         finally:
+            if deadline is not None:
+                deadline.cancel()
             self.servers.discard(server)
             server.close()
 
@@ -232,6 +248,14 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
         await stop.wait()
 
 
+async def _drained(network: Network, timeout_s: float = DRAIN_S) -> None:
+    """Wait (a while) for the connections asked to stop to close: cancelled by the runner instead,
+    each logged a CancelledError traceback on the way out (asyncio's stream callback)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while network.servers and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+
+
 def _peer(address: Any) -> str | None:
     return _netloc(address) if isinstance(address, tuple) and len(address) >= 2 else None
 
@@ -283,6 +307,7 @@ def run_network(network: Network, transport: str, host: str = "127.0.0.1", port:
         finally:
             for server in list(network.servers):
                 server.request_stop()
+            await _drained(network)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory(busy_poll_s)) as runner:

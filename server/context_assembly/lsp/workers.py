@@ -19,6 +19,10 @@ T = TypeVar("T")
 WORKERS = 8  # threads of one pool: a stdio server's, or the one every network connection shares
 
 
+class ConnectionClosed(RuntimeError):
+    """Work submitted after its connection closed (a request that arrived as the client left)."""
+
+
 def pool(workers: int = WORKERS) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc")
 
@@ -35,7 +39,7 @@ class ConnectionWorkers(Executor):
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         with self._lock:
             if self._closed:
-                raise RuntimeError("the connection is closed: no new work")
+                raise ConnectionClosed("the connection is closed: no new work")
             future = self.shared.submit(fn, *args, **kwargs)
             self._pending.add(future)
         future.add_done_callback(self._finished)

@@ -28,6 +28,8 @@ def encode_value(value: Any, pointer: str = "/value") -> str:
     try:
         data = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError) as exc:
+        if str(exc) == "Recursion limit reached":  # JSON all the same: deeper than orjson writes (254 levels)
+            raise refuse("the value is nested too deeply to store (more than 254 levels)", pointer) from None
         raise refuse(f"the value is not JSON: {exc}", pointer) from None
     if len(data) > MAX_VALUE_BYTES:
         raise refuse(f"the value is too big ({len(data)} bytes of JSON; at most {MAX_VALUE_BYTES})", pointer)
