@@ -220,9 +220,10 @@ def test_every_bad_value_is_named_before_anything_is_written(tmp_path: Path,
 
 
 KEYS = st.text(alphabet="abcdefgh", min_size=1, max_size=4)
+INTEGERS = st.integers(min_value=-(2**63), max_value=2**64 - 1)  # what JSON here holds exactly (json_numbers.py)
 WRITES = st.lists(st.one_of(
-    st.builds(lambda k, v: {"uri": f"kv://ns/{k}", "value": v}, KEYS, st.integers() | st.text(max_size=5)),
-    st.builds(lambda k, v: {"uri": f"json://{k}", "value": {"v": v}}, KEYS, st.integers()),
+    st.builds(lambda k, v: {"uri": f"kv://ns/{k}", "value": v}, KEYS, INTEGERS | st.text(max_size=5)),
+    st.builds(lambda k, v: {"uri": f"json://{k}", "value": {"v": v}}, KEYS, INTEGERS),
     st.builds(lambda k, v: {"uri": f"markdown://{k}", "value": v}, KEYS, st.text(max_size=20)),
     st.builds(lambda k, v: {"uri": f"working://t/{k}", "value": v}, KEYS, st.booleans())), max_size=12)
 
