@@ -53,6 +53,38 @@ def test_conditions_read_bare_item_fields_payload_and_variables(tmp_path: Path) 
         assert result["routes"][0]["filtered"] == 1
 
 
+def test_a_large_payload_is_matched_whole(tmp_path: Path) -> None:
+    """A conversation of 1,700 messages: flattened first, the lookup stopped at 5,000 names, so
+    `payload.thread_id` (after the messages) was absent, the trigger did not fire and the route
+    filtered every message out while reporting `ok`."""
+    route = {"from": "payload.messages", "foreach": True,
+             "condition": [{"field": "item.role", "operator": "eq", "value": "user"}],
+             "write_to": "episodic://{{payload.thread_id}}"}
+    ending = pipeline("end", routing=[route], trigger="onConversationEnd",
+                      trigger_config={"where": [{"field": "payload.thread_id", "operator": "exists"}]})
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(1700)]
+    with engine_over(tmp_path, ending) as (engine, runtime):
+        [run] = engine.on_event("onConversationEnd", {"messages": messages, "thread_id": "t-big"})["executions"]
+        assert run["status"] == "ok" and len(run["routes"][0]["written"]) == 850
+        assert runtime.memory.episodic.count("t-big") == 850
+
+
+def test_names_hold_dots_lists_and_nulls_as_before() -> None:
+    from context_assembly.ingestion.lookup import event_lookup, item_lookup
+    from context_assembly.registry.values import MISSING
+
+    base = event_lookup({"a.b": 1, "list": [{"x": None, "y": 2}], "deep": {"k": {"v": 3}}}, "onAction",
+                        {"thread": {"thread_id": "t"}}, {"phase": None})
+    assert base["payload.a.b"] == 1 and base["payload.list.0.y"] == 2 and base["payload.deep.k.v"] == 3
+    assert base.get("payload.list.0.x", MISSING) is MISSING and "addVar.phase" not in base
+    assert base["scope.thread.thread_id"] == "t" and base["trigger"] == "onAction"
+    assert base.get("payload.list.01.y", MISSING) is MISSING  # a list index as written, not "01"
+    element = item_lookup(base, {"score": 0.9, "trigger": "mine", "index": 7}, 3)
+    assert element["score"] == 0.9 and element["item.score"] == 0.9 and element["index"] == 3
+    assert element["trigger"] == "onAction"  # the event's names win over the element's bare fields
+    assert set(element) >= {"item", "item.score", "index", "trigger", "payload.a.b", "score"}
+
+
 HOSTILE = ["../x", "a/b", "%2F", "..%2f", "a%252Fb", "x\x00y", "?x=1", "#frag", "..", ".", "a\\b", "", "line\nbreak"]
 
 
@@ -121,6 +153,11 @@ def test_values_are_shaped_for_their_store(tmp_path: Path) -> None:
         assert (tmp_path / ".codebolt/memory/ingested/n1.md").read_text() == "# Note\nbody"
         [event] = runtime.memory.read("log://audit")["value"]
         assert event["event_type"] == "p" and event["payload"] == {"tool": "grep"}
+        # an element that is an event already keeps its other fields in the payload, as memory/write does
+        engine.execute("p", {"id": "n2", "note": "x", "event": {"event_type": "task.done", "task_id": "t-1",
+                                                                 "duration_s": 42, "payload": {"ok": True}}})
+        [done] = [e for e in runtime.memory.read("log://audit")["value"] if e["event_type"] == "task.done"]
+        assert done["payload"] == {"task_id": "t-1", "duration_s": 42, "ok": True}
         [turn] = runtime.memory.read("episodic://th-1")["value"]
         assert turn["role"] == "system" and turn["content"] == "# Note\nbody"
         assert runtime.memory.read("working://th-1/last")["value"] == "# Note\nbody"

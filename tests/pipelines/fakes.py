@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from context_assembly.errors import InvalidParamsError
 from context_assembly.model import AssemblyRequest, structure
 from context_assembly.pipelines.context import StoreBundle
+from context_assembly.stores.sqlite.database import Database
+from context_assembly.stores.sqlite.events import SqliteEventLog
 
 from ..conftest import EXAMPLE
 
@@ -56,18 +59,13 @@ class FakeNotes:
         return self.notes.get(note)
 
 
-class FakeEvents:
-    def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
-        self.events = list(events or [])  # each with an extra "instance" (default "default")
-        self.calls: list[dict[str, Any]] = []
-
-    def search(self, instance: str, event_type: str | None = None, since: float | None = None,
-               fields: list[str] | None = None, limit: int = 20) -> list[dict[str, Any]]:
-        self.calls.append({"instance": instance, "event_type": event_type, "since": since, "limit": limit})
-        found = [e for e in self.events if e.get("instance", "default") == instance
-                 and (event_type is None or e["event_type"] == event_type) and (since is None or e["ts"] >= since)]
-        found.sort(key=lambda e: e["ts"], reverse=True)
-        return [{k: v for k, v in e.items() if k != "instance"} for e in found[:limit]]
+def event_log(events: list[tuple[float, str, dict[str, Any]]], instance: str = "default") -> SqliteEventLog:
+    """The embedded event log as it ships, in a database of its own, holding `events` (ts, type,
+    payload) with ids 1, 2, … in that order: its search (types, payload fields) is the real one."""
+    log = SqliteEventLog(Database(Path(tempfile.mkdtemp(prefix="events-")) / "events.db"))
+    for ts, event_type, payload in events:
+        log.append(instance, event_type, payload, ts)
+    return log
 
 
 class FakeEpisodic:
@@ -175,11 +173,9 @@ def example_stores(**overrides: Any) -> StoreBundle:
                    ("default", "prefs", "theme"): "dark"}),
         json_docs=FakeJsonDocs({"project-config": {"conventions": {"indent": 4}, "name": "shop"}}),
         notes=FakeNotes(notes),
-        events=FakeEvents([
-            {"id": 1, "ts": 1000.0, "event_type": "tool_error", "payload": {"tool": "pytest", "code": 1}},
-            {"id": 2, "ts": 2000.0, "event_type": "tool_call", "payload": {"tool": "git"}},
-            {"id": 3, "ts": 3000.0, "event_type": "tool_error", "payload": {"tool": "mypy", "code": 2}},
-        ]),
+        events=event_log([(1000.0, "tool_error", {"tool": "pytest", "code": 1}),
+                          (2000.0, "tool_call", {"tool": "git"}),
+                          (3000.0, "tool_error", {"tool": "mypy", "code": 2})]),
         episodic=FakeEpisodic({"t-42": [{"role": "user", "content": f"turn {i}", "ts": 100.0 + i}
                                         for i in range(10)]}),
         files=FakeFiles({"src/auth/login.py": (EXAMPLE / "src" / "auth" / "login.py").read_text()}),

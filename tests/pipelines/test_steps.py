@@ -13,7 +13,7 @@ from context_assembly.pipelines.runner import PipelineRun, run_pipeline
 from context_assembly.pipelines.steps.input import keywords
 from context_assembly.pipelines.steps.retrieval import parse_time
 
-from .fakes import FakeKV, definition, example_stores, make_request
+from .fakes import FakeKV, definition, event_log, example_stores, make_request
 
 
 def run(steps: list[Any], **request_changes: Any) -> PipelineRun:
@@ -121,6 +121,24 @@ def test_log_search_type_since_fields_limit() -> None:
     filtered = run([{"type": "log_search", "eventType": ["tool_error", "tool_call"], "fields": {"tool": "git"}}])
     assert [i.metadata["event_id"] for i in filtered.items] == [2]
     assert run([{"type": "log_search", "since": "-7d"}]).items == []  # the fake events are from 1970
+
+
+def test_log_search_finds_an_older_match_behind_many_newer_events() -> None:
+    """`fields` is the store's search (indexed, exact): the step filtered the newest `limit × 10`
+    events itself, so a match older than that window was never found."""
+    events = [(1.0, "tool_call", {"tool": "grep"})] + [(2.0 + i, "tool_call", {"tool": "ls"}) for i in range(30)]
+    stores = example_stores(events=event_log(events))
+    found = run_pipeline(definition([{"type": "log_search", "fields": {"tool": "grep"}, "limit": 2}]),
+                         make_request(), stores)
+    assert found.status == "ok" and [i.metadata["event_id"] for i in found.items] == [1]
+    # a boolean equals only a boolean (not 1, not 1.0), as the rules' `eq` says
+    flags = event_log([(1.0, "run", {"retries": True}), (2.0, "run", {"retries": 1}), (3.0, "run", {"retries": 1.0})])
+    by_bool = run_pipeline(definition([{"type": "log_search", "fields": {"retries": True}}]), make_request(),
+                           example_stores(events=flags))
+    assert [i.metadata["event_id"] for i in by_bool.items] == [1]
+    by_number = run_pipeline(definition([{"type": "log_search", "fields": {"retries": 1}}]), make_request(),
+                             example_stores(events=flags))
+    assert [i.metadata["event_id"] for i in by_number.items] == [3, 2]
 
 
 def test_parse_time_forms() -> None:

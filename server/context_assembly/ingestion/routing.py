@@ -37,55 +37,11 @@ from ..pipelines.steps.filtering import holds
 from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions, compile_conditions
 from ..stores.uri import parse_uri
+from .lookup import event_lookup, item_lookup
 from .processors import as_text, content_name, vector_document
 from .templates import TemplateError, TemplateVariables, fill_uri, walk
 
 _log = logging.getLogger(__name__)
-MAX_FLAT_DEPTH = 8
-MAX_FLAT_KEYS = 5000  # a huge payload is still matched on its first keys, never by an unbounded walk
-
-
-def flatten(prefix: str, value: Any, out: dict[str, Any], depth: int = 0) -> None:
-    """`out[prefix.<path>] = value` for every nested value (nulls left out: a null counts as absent)."""
-    if value is None or len(out) >= MAX_FLAT_KEYS:
-        return
-    if prefix:
-        out[prefix] = value
-    if depth >= MAX_FLAT_DEPTH:
-        return
-    if isinstance(value, Mapping):
-        for key, child in value.items():
-            flatten(f"{prefix}.{key}" if prefix else str(key), child, out, depth + 1)
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            flatten(f"{prefix}.{index}" if prefix else str(index), child, out, depth + 1)
-
-
-def event_lookup(payload: Any, trigger: str, scope_variables: Mapping[str, Any] | None,
-                 additional_variables: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The flat lookup of an event: `payload.<path>`, `trigger`, `scope.<scope>.<field>`, `addVar.<name>`."""
-    lookup: dict[str, Any] = {"trigger": trigger}
-    for scope, fields in (scope_variables or {}).items():
-        if isinstance(fields, Mapping):
-            for name, value in fields.items():
-                if value is not None:
-                    lookup[f"scope.{scope}.{name}"] = value
-    for name, value in (additional_variables or {}).items():
-        if value is not None:
-            lookup[f"addVar.{name}"] = value
-    flatten("payload", payload, lookup)
-    return lookup
-
-
-def item_lookup(base: Mapping[str, Any], item: Any, index: int) -> dict[str, Any]:
-    lookup: dict[str, Any] = {}
-    flatten("", item, lookup)  # bare element fields first: prefixed keys win on a clash
-    lookup.update(base)
-    lookup["index"] = index
-    flatten("item", item, lookup)
-    return lookup
-
-
 def compile_condition_list(raw: Any) -> CompiledConditions:
     """One condition or a list (AND). Problems are in `.errors` (a malformed condition never holds)."""
     conditions = raw if isinstance(raw, list) else [raw]
@@ -208,7 +164,7 @@ def shape(scheme: str, item: Any, variables: TemplateVariables) -> Any:
         return vector_document(item, provenance)
     if scheme == "log":
         if isinstance(item, Mapping) and isinstance(item.get("event_type"), str):
-            return {k: item[k] for k in ("event_type", "payload", "ts") if k in item}
+            return dict(item)  # an event already: the store keeps its other fields in the payload
         payload = dict(item) if isinstance(item, Mapping) else {"value": item}
         return {"event_type": variables.pipeline_id, "payload": payload}
     if scheme == "markdown":
@@ -227,5 +183,5 @@ def shape(scheme: str, item: Any, variables: TemplateVariables) -> Any:
     return item
 
 
-__all__ = ["RouteRun", "Router", "compile_condition_list", "conditions_hold", "event_lookup", "flatten",
-           "item_lookup", "resolve_reference", "shape"]
+__all__ = ["RouteRun", "Router", "compile_condition_list", "conditions_hold", "event_lookup", "item_lookup",
+           "resolve_reference", "shape"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..registry.values import json_equal
 from .confine import refuse
 
 EVENT_SHAPE = ("an event is a JSON object with a string event_type and any other fields, e.g. "
@@ -23,3 +25,10 @@ def event_fields(value: Any) -> tuple[str, dict[str, Any], Any]:
     elif extra:
         raise refuse("an event's payload must be an object when the event has other fields", "/value/payload")
     return value["event_type"], payload, value.get("ts")
+
+
+def payload_matches(event: dict[str, Any], equal: Mapping[str, Any]) -> bool:
+    """Whether the event's payload has every field of `equal` with that value, by JSON equality (a
+    boolean equals only a boolean: `true` is not 1, as in the rules' `eq`)."""
+    payload = event["payload"]
+    return all(name in payload and json_equal(payload[name], value) for name, value in equal.items())

@@ -70,8 +70,13 @@ def test_event_log_appends_and_searches(stores: StoreSet) -> None:
     assert [e["ts"] for e in log.search("audit", event_type=["login", "logout"], since=150.0)] == [300.0, 200.0]
     assert [e["payload"] for e in log.search("audit", fields=["user"], limit=1)] == [{"user": "bob"}]
     assert [e["ts"] for e in log.search("audit", fields={"user": "ann", "ok": True})] == [100.0]
-    assert [(i.name, i.count, i.last_ts) for i in log.instances()] == [("audit", 3, 300.0), ("other", 1, 50.0)]
-    assert log.generation() == start + 4
+    for ts, retries in ((10.0, True), (20.0, 1), (30.0, 1.0)):  # a boolean equals only a boolean
+        log.append("flags", "run", {"retries": retries}, ts=ts)
+    assert [e["ts"] for e in log.search("flags", fields={"retries": True})] == [10.0]
+    assert [e["ts"] for e in log.search("flags", fields={"retries": 1})] == [30.0, 20.0]
+    assert [(i.name, i.count, i.last_ts) for i in log.instances()] == [("audit", 3, 300.0), ("flags", 3, 30.0),
+                                                                      ("other", 1, 50.0)]
+    assert log.generation() == start + 7
     with pytest.raises(InvalidParamsError):
         log.append("audit", "x", ["not", "an", "object"])  # type: ignore[arg-type]
     with pytest.raises(InvalidParamsError):

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..checks import check_event, check_limit, check_turn
 from ..confine import check_key
+from ..event import payload_matches
 from ..interfaces import ThreadInfo
 from ..sqlite.json_docs import decode_value, encode_value
 from .database import PgDatabase
@@ -66,8 +67,7 @@ class PgEventLog:
                             tuple(params) if equal else (*params, limit))
         events = [_event(row) for row in rows]
         if equal is not None:
-            events = [e for e in events
-                      if all(k in e["payload"] and e["payload"][k] == v for k, v in equal.items())][:limit]
+            events = [e for e in events if payload_matches(e, equal)][:limit]
         if keep is not None:
             for event in events:
                 event["payload"] = {k: event["payload"][k] for k in keep if k in event["payload"]}

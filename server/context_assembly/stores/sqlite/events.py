@@ -17,6 +17,7 @@ from typing import Any
 from ...errors import StorageError
 from ..checks import check_event, check_limit
 from ..confine import check_key
+from ..event import payload_matches
 from ..interfaces import ThreadInfo
 from .database import Database
 from .json_docs import decode_value, encode_value
@@ -122,7 +123,7 @@ class SqliteEventLog:
                 try:
                     for row in cursor:
                         event = _event(row)
-                        if all(k in event["payload"] and event["payload"][k] == v for k, v in equal.items()):
+                        if payload_matches(event, equal):
                             events.append(event)
                             if len(events) >= limit:
                                 break
