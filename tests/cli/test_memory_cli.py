@@ -150,3 +150,21 @@ def test_a_refusal_is_printed_once(tmp_path: Path, capsys: pytest.CaptureFixture
     status, _, err = run(capsys, "write", "log://audit", "5", "--workspace", str(tmp_path))
     assert status == 2
     assert err.count("an event is a JSON object") == 1 and "/value" in err
+
+
+def test_import_keeps_names_holding_percent_signs_and_slashes(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A thread "sprint%2024" and a log instance "ops%2Fprod" are those names, not "sprint 24" and
+    "ops/prod" (decoded once more on the way in), so a second import finds the log written and
+    skips it instead of appending the events again."""
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps({"threads": {"sprint%2024": [{"role": "user", "content": "hi"}]},
+                                  "events": {"ops%2Fprod": [{"event_type": "deploy", "payload": {"v": 1}}]}}))
+    ws = ["--workspace", str(tmp_path)]
+    assert run(capsys, "import", str(source), *ws)[0] == 0
+    status, second, _ = run(capsys, "import", str(source), *ws)
+    assert status == 0 and second["imported"]["skipped"] == {"events": {"ops%2Fprod": 1}}
+    _, threads, _ = run(capsys, "list", "episodic://", *ws)
+    assert [(i["thread_id"], i["uri"]) for i in threads["items"]] == [("sprint%2024", "episodic://sprint%252024")]
+    _, logs, _ = run(capsys, "list", "log://", *ws)
+    assert [(i["instance"], i["count"]) for i in logs["items"]] == [("ops%2Fprod", 1)]

@@ -217,6 +217,22 @@ def test_view_param_types(graph: KuzuGraph, layout: WorkspaceLayout) -> None:
         graph.run_view("echo", {"s": "x", "n": 1, "b": 1, "a": [1], "o": {"k": "v"}})
 
 
+def test_view_params_from_a_uri_are_read_as_the_view_declares(graph: KuzuGraph, layout: WorkspaceLayout) -> None:
+    """`graph://echo?s=2024&n=2024`: the same text is a string where the view says string and a
+    number where it says number (read as JSON first, "2024" and "true" were never strings)."""
+    from context_assembly.stores.memory import MemoryRouter
+
+    write_view(layout, "echo", "RETURN $s AS s, $n AS n, $b AS b",
+               {"s": {"type": "string"}, "n": {"type": "number"}, "b": {"type": "boolean"}})
+    memory = MemoryRouter(layout, graph=graph)
+    assert memory.read("graph://echo?s=2024&n=2024&b=true")["value"] == [{"s": "2024", "n": 2024, "b": True}]
+    assert memory.read("graph://echo?s=true&n=1.5&b=false")["value"] == [{"s": "true", "n": 1.5, "b": False}]
+    assert memory.read('graph://echo?s=%22quoted%22&n=0&b=true')["value"][0]["s"] == "quoted"
+    with pytest.raises(InvalidParamsError) as refused:
+        memory.read("graph://echo?s=x&n=many&b=true")
+    assert refused.value.errors == [{"path": "/params/n", "message": "expected number, got string"}]
+
+
 def test_view_returns_nodes_edges_and_paths_as_store_dicts(graph: KuzuGraph, layout: WorkspaceLayout) -> None:
     modules(graph)
     write_view(layout, "chain", "MATCH p = (a:Entity {id: $start})-[r:Relates*1..2]->(b:Entity {id: 'db'}) "

@@ -347,7 +347,8 @@ def test_graph_delegation(tmp_path: Path) -> None:
     assert memory.read("graph://main/node/nope") == {"uri": "graph://main/node/nope", "exists": False,
                                                       "value": None}
     result = memory.read('graph://dependents?module=auth&depth=2&id="7"')
-    assert graph.views[-1] == ("dependents", {"module": "auth", "depth": 2, "id": "7"})
+    # the query's text as given: the view's declared types read it (stores/graph_views.py QueryText)
+    assert graph.views[-1] == ("dependents", {"module": "auth", "depth": "2", "id": '"7"'})
     assert result["exists"] is True
     with pytest.raises(NotFoundError):
         memory.read("graph://missing")
@@ -371,3 +372,27 @@ def test_malformed_uris(memory: MemoryRouter, uri: str) -> None:
         with pytest.raises(InvalidParamsError) as caught:
             call(uri)
         assert caught.value.errors[0]["path"] == "/uri"
+
+
+def test_a_listed_uri_reads_back_its_own_item_whatever_the_names(memory: MemoryRouter) -> None:
+    """A thread, bucket or log instance with '/' or '%' in its name: `list` rendered the '/' raw,
+    so working://t/1/k read another item, a bucket's blob was not found and a log was refused."""
+    written = {"working://t%2F1/k": "A", "working://t/1%2Fk": "B", "working://sprint%252024/k": "C",
+               "blob://b%2Fx/key": base64.b64encode(b"x").decode(), "episodic://a%2Fb": None,
+               "log://ops%2Fprod": None}
+    for uri, value in written.items():
+        if uri.startswith("episodic://"):
+            memory.write(uri, {"role": "user", "content": "hi"})
+        elif uri.startswith("log://"):
+            memory.write(uri, {"event_type": "deploy"})
+        else:
+            memory.write(uri, value)
+    for scheme in ("working", "blob", "episodic", "log"):
+        listed = [item["uri"] for item in memory.list(f"{scheme}://")["items"]]
+        assert listed, scheme
+        for uri in listed:
+            assert memory.read(uri)["exists"], uri
+    values = {memory.read(item["uri"])["value"] for item in memory.list("working://")["items"]}
+    assert values == {"A", "B", "C"}  # each listed URI reads its own item, none another's
+    assert [i["uri"] for i in memory.list("working://t%2F1/")["items"]] == ["working://t%2F1/k"]
+    assert memory.read([i["uri"] for i in memory.list("blob://")["items"]][0])["value"] == written["blob://b%2Fx/key"]

@@ -21,7 +21,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 from ..errors import InvalidParamsError
+
+
+class QueryText(str):
+    """A view parameter as a URI's query string gave it (`graph://dependents?name=2024`): read as
+    the view declares it. A string parameter takes the text as it is (a JSON-quoted one decoded),
+    any other type its JSON; reading JSON first made "2024" and "true" no strings at all."""
+
+    def read(self, kind: str) -> Any:
+        text = str(self)
+        if kind == "string" and not (len(text) >= 2 and text[0] == text[-1] == '"'):
+            return text
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+
 
 MATCH_KEYS = ("instance", "kind", "name", "id")
 EXPAND_KEYS = ("depth", "edge_kinds", "direction")

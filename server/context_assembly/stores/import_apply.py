@@ -30,7 +30,7 @@ from .importer import ImportPlan
 from .interfaces import StagedWrites
 from .kuzu.graph import load_graph_entries
 from .memory import MemoryRouter
-from .uri import parse_uri
+from .uri import parse_uri, render
 
 COMMITTED, ROLLED_BACK, NOT_WRITTEN, PARTLY = "committed", "rolled back", "not written", "partly written"
 _WRITING = "writing"  # begun, not committed yet
@@ -146,9 +146,10 @@ def _write_database(run: _Run) -> None:
             unit.state = PARTLY  # a store outside the database writes as it goes
     for thread_id, turns in plan.threads.items():
         run.enter("episodic", "/threads/" + _escape(thread_id))
-        memory.delete(f"episodic://{thread_id}")
+        thread = render("episodic", (thread_id,))  # the name as given: "sprint%2024" is not "sprint 24"
+        memory.delete(thread)
         for turn in turns:
-            memory.write(f"episodic://{thread_id}", turn)
+            memory.write(thread, turn)
             run.written["episodic"] += 1
     _write_events(run)
     if plan.nodes or plan.edges:
@@ -168,7 +169,7 @@ def _write_events(run: _Run) -> None:
             continue
         run.enter("log", "/events/" + _escape(instance))
         for event in events:
-            memory.write(f"log://{instance}", event)
+            memory.write(render("log", (instance,)), event)
             run.written["log"] += 1
 
 

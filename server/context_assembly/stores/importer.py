@@ -40,7 +40,7 @@ from .files.notes import note_name
 from .graph import GraphEdge, GraphNode
 from .kuzu.graph import graph_entries
 from .memory import MemoryRouter, blob_data, vector_document
-from .uri import MemoryUri, parse_uri
+from .uri import MemoryUri, parse_uri, render
 
 Problems = list[dict[str, str]]
 
@@ -87,7 +87,7 @@ def _problems(document: Any) -> Problems:
     else:
         for thread_id, turns in threads.items():
             pointer = "/threads/" + _escape(thread_id)
-            problems += _uri_problems(f"episodic://{thread_id}", pointer)
+            problems += _uri_problems(render("episodic", (thread_id,)), pointer)
             for j, turn in enumerate(turns):
                 problems += _refusals(f"{pointer}/{j}", partial(check_turn, thread_id, turn))
     events = document.get("events") or {}

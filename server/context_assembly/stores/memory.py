@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-import orjson
-
 from ..errors import ContextAssemblyError, StorageError
 from ..workspace.layout import WorkspaceLayout
 from .confine import check_key, check_relative_path, refuse
 from .event import event_fields
 from .graph import GraphStore
+from .graph_views import QueryText
 from .interfaces import BlobStore, EpisodicStore, EventLog, FileReader, JsonStore, KVStore, NoteStore, WorkingMemory
 from .store_set import StoreSet
 from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
@@ -463,12 +462,7 @@ def _number(text: str | None, kind: type[int] | type[float], default: Any, name:
         raise refuse(f"{name} must be a number (got {text!r})") from None
 
 
-def _param_value(text: str) -> Any:
-    """A view parameter from a query string: JSON numbers, booleans, null and "quoted" strings are
-    read as JSON; anything else stays the string it is."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-    return value if value is None or isinstance(value, (bool, int, float, str)) else text
+def _param_value(text: str) -> QueryText:
+    """A view parameter from a query string, read as the view declares it (`QueryText`)."""
+    return QueryText(text)
 

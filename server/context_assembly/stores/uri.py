@@ -190,6 +190,9 @@ def parse_since(text: object, *, now: float | None = None, pointer: str = "/uri"
     return moment.timestamp()
 
 
+_HEADED = frozenset({"vector", "log", "working", "blob"})  # <head>/<rest> (`_head_and_rest`)
+
+
 def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | None = None) -> str:
     """The canonical URI of an address: shortest kv:// form, each part percent-encoded."""
     parts = tuple(parts)
@@ -198,6 +201,11 @@ def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | No
         shown = [key] if (instance, namespace) == (DEFAULT, DEFAULT) else (
             [namespace, key] if instance == DEFAULT else [instance, namespace, key])
         body = "/".join(quote(p, safe=_SAFE) for p in shown)
+    elif scheme in _HEADED or scheme == "graph" and len(parts) == 3:
+        # <head>/<rest>, <instance>/<kind>/<id>: the head (and an id) is one segment, its '/' encoded
+        # (a thread "t/1" listed as working://t/1/k read another item); the rest is a path
+        heads = (0, 2) if scheme == "graph" else (0,)
+        body = "/".join(quote(p, safe=_SAFE if i in heads else _SAFE + "/") for i, p in enumerate(parts))
     else:
         body = "/".join(quote(p, safe=_SAFE + "/") for p in parts)
     uri = f"{scheme}://{body}"

@@ -23,6 +23,7 @@ from ...errors import InvalidParamsError, NotFoundError
 from ...limits import current
 from ...registry.values import json_type
 from ...workspace.layout import WorkspaceLayout
+from ..graph_views import QueryText
 from .cypher import parameter_names, read_only_problems
 
 VIEW_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -209,6 +210,8 @@ def _parse_params(raw: Any, errors: list[dict[str, Any]]) -> tuple[ViewParam, ..
 
 def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
     """`value` as the declared JSON type (20.0 → 20 for integer), or why it is not one."""
+    if isinstance(value, QueryText):
+        value = value.read(kind)
     ok: bool
     if kind == "string":
         ok = isinstance(value, str)
