@@ -235,3 +235,48 @@ async def test_the_connection_lets_go_of_an_answer_once_its_caller_ran_on(client
     assert sys.getrefcount(answer) == 2  # this test's name and getrefcount's argument: nothing else
     again = await client.evaluate_rules({**REQUEST, "explain": "none"})
     assert again == answer
+
+
+async def test_an_async_on_event_runs_too(client: ContextAssemblyClient) -> None:
+    """An `on_event` that is a coroutine function was called and its coroutine dropped (never awaited)."""
+    seen: list[str] = []
+
+    async def listener(method: str, params: Any) -> None:
+        await asyncio.sleep(0)
+        seen.append(method)
+
+    await client.assemble(REQUEST, on_event=listener)
+    for _ in range(100):
+        if "contextAssembly/complete" in seen:
+            break
+        await asyncio.sleep(0.01)
+    assert seen[0] == "contextAssembly/started" and "contextAssembly/complete" in seen
+
+
+async def test_a_cancelled_call_leaves_no_warning_and_the_client_goes_on(
+        client: ContextAssemblyClient, caplog: pytest.LogCaptureFixture) -> None:
+    for _ in range(3):
+        task = asyncio.ensure_future(client.assemble(REQUEST))
+        await asyncio.sleep(0.002)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await client.memory_types() is not None
+    await asyncio.sleep(0.3)  # the sidecar's late answers (or cancellations) arrive meanwhile
+    assert not [r for r in caplog.records if "unknown message id" in r.getMessage()]
+
+
+async def test_start_up_gives_up_after_the_timeout(workspace: Path) -> None:
+    """A sidecar that never answers `initialize`: a TimeoutError_ after `timeout`, the process
+    stopped at once (it is not asked to shut down), instead of waiting for it for good."""
+    import sys
+    import time
+
+    from context_assembly.client import TimeoutError_
+
+    hung = [sys.executable, "-c", "import time; time.sleep(60)"]
+    started = time.monotonic()
+    with pytest.raises(TimeoutError_, match="did not answer initialize within 1 s"):
+        async with ContextAssemblyClient(workspace, command=hung, timeout=1):
+            pass
+    assert time.monotonic() - started < 10

@@ -69,6 +69,7 @@ export const DEFAULT_COMMAND: readonly string[] = ["context-assembly", "serve"];
 const ASSEMBLY_EVENTS = "contextAssembly/";
 const INGESTION_EVENTS = "memoryIngestion/";
 const STDERR_KEEP = 64 * 1024; // how much of the sidecar's stderr `stderr` keeps (its tail)
+const EXIT_WAIT_MS = 1000; // a call failing on a lost connection waits this long for the exit status
 
 /**
  * Answers the server's `llm/complete` requests: the sidecar holds no API keys, the agent runs the model.
@@ -453,6 +454,8 @@ export class ContextAssemblyClient {
       new StreamMessageWriter(this.process.stdin!),
     );
     this.connection.onNotification((method: string, params: unknown) => this.dispatch(method, params));
+    // vscode-jsonrpc answers `$/progress` itself (for tokens it was told of): the others are ours
+    this.connection.onUnhandledProgress((params) => this.dispatch("$/progress", params));
     this.connection.onClose(() => this.closeConnection());
     this.connection.onError(() => undefined); // a write to a gone sidecar: the pending call fails
     if (options.llm) {
@@ -558,6 +561,17 @@ export class ContextAssemblyClient {
     this.connection.dispose(); // rejects pending calls with PendingResponseRejected → ConnectionClosed
   }
 
+  /**
+   * A failed call's error. When the connection is what failed, the process's exit is waited for a
+   * moment (its stdout closes first), so the call the crash hit says why, as later calls do.
+   */
+  private async failure(error: unknown): Promise<ContextAssemblyError> {
+    if (this.closed && this.exitStatus === undefined && !this.spawnError) {
+      await withTimeout(this.exited, EXIT_WAIT_MS);
+    }
+    return toError(error, () => this.lostError());
+  }
+
   private lostError(): ContextAssemblyError {
     let why = "the connection to the sidecar is closed";
     if (this.spawnError) {
@@ -658,8 +672,8 @@ export class ContextAssemblyClient {
       throw toError(error, () => this.lostError());
     }
     if (!signal || !source) {
-      return pending.catch((error: unknown) => {
-        throw toError(error, () => this.lostError());
+      return pending.catch(async (error: unknown) => {
+        throw await this.failure(error);
       });
     }
     return new Promise<T>((resolve, reject) => {
@@ -670,7 +684,7 @@ export class ContextAssemblyClient {
       signal.addEventListener("abort", onAbort, { once: true });
       pending.then(
         (result) => resolve(result),
-        (error: unknown) => reject(toError(error, () => this.lostError())),
+        (error: unknown) => void this.failure(error).then(reject),
       ).finally(() => {
         signal.removeEventListener("abort", onAbort);
         source.dispose();

@@ -212,3 +212,22 @@ test("an AbortSignal cancels a call; the server keeps serving", { timeout: TEST_
     const result = await client.assemble(REQUEST, { signal: unused.signal });
     assert.ok(result.meta.total_items > 0);
   }));
+
+test("$/progress for a workDoneToken reaches on() and \"*\"", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const progress: unknown[] = [];
+    const all: string[] = [];
+    const unsubscribe = client.on("$/progress", (params) => {
+      progress.push(params);
+    });
+    const unsubscribeAll = client.on("*", (_params, method) => {
+      all.push(method);
+    });
+    await client.assemble({ ...REQUEST, workDoneToken: "tok-1" } as typeof REQUEST);
+    unsubscribe();
+    unsubscribeAll();
+    assert.ok(progress.length >= 2, `progress seen: ${progress.length}`);
+    assert.ok(progress.every((p) => (p as { token: unknown }).token === "tok-1"));
+    assert.ok(all.includes("$/progress"));
+  }),
+);

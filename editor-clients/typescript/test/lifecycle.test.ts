@@ -105,6 +105,8 @@ test("a sidecar that dies fails the pending calls with ConnectionClosed", { time
       if (result.status === "rejected") {
         assert.ok(result.reason instanceof ContextAssemblyError);
         assert.equal(result.reason.code, ErrorCodes.ConnectionClosed);
+        // the calls the crash hit say why too, not only the later ones
+        assert.match(result.reason.message, /the sidecar exited \(signal SIGKILL\)/);
       }
     }
     assert.equal((await client.exited).signal, "SIGKILL");

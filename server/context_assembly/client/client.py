@@ -16,6 +16,7 @@ the client advertises it with `initializationOptions.llm = true`.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 import uuid
@@ -24,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import ConflictError
+from ..errors import ConflictError, TimeoutError_
 from .compact_trace import TraceLayouts
 from .connection import Connection, Listener, freeze_once
 
@@ -241,6 +242,7 @@ class ContextAssemblyClient:
         self.stderr = stderr
         self.timeout = timeout
         self.freeze_imports = freeze_imports
+        self.initialized: bool | None = None  # None: not started; False: initialize went unanswered
         self.connection = Connection()
         self.server_info: JSON = {}
         self._routes: list[_Route] = []
@@ -259,7 +261,7 @@ class ContextAssemblyClient:
         await self.connection.spawn(self.command, cwd=self.workspace, env=env, stderr=self.stderr)
         if self.llm is not None:
             self.connection.handle("llm/complete", self.llm)
-        result = await self.request("initialize", {
+        initialize = self.request("initialize", {
             "processId": os.getpid(),
             "clientInfo": {"name": "context-assembly-python-client"},
             "rootUri": self.workspace.as_uri(),
@@ -267,6 +269,12 @@ class ContextAssemblyClient:
             "capabilities": {"experimental": {"contextAssembly": {"llm": self.llm is not None}}},
             "initializationOptions": {"llm": self.llm is not None, "settings": self.settings},
         })
+        try:
+            result = await asyncio.wait_for(initialize, self.timeout)
+        except TimeoutError:
+            self.initialized = False
+            raise TimeoutError_(f"the sidecar did not answer initialize within {self.timeout:g} s") from None
+        self.initialized = True
         self.server_info = result.get("serverInfo") or {} if isinstance(result, dict) else {}
         self.connection.notify("initialized", {})
         if self.freeze_imports:
@@ -274,8 +282,9 @@ class ContextAssemblyClient:
         return result
 
     async def close(self) -> int | None:
-        """`shutdown` + `exit`; the process is reaped (killed if it does not exit in time). Its exit status."""
-        return await self.connection.close(self.timeout)
+        """`shutdown` + `exit`; the process is reaped (killed if it does not exit in time). Its exit status.
+        A sidecar that never answered `initialize` is not asked to shut down: it is stopped at once."""
+        return await self.connection.close(self.timeout if self.initialized else 0.0)
 
     async def __aenter__(self) -> ContextAssemblyClient:
         try:
@@ -312,7 +321,9 @@ class ContextAssemblyClient:
     def _route(self, method: str, params: Any) -> None:
         for route in list(self._routes):
             if route.matches(method, params) and route.listener is not None:
-                route.listener(method, params)
+                result = route.listener(method, params)
+                if inspect.isawaitable(result):  # an async on_event, scheduled as `on` does
+                    self.connection.schedule(result)
 
     def _routed(self, prefix: str, key: str | None, value: Any, listener: Listener | None) -> _Route:
         return _Route(self, prefix, key, value, listener)

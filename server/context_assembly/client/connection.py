@@ -16,6 +16,7 @@ import gc
 import inspect
 import itertools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ Listener = Callable[[str, Any], Any]  # (method, params); may return an awaitabl
 RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it)
 
 CANCEL_REQUEST = "$/cancelRequest"
+CANCELLED_KEPT = 1024  # cancelled requests whose late answers are recognised (and dropped)
 READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach megabytes)
 PAUSE_COLLECTOR_FROM = 64 << 10  # bytes of a message decoded with the cyclic collector paused
 
@@ -194,6 +196,7 @@ class Connection(JsonRPCClient):
         self._waiting: dict[int, asyncio.Future[Any]] = {}  # our requests in flight, by id
         self._reader: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancelled: deque[int] = deque(maxlen=CANCELLED_KEPT)  # ids whose late answers are dropped
         self._transport_writer: asyncio.StreamWriter | None = None
 
     # -- opening ----------------------------------------------------------------------------------
@@ -249,7 +252,9 @@ class Connection(JsonRPCClient):
         msg_id = data.get("id")
         waiter = self._waiting.get(msg_id) if isinstance(msg_id, int) else None
         if waiter is None:
-            return False
+            # the late answer to a request this side cancelled: expected, dropped (handed on, pygls
+            # logged "Received response to unknown message id" for every cancel)
+            return msg_id in self._cancelled
         if not waiter.done():
             error = data.get("error")
             if isinstance(error, dict):  # as pygls reads an error (its defaults for an empty message)
@@ -288,6 +293,7 @@ class Connection(JsonRPCClient):
             return await waiter
         except asyncio.CancelledError:
             if not waiter.done() or waiter.cancelled():  # not answered yet: tell the sidecar
+                self._cancelled.append(msg_id)
                 self.notify(CANCEL_REQUEST, {"id": msg_id})
             raise
         finally:
@@ -325,9 +331,13 @@ class Connection(JsonRPCClient):
                 logger.exception("a listener of %s failed", method)
                 continue
             if inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self.schedule(result)
+
+    def schedule(self, awaitable: Any) -> None:
+        """Run an async listener's awaitable on the loop (kept until done: no task is lost)."""
+        task = asyncio.ensure_future(awaitable)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- closing ----------------------------------------------------------------------------------
 
