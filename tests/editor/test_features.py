@@ -234,3 +234,14 @@ def test_an_unknown_property_is_marked_on_its_key(root: Path, workspace: Workspa
         start, end = diagnostic["range"]["start"], diagnostic["range"]["end"]
         line = text.splitlines()[start["line"]]
         assert start["line"] == end["line"] and line[start["character"]:end["character"]] in (key, '"descripton"')
+
+
+def test_a_case_that_cannot_run_leaves_the_other_cases_checked(root: Path, workspace: Workspace) -> None:
+    """One `needs-assembly` case (an error of its own) hid every other case's failure in the editor."""
+    request = json.loads((root / "request.json").read_text())
+    cases = [{"name": "fails", "request": request, "expect": {"rules_fired": ["no-such-rule"]}},
+             {"name": "cannot run", "request": request, "assemble": False, "expect": {"max_token_estimate": 1}}]
+    doc = document(root, "tests", "t.json", json.dumps({"cases": cases}, indent=2))
+    found = {(d["code"], d["data"]["pointer"]) for d in document_diagnostics(doc, overlay(workspace, [doc]))}
+    assert ("needs-assembly", "/cases/1/assemble") in found
+    assert ("test-failed", "/cases/0/expect/rules_fired/0") in found

@@ -308,6 +308,13 @@ async def test_a_token_cannot_choose_its_workspace_and_so_its_policy(workspace: 
     assert (await connection.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
     await connection.close()
     assert not (Path("/") / ".codebolt").exists()
+    # started where no .codebolt/ is found (a service manager's "/"): refused, not the folder served
+    outside = tmp_path / "nowhere"
+    outside.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CONTEXT_ASSEMBLY_TOKEN"}
+    refused = subprocess.run([*SERVER, "--tcp", "127.0.0.1:0", "--token-file", str(tokens)], cwd=outside, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "with a token, give the workspace to serve (--workspace DIR)" in refused.stderr
 
 
 async def test_a_read_outside_the_policy_is_refused_and_logged(workspace: Path, policed: Served) -> None:

@@ -210,3 +210,18 @@ async def test_edits_leave_no_handler_futures_behind(server: tuple[ContextAssemb
     assert [key for key, future in pending.items() if future.done()] == []
     assert len(pending) < 5  # what is left: the server's own requests the client has not answered
     assert (await answer(srv, out, request(1, "memory/read", {"uri": "kv://x"}), 1))["result"]["exists"] is False
+
+
+async def test_work_refused_by_a_closed_connection_is_cancelled_not_an_internal_error(
+        server: tuple[ContextAssemblyServer, Capture], caplog: pytest.LogCaptureFixture) -> None:
+    """An editor request arriving as its connection closes: its worker pool takes no more work."""
+    from concurrent.futures import Future
+
+    from context_assembly.lsp.workers import ConnectionClosed
+
+    srv, out = server
+    refused: Future[Any] = Future()
+    refused.set_exception(ConnectionClosed("the connection is closed: no new work"))
+    srv.protocol.answer_request(refused, 7)  # type: ignore[arg-type]
+    assert (await reply(out, 7))["error"]["code"] == -32800
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

@@ -34,6 +34,18 @@ async def test_rule_tests_run(client: LanguageClient) -> None:
         "no test case 'no such case' in '.codebolt/tests/planning.json'"
 
 
+async def test_a_broken_file_named_with_a_case_reports_its_problems(client: LanguageClient, workspace: Path) -> None:
+    """Not "no test case …": a file that does not parse has no cases, and says why."""
+    path = workspace / ".codebolt" / "tests" / "broken.json"
+    path.write_text('{"cases": [{"name": "x",, "expect": {}}]}')
+    try:
+        result = await call(client, "contextRuleEngine/test", {"file": ".codebolt/tests/broken.json", "case": "x"})
+    finally:
+        path.unlink()
+    assert result["summary"]["ok"] is False and result["summary"]["file_errors"] >= 1
+    assert {p["code"] for p in result["problems"]} == {"syntax"}
+
+
 async def test_a_failing_case_over_rpc(client: LanguageClient, workspace: Path) -> None:
     path = workspace / ".codebolt" / "tests" / "failing.json"
     path.write_text(json.dumps({"cases": [{"name": "wrong", "request": {"scope_variables": {}},

@@ -126,6 +126,11 @@ async def test_a_draft_with_several_problems(client: LanguageClient, root: Path)
         assert result["valid"] is False
         assert ordered(from_validate(result)) == ordered(published)
     assert by_uri == by_text == by_text_alone
+    # a uri outside the workspace only places the draft: it is still checked against this workspace
+    elsewhere = (root.parent / "elsewhere" / ".codebolt" / "context-rule-engines" / "parity.json").as_uri()
+    outside = await call(client, VALIDATE, {"uri": elsewhere, "text": TEXT})
+    assert {"unknown-operator", "value-type", "unsafe-regex", "unknown-memory"} <= {
+        e["code"] for e in outside["errors"] + outside["warnings"]}
 
     # the draft as JSON: the same problems, without ranges (there is no text to point into)
     by_value = await call(client, VALIDATE, DRAFT)

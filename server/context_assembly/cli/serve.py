@@ -185,8 +185,13 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
     if tokens and root is None:
         # A token holder's rootUri would choose the workspace, and with it the access policy (none
         # there: every right) and the files `file://` reads (rootUri "/": the whole disk, the token
-        # file included). With tokens the workspace is the server's: the one found from here.
-        root = (find_root(Path.cwd()) or Path.cwd()).resolve()
+        # file included). With tokens the workspace is the server's: the one found from here, and
+        # never the current folder as such (a service manager starts processes in "/").
+        found = find_root(Path.cwd())
+        if found is None:
+            return _fail(f"no .codebolt/ folder in {Path.cwd()} or any folder above it: with a token, give the "
+                         "workspace to serve (--workspace DIR)")
+        root = found.resolve()
         logger.warning("serving the workspace %s to every token (give --workspace to choose another)", root)
     context = None
     if args.tls_cert is not None:

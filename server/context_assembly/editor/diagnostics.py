@@ -74,6 +74,9 @@ def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspa
     return out
 
 
+CASE_CODES = frozenset({"needs-assembly", "duplicate-id"})  # problems of one test case, not of its file
+
+
 def document_problems(document: EditorDocument, workspace: Workspace,
                       ran: Sequence[CaseResult] = (), lookup_of: LookupOf = plain_lookup) -> list[Problem]:
     """Every problem of the document, in stage order (syntax, schema, meaning), duplicates included;
@@ -87,7 +90,8 @@ def document_problems(document: EditorDocument, workspace: Workspace,
     problems = file_problems(source, workspace)
     if source.value is not None and not document.parsed.syntax_errors:
         problems += [p for p in duplicates_across_files(workspace) if p.file == document.relpath]
-        if document.kind == "rule-test" and not any(p.is_error for p in problems):
+        # a case's own problem (needs-assembly, a repeated name) leaves the other cases to run
+        if document.kind == "rule-test" and not any(p.is_error and p.code not in CASE_CODES for p in problems):
             results = {r.name: r for r in case_results(document, workspace, lookup_of)}
             results.update({r.name: r for r in ran if r.mode == "assemble"})
             problems += [source.locate(p) for p in case_problems(list(results.values()))]

@@ -49,6 +49,7 @@ from . import pygls_compat as compat
 from .errors import to_rpc_error
 from .framing import encode_json, frame
 from .text_sync import TextSync
+from .workers import ConnectionClosed
 
 logger = logging.getLogger(__name__)
 
@@ -378,11 +379,11 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         answer = self.answers.pop(future, None)
         if answer is not None and not answer.take():
             return  # its worker answered
-        if future.cancelled():
+        exc = None if future.cancelled() else future.exception()
+        if future.cancelled() or isinstance(exc, ConnectionClosed):  # (closed: it arrived as the client left)
             cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
             compat.send_response(self, msg_id, error=cancelled.to_response_error())
             return
-        exc = future.exception()
         if exc is None:
             compat.send_response(self, msg_id, result=future.result())
         elif isinstance(exc, JsonRpcException):

@@ -206,6 +206,7 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
     announce(f"{'tls' if network.ssl else 'tcp'}://{_netloc(address)}")
     async with listener:
         await stop.wait()
+        await _close_all(network)  # inside: from Python 3.12 leaving waits for every connection to end
 
 
 async def serve_ws(network: Network, host: str, port: int, announce: Announce, stop: asyncio.Event) -> None:
@@ -246,11 +247,15 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
         address = next(iter(listener.sockets)).getsockname()
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
+        await _close_all(network)
 
 
-async def _drained(network: Network, timeout_s: float = DRAIN_S) -> None:
-    """Wait (a while) for the connections asked to stop to close: cancelled by the runner instead,
-    each logged a CancelledError traceback on the way out (asyncio's stream callback)."""
+async def _close_all(network: Network, timeout_s: float = DRAIN_S) -> None:
+    """Ask every connection to stop and wait (a while) for them to close: cancelled by the runner
+    instead, each logged a CancelledError traceback on the way out (asyncio's stream callback), and
+    from Python 3.12 a TCP listener's close waits for them (SIGTERM did nothing while a client stayed)."""
+    for server in list(network.servers):
+        server.request_stop()
     deadline = asyncio.get_running_loop().time() + timeout_s
     while network.servers and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.02)
@@ -305,9 +310,7 @@ def run_network(network: Network, transport: str, host: str = "127.0.0.1", port:
         try:
             await serve(network, host, port, say, stop)
         finally:
-            for server in list(network.servers):
-                server.request_stop()
-            await _drained(network)
+            await _close_all(network)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory(busy_poll_s)) as runner:

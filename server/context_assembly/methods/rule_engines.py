@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
+
 from ..assembly.request import parse_request
 from ..documents import ParsedDocument, parse_document
 from ..editor.diagnostics import SEVERITY, document_diagnostics
@@ -104,7 +106,9 @@ def _editor_document(session: Session, uri: str | None, text: str, draft: Any) -
     if uri is not None:
         document = build_document(uri, text, None, root)
         if document is not None and document.kind in RULE_KINDS:
-            return document
+            # the uri only places the draft (its kind, the ranges): it is checked against this
+            # workspace wherever the uri points, not on its own as another project's open file is
+            return attrs.evolve(document, outside=False) if document.outside else document
     if draft is None:
         draft = parse_document(text, "draft.json").value
     document = build_document(_draft_uri(session, draft), text, None, root)

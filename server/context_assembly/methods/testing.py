@@ -25,7 +25,7 @@ def test(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
     if params.get("case") is not None:
         for test_file in files:
             test_file.cases = [c for c in test_file.cases if c.name == params["case"]]
-        if not any(test_file.cases for test_file in files):
+        if not any(test_file.cases or test_file.problems for test_file in files):  # a broken file says why
             where = f"'{params['file']}'" if params.get("file") is not None else "the test files"
             matching = f" matching '{params['pattern']}'" if params.get("pattern") else ""
             raise NotFoundError(f"no test case '{params['case']}'{matching} in {where}")
