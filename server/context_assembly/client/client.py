@@ -314,7 +314,10 @@ class ContextAssemblyClient:
         return self.connection.on(method, listener)
 
     def set_settings(self, settings: JSON) -> None:
-        """Replace the settings overrides (pushed as workspace/didChangeConfiguration)."""
+        """Replace the settings pushed after start-up (workspace/didChangeConfiguration). They lie
+        over those given at start (`settings`, sent in `initialize`), which stay: the server layers
+        the file, then the start-up settings, then the pushed ones, so `{}` drops only what was
+        pushed before; to change a start-up setting, push the new value."""
         self.settings = dict(settings)
         self.connection.notify("workspace/didChangeConfiguration", {"settings": {"contextAssembly": self.settings}})
 
