@@ -140,3 +140,18 @@ def test_every_reported_code_is_documented(broken: Path, capsys: pytest.CaptureF
     codes = {p["code"] for p in json.loads(capsys.readouterr().out)["problems"]}
     assert codes <= documented, codes - documented
     assert code_description("syntax")["href"].endswith("diagnostic-codes.md#syntax")
+
+
+def test_a_rule_on_memory_source_warns_of_the_actions_it_never_applies(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Per-source rules apply only caps and set_priority (per reference, during the assembly): an
+    exclude there was dropped without a word."""
+    write(tmp_path, "ContextRuleEngine/r.json", [
+        {"name": "drop-b", "condition": {"field": "memory.source", "op": "equals", "value": "kv://notes/b"},
+         "action": {"exclude": "kv://notes/b"}},
+        {"name": "cap-a", "condition": {"field": "memory.source", "op": "equals", "value": "kv://notes/a"},
+         "action": {"cap": {"source": "kv://notes/a", "tokens": 50}}}])
+    assert main(["check", str(tmp_path), "--format", "json"]) == 0
+    found = [p for p in json.loads(capsys.readouterr().out)["problems"] if p["code"] == "per-source-action"]
+    assert len(found) == 1 and "exclude_memories never apply" in found[0]["message"]
+    assert found[0]["severity"] == "warning"

@@ -58,6 +58,16 @@ def test_unknown_seed003_condition_is_reported_and_never_matches() -> None:
     assert rule.rule["when"] == [{"$unreadable": "task_type", "reason": reason}]
 
 
+def test_seed003_words_yaml_reads_as_numbers_stay_words_and_booleans_are_reported() -> None:
+    """`task_contains: [404, 500, yes]`: YAML reads 404 as a number and yes as true; the numbers
+    were dropped (the rule could never fire) and nothing was said."""
+    _, [rule], problems = normalise_file({"when": {"task_contains": [404, 2.5, "auth", True]}, "then": {}},
+                                         "x", ".yaml")
+    assert [c["value"] for c in rule.rule["when"][0]["any"]] == ["404", "2.5", "auth"]
+    assert [(p.path, p.code) for p in problems] == [("/when/task_contains/3", "dialect")]
+    assert "quote the word" in problems[0].message
+
+
 def test_dialect_detection() -> None:
     assert detect_dialect({"condition": {}}, ".yaml") == "seed-004"
     assert detect_dialect([{"when": {}}], ".json") == "seed-003"

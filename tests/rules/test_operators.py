@@ -6,7 +6,7 @@ import pytest
 
 from context_assembly.registry.operators import OPERATORS, lookup_operator
 
-from .support import holds
+from .support import engine, evaluate, holds, request, rule
 
 ABSENT = object()
 
@@ -170,3 +170,43 @@ def test_a_pattern_remembers_its_answers_within_a_bound() -> None:
     # both matchers agree on it, with a value the memo has and has not seen
     for text, expected in (("fix", True), ("a fix", True), ("affix", False), ("FIX", False)):
         assert holds({"field": "addVar.x", "operator": "regex", "value": r"\bfix\b"}, {"x": text}) is expected
+
+
+
+def test_integer_strings_compare_exactly_beyond_double_precision() -> None:
+    """"1700000000000000001" (a nanosecond timestamp sent as text) compared as a float, equal to
+    1700000000000000000: the number and its string gave different answers."""
+    for actual in (1700000000000000001, "1700000000000000001"):
+        assert holds({"field": "addVar.ts", "operator": "gt", "value": 1700000000000000000}, {"ts": actual})
+        assert not holds({"field": "addVar.ts", "operator": "lte", "value": "1700000000000000000"}, {"ts": actual})
+
+
+def test_a_valueless_comparison_is_malformed_at_run_time_too() -> None:
+    """`neq` with no value fired on every request (and `eq` never) while `check` called it an error:
+    now it never matches, even under `not`, and the rule carries the error."""
+    for condition in ({"field": "addVar.a", "operator": "neq"}, {"not": {"field": "addVar.a", "operator": "eq"}},
+                      {"field": "addVar.a", "operator": "eq"}):
+        for variables in ({}, {"a": "x"}):
+            assert not holds(condition, variables), (condition, variables)
+    result = evaluate([engine([rule("r", [{"field": "addVar.a", "operator": "neq"}])])], request({}))
+    assert result.engine_results[0].rules[0].error == "'neq' needs a value: any JSON value"
+
+
+def test_a_pattern_with_a_lone_surrogate_is_refused_not_raised() -> None:
+    from context_assembly.registry.patterns import PatternError, check_pattern, compile_search
+
+    assert check_pattern("a\ud800") == "the pattern holds a lone surrogate, which is not valid Unicode"
+    with pytest.raises(PatternError):
+        compile_search("a\ud800", False)
+    assert compile_search("b", False)("a\ud800b") is True  # a text holding one is still searched
+
+
+def test_a_priority_too_large_for_a_float_sorts_first_and_breaks_nothing() -> None:
+    """A 401-digit priority made `float()` overflow: every method of the workspace failed."""
+    from context_assembly.model import RuleEngine, structure
+    from context_assembly.rules.engine import provisional_engine
+
+    rules = [rule("low", [], priority=1), rule("huge", [], priority=10**400), rule("nan", [], priority=float("nan"))]
+    compiled = provisional_engine(structure(engine(rules), RuleEngine))
+    assert [r.rule_id for r in compiled.rules] == ["huge", "low", "nan"]
+    assert evaluate([engine(rules)], request({})).matched_memories == ["huge", "low", "nan"]

@@ -53,7 +53,10 @@ class Search(dict[str, bool]):
         self._search = search
 
     def __missing__(self, text: str) -> bool:
-        hit = self._search(text) is not None
+        try:
+            hit = self._search(text) is not None
+        except UnicodeEncodeError:  # a text with a lone surrogate: RE2 reads UTF-8 only
+            hit = self._search(text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")) is not None
         if len(self) >= _MEMO_LIMIT:
             self.clear()
         self[text] = hit
@@ -68,6 +71,8 @@ def compile_search(pattern: str, ignore_case: bool) -> Search:
     """A memoising `search` predicate for `pattern`; raises PatternError when RE2 refuses it."""
     try:
         regexp = re2.compile(pattern, _options(ignore_case))
+    except UnicodeEncodeError:  # a lone surrogate (the standard library's JSON reads "\ud800")
+        raise PatternError("the pattern holds a lone surrogate, which is not valid Unicode") from None
     except re2.error as exc:
         message = exc.args[0] if exc.args else exc
         if isinstance(message, bytes):

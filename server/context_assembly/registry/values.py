@@ -29,7 +29,9 @@ def as_number(value: Any) -> float | int | None:
     if isinstance(value, int | float):
         return value
     if isinstance(value, str) and len(value) < 64 and _NUMERIC_STRING.fullmatch(value):
-        return float(value)
+        # an integer string stays an integer: as a float, "1700000000000000001" (a nanosecond
+        # timestamp, an id a JavaScript client sends as text) compared as 1700000000000000000
+        return float(value) if "." in value else int(value)
     return None
 
 

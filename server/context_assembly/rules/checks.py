@@ -20,6 +20,7 @@ from ..registry.values import MISSING, json_equal
 from ..registry.variables import (
     ADDVAR_PREFIX,
     FIELD_ALIASES,
+    MEMORY_SOURCE,
     SCOPE_PREFIX,
     canonical_field,
     documented_keys,
@@ -215,6 +216,26 @@ def check_rule(site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
                                        Severity.INFO, path=site.condition_pointer(when.index(first))))
         yield problem
     yield from check_actions(site.rule.get("then"), site, ctx)
+    then = site.rule.get("then")
+    ignored = [k for k in PER_SOURCE_IGNORED if isinstance(then, dict) and then.get(k)]
+    if ignored and any(_reads_source(c) for c in when):
+        yield _problem(f"a rule on {MEMORY_SOURCE} is applied per reference during the assembly, and only its caps "
+                       f"and set_priority: its {', '.join(ignored)} never apply", "per-source-action",
+                       site.actions_pointer, Severity.WARNING)
+
+
+PER_SOURCE_IGNORED = ("add_memories", "exclude_memories", "boost")
+
+
+def _reads_source(cond: Any) -> bool:
+    """Whether a condition (or a group under it) reads memory.source (a per-source rule: engine.py)."""
+    if not isinstance(cond, dict):
+        return False
+    if isinstance(cond.get("field"), str):
+        return canonical_field(cond["field"]) == MEMORY_SOURCE
+    children = cond.get("all", cond.get("any", []))
+    children = [cond["not"]] if "not" in cond else children
+    return isinstance(children, list) and any(_reads_source(c) for c in children)
 
 
 def check_duplicate_ids(sites: list[RuleSite]) -> Iterator[Problem]:

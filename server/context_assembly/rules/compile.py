@@ -16,7 +16,15 @@ from attrs import define, field
 
 from ..model.evaluation import ConditionResult
 from ..model.rules import AllOf, AnyOf, Condition, FieldCondition, InvalidCondition, Not
-from ..registry.operators import ConditionValueError, Inline, Operator, Predicate, all_spellings, lookup_operator
+from ..registry.operators import (
+    ConditionValueError,
+    Inline,
+    Operator,
+    Predicate,
+    ValueKind,
+    all_spellings,
+    lookup_operator,
+)
 from ..registry.values import MISSING
 from ..registry.variables import MEMORY_SOURCE, canonical_field
 from .lookup import Lookup
@@ -119,6 +127,8 @@ def _leaf(cond: FieldCondition) -> Node:
         message = f"unknown operator {cond.operator!r}"
         hints = did_you_mean(cond.operator, all_spellings()) if isinstance(cond.operator, str) else []
         return Broken(cond, message + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
+    if cond.value is MISSING and operator.value_kind is not ValueKind.NONE:  # as `check` says (checks.py)
+        return Broken(cond, f"'{operator.name}' needs a value: {operator.value_kind.label}")
     try:
         predicate = operator.predicate(cond.value, cond.ignore_case)
     except ConditionValueError as exc:

@@ -139,9 +139,13 @@ def _rule_id(rule: Rule, position: int) -> str:
     return rule.id if isinstance(rule.id, str) and rule.id else f"#{position}"
 
 
-def _priority(rule: Rule) -> float:
+def _priority(rule: Rule) -> int | float:
+    """The rule's priority as it sorts: exact (a 400-digit integer made `float()` overflow and every
+    method of the workspace fail), 0 where it is no number (or NaN, which sorts nowhere)."""
     p = rule.priority
-    return float(p) if isinstance(p, int | float) and not isinstance(p, bool) else 0.0
+    if isinstance(p, bool) or not isinstance(p, int | float) or p != p:
+        return 0
+    return p
 
 
 class _Emitter:

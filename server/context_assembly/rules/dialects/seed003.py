@@ -54,14 +54,30 @@ def _conditions(when: Any, where: str, problems: list) -> list[dict[str, Any]]:
     conditions: list[dict[str, Any]] = []
     for key, value in when.items():
         if key == "task_contains":
-            words = [w for w in as_list(value) if isinstance(w, str)]
             conditions.append({"any": [{"field": INPUT_TEXT, "operator": "contains", "value": w}
-                                       for w in words]})
+                                       for w in _words(value, f"{where}/when/{key}", problems)]})
         else:
             reason = f"unknown condition '{key}' (seed-003 rules understand task_contains)"
             problems.append(dialect_problem(f"{where}/when/{key}", reason))
             conditions.append(unreadable(key, reason))
     return conditions
+
+
+def _words(value: Any, where: str, problems: list) -> list[str]:
+    """The words of `task_contains`: a number YAML read (`404`) as the text it was written as; a
+    boolean or null (`yes`, `on`, `null`: YAML 1.1 reads them so) cannot be spelled back, and is
+    reported (quote it) instead of being dropped without a word."""
+    words = []
+    for index, word in enumerate(as_list(value)):
+        if isinstance(word, str):
+            words.append(word)
+        elif isinstance(word, int | float) and not isinstance(word, bool):
+            words.append(str(word))
+        else:
+            problems.append(dialect_problem(f"{where}/{index}" if isinstance(value, list) else where,
+                                            f"{word!r} is no word: YAML reads yes, no, on, off, true, false and "
+                                            "null as values, so quote the word (\"yes\")"))
+    return words
 
 
 def _actions(then: Any, where: str, problems: list) -> dict[str, Any]:
