@@ -54,6 +54,7 @@ def test_projects_are_separate_and_the_swarm_namespace_is_shared(postgres_dsn: s
     entry = two.kv.get("swarm", "plan", "owner")
     assert entry is not None and entry.value == "agent-7"
     assert [e.key for e in two.kv.list("swarm")] == ["owner"]
+    assert two.kv.delete("swarm", "plan", "owner")  # shared by every project: the later tests' lists too
     one.close()
     two.close()
 
@@ -250,3 +251,66 @@ def test_migration_3_gives_existing_hnsw_indexes_the_new_build_parameters(postgr
     expected = sorted([f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"])
     assert [(n, sorted(o)) for n, o in rows] == [("ca_vector_chunks_hnsw_16", expected),
                                                  ("ca_vector_chunks_hnsw_8", expected)]
+
+
+def test_sidecars_rewriting_one_vector_document_at_once_all_succeed(postgres_dsn: str, tmp_path: Path) -> None:
+    """Four sidecars writing the same document: each deleted the chunks, then inserted the same chunk
+    numbers (a unique-key violation) or deadlocked on the document rows; most writes failed."""
+    import threading
+
+    from context_assembly.stores.embedding import HASHING
+
+    project = fresh_project()
+    sidecars = [pg_stores(tmp_path / f"s{n}", postgres_dsn, project) for n in range(4)]
+    for stores in sidecars:
+        assert stores.vectors is not None
+        stores.vectors.settings("tasks", HASHING)
+    failures: list[Exception] = []
+    start = threading.Barrier(len(sidecars))
+
+    def write(n: int) -> None:
+        start.wait()
+        for round_ in range(8):
+            try:
+                sidecars[n].vectors.upsert("tasks", "shared", f"writer {n} round {round_} " * 40, {})  # type: ignore[union-attr]
+            except Exception as exc:  # noqa: BLE001 (every failure is the finding)
+                failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(len(sidecars))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    document = sidecars[0].vectors.get("tasks", "shared")  # type: ignore[union-attr]
+    assert document is not None and document["text"].startswith("writer ")
+    for stores in sidecars:
+        stores.close()
+
+
+def test_a_failed_statement_is_that_calls_error_not_an_outage(postgres_dsn: str, tmp_path: Path) -> None:
+    """A deadlock, a cancelled statement: psycopg calls them OperationalError too, and the sidecar took
+    the database for unreachable, failing every call for 2 s."""
+    from context_assembly.errors import StorageError
+
+    stores = pg_stores(tmp_path, postgres_dsn, fresh_project())
+    database = stores.database
+    assert isinstance(database, PgDatabase)
+    with pytest.raises(StorageError, match="PostgreSQL failed: canceling statement due to statement timeout"), \
+            database.connection() as conn:
+        conn.execute("SET LOCAL statement_timeout = 1")
+        conn.execute("SELECT pg_sleep(1)")
+    stores.kv.set("default", "default", "k", 1)  # at once: no outage was declared
+    assert stores.kv.get("default", "default", "k") is not None
+    stores.close()
+
+
+def test_a_database_that_does_not_exist_is_named_not_a_passing_outage(postgres_dsn: str, tmp_path: Path) -> None:
+    from context_assembly.errors import StorageError
+
+    wrong = psycopg.conninfo.make_conninfo(postgres_dsn, dbname="nosuchdb")
+    stores = pg_stores(tmp_path, wrong, fresh_project())
+    with pytest.raises(StorageError) as refused:
+        stores.kv.get("default", "default", "k")
+    assert 'database "nosuchdb" does not exist' in refused.value.message
+    stores.close()

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from context_assembly.registry.values import json_equal  # (a boolean equals only a boolean)
 from context_assembly.stores.sqlite.database import Database
 from context_assembly.stores.sqlite.events import SqliteEventLog
 from context_assembly.stores.sqlite.kv import SqliteKVStore, _prefix_end
@@ -63,7 +64,7 @@ def test_event_search_by_payload_field_equals_a_scan(tmp_path: Path, events: lis
         expected = [e for e in sorted(
             ({"payload": p, "ts": float(ts % 7), "id": ts + 1} for ts, (_, p) in enumerate(events)),
             key=lambda e: (e["ts"], e["id"]), reverse=True)
-            if all(k in e["payload"] and e["payload"][k] == v for k, v in wanted.items())][:limit]
+            if all(k in e["payload"] and json_equal(e["payload"][k], v) for k, v in wanted.items())][:limit]
         found = log.search("thread", fields=wanted, limit=limit)
         assert [(e["id"], e["payload"]) for e in found] == [(e["id"], e["payload"]) for e in expected]
     finally:

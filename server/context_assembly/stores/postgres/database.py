@@ -41,8 +41,23 @@ from .migrations import migrate
 SWARM_PROJECT = "*swarm*"  # the project key of the swarm-level namespace, shared by every project
 CONNECT_TIMEOUT_S = 3
 POOL_TIMEOUT_S = 3.0
+# TCP: a server that stops answering (a partition, a frozen host) fails a call in about half a
+# minute rather than the kernel's ~15; a local socket has no such timer (the README says so)
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+              "tcp_user_timeout": 30_000}
+WHY_KEPT_S = 60.0  # how long the reason a connection failed is reused before it is looked for again
 RETRY_AFTER_S = 2.0  # after a failure to connect, calls fail at once for this long (no pile-up of waits)
 INVALIDATION = ("notify", "read")  # stores.invalidation: generations pushed by the database, or read per use
+
+
+def _unreachable(exc: Exception) -> bool:
+    """Whether a failure means the database cannot be reached (no connection, a connection lost or
+    refused, the server shutting down), as opposed to one statement failing on a live connection:
+    only the former makes the next calls fail at once for a while."""
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 class PgDatabase:
@@ -53,7 +68,7 @@ class PgDatabase:
         self._missing_dsn = missing_dsn
         self._pool = psycopg_pool.ConnectionPool(
             dsn or "", open=False, min_size=1, max_size=max_size, timeout=POOL_TIMEOUT_S,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "context-assembly"},
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "context-assembly", **KEEPALIVES},
             name="context-assembly")
         self.listener = GenerationListener(dsn, (project, SWARM_PROJECT), connect_kwargs={
             "connect_timeout": CONNECT_TIMEOUT_S, "application_name": f"context-assembly {channel(project)}"}
@@ -64,6 +79,7 @@ class PgDatabase:
         self._migrated = False
         self.applied: list[int] = []  # the migrations this process applied on its first connect
         self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
+        self._why: tuple[float, str] | None = None  # (monotonic deadline, why connecting failed)
         self._lock = threading.Lock()
         self._held = threading.local()  # the connection of this thread's batch()
 
@@ -127,9 +143,12 @@ class PgDatabase:
         except ContextAssemblyError:
             raise
         except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+            if not _unreachable(exc):  # a deadlock, a serialisation failure, a cancelled statement: this call's
+                raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
             message = (f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): "
-                       + (f"no connection within {POOL_TIMEOUT_S:g} s" if isinstance(exc, psycopg_pool.PoolTimeout)
-                          else _first_line(exc)) + "; the sidecar reconnects when it is back")
+                       + (f"no connection within {POOL_TIMEOUT_S:g} s{self._last_connect_error()}"
+                          if isinstance(exc, psycopg_pool.PoolTimeout) else _first_line(exc))
+                       + "; the sidecar reconnects when it is back")
             self._down = (time.monotonic() + RETRY_AFTER_S, message)
             self._drop_broken()
             raise StorageError(message, {"backend": "postgres"}) from exc
@@ -140,6 +159,20 @@ class PgDatabase:
             raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
         finally:
             self._writes.bumped = outer
+
+    def _last_connect_error(self) -> str:
+        """Why connecting fails (a wrong database name, a refused password: a pool timeout alone read
+        as an outage that would pass), found by one attempt of its own at most once a minute."""
+        now = time.monotonic()
+        if self._why is not None and now < self._why[0]:
+            return self._why[1]
+        try:
+            with psycopg.connect(self.dsn or "", connect_timeout=CONNECT_TIMEOUT_S, **KEEPALIVES):
+                why = ""
+        except psycopg.Error as exc:
+            why = f" ({_first_line(exc)})"
+        self._why = (now + WHY_KEPT_S, why)
+        return why
 
     def _announce(self, conn: psycopg.Connection[Any], bumped: list[tuple[str, str, int]]) -> None:
         """After the write's commit: tell the listeners (this process's at once) what it counted."""

@@ -73,6 +73,11 @@ class PgVectorIndex:
             if created:  # a new collection: make sure its dimension has an index (taken once, not per write)
                 conn.execute(hnsw_index_sql(int(dimension)))
             uris = [doc.doc_uri for doc in docs]
+            # One writer per document at a time, the locks taken in one order: sidecars rewriting the
+            # same document each deleted its chunks, then inserted the same chunk numbers (a unique
+            # key violation) or deadlocked on the document rows; most of such writes failed.
+            for key in sorted({orjson.dumps([project, collection, uri]).decode() for uri in uris}):
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             conn.execute("DELETE FROM ca_vector_chunks WHERE project = %s AND collection = %s AND doc_uri = ANY(%s)",
                          (project, collection, uris))
             with conn.cursor() as cursor:
