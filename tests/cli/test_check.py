@@ -155,3 +155,17 @@ def test_a_rule_on_memory_source_warns_of_the_actions_it_never_applies(tmp_path:
     found = [p for p in json.loads(capsys.readouterr().out)["problems"] if p["code"] == "per-source-action"]
     assert len(found) == 1 and "exclude_memories never apply" in found[0]["message"]
     assert found[0]["severity"] == "warning"
+
+
+
+def test_conditions_nested_past_the_limit_are_reported_not_a_crash(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The per-source lint walked every level (two frames each): 450 nested `not`s raised RecursionError."""
+    condition: dict = {"field": "memory.source", "operator": "eq", "value": "kv://a"}
+    for _ in range(450):
+        condition = {"not": condition}
+    write(tmp_path, "context-rule-engines/e.json",
+          {"id": "e", "rules": [{"id": "r", "when": [condition], "then": {"add_memories": ["kv://a"]}}]})
+    code = main(["check", str(tmp_path), "--format", "json"])
+    found = json.loads(capsys.readouterr().out)["problems"]
+    assert code in (0, 1) and any("nested too deeply" in p["message"] for p in found)

@@ -208,3 +208,21 @@ def test_bad_prefix(prefix: object) -> None:
     with pytest.raises(InvalidParamsError) as caught:
         normalize_prefix(prefix)
     assert caught.value.errors[0]["path"] == "/prefix"
+
+
+def test_render_encodes_a_head_segment_s_slash_and_keeps_paths_as_written() -> None:
+    """A thread, bucket, log instance, collection or graph instance is one segment (its '/' encoded:
+    listed raw, working://t/1/k read another item); a key, document or graph id is a path as written
+    (an access pattern such as graph://default/node/src/** names it so)."""
+    from context_assembly.stores.uri import render
+
+    assert render("working", ("t/1", "k")) == "working://t%2F1/k"
+    assert render("working", ("t", "1/k")) == "working://t/1/k"
+    assert render("blob", ("b/x", "key")) == "blob://b%2Fx/key"
+    assert render("log", ("ops/prod",)) == "log://ops%2Fprod"
+    assert render("vector", ("docs", "src/a.py")) == "vector://docs/src/a.py"
+    assert render("graph", ("default", "node", "src/a.py")) == "graph://default/node/src/a.py"
+    assert render("graph", ("a/b", "node", "x")) == "graph://a%2Fb/node/x"
+    for uri in ("working://t%2F1/k", "graph://default/node/src/a.py", "graph://a%2Fb/node/x", "log://ops%2Fprod"):
+        parsed = parse_uri(uri)
+        assert render(parsed.scheme, parsed.parts) == uri

@@ -150,8 +150,9 @@ def check_condition(cond: Any, pointer: str, ctx: LintContext, depth: int = 0) -
         return
     if UNREADABLE in cond:  # a dialect's unreadable condition: the dialect reported it
         return
-    if depth > 32:
-        yield _problem("conditions are nested too deeply (more than 32 levels)", "invalid-condition", pointer)
+    if depth > MAX_DEPTH:
+        yield _problem(f"conditions are nested too deeply (more than {MAX_DEPTH} levels)", "invalid-condition",
+                       pointer)
         return
     for group in ("any", "all"):
         if group in cond:
@@ -225,17 +226,19 @@ def check_rule(site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
 
 
 PER_SOURCE_IGNORED = ("add_memories", "exclude_memories", "boost")
+MAX_DEPTH = 32  # condition groups nested deeper are reported (and not walked)
 
 
-def _reads_source(cond: Any) -> bool:
-    """Whether a condition (or a group under it) reads memory.source (a per-source rule: engine.py)."""
-    if not isinstance(cond, dict):
+def _reads_source(cond: Any, depth: int = 0) -> bool:
+    """Whether a condition (or a group under it, MAX_DEPTH levels at most: deeper is reported as
+    such) reads memory.source (a per-source rule: engine.py)."""
+    if not isinstance(cond, dict) or depth > MAX_DEPTH:
         return False
     if isinstance(cond.get("field"), str):
         return canonical_field(cond["field"]) == MEMORY_SOURCE
     children = cond.get("all", cond.get("any", []))
     children = [cond["not"]] if "not" in cond else children
-    return isinstance(children, list) and any(_reads_source(c) for c in children)
+    return isinstance(children, list) and any(_reads_source(c, depth + 1) for c in children)
 
 
 def check_duplicate_ids(sites: list[RuleSite]) -> Iterator[Problem]:

@@ -202,10 +202,9 @@ def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | No
             [namespace, key] if instance == DEFAULT else [instance, namespace, key])
         body = "/".join(quote(p, safe=_SAFE) for p in shown)
     elif scheme in _HEADED or scheme == "graph" and len(parts) == 3:
-        # <head>/<rest>, <instance>/<kind>/<id>: the head (and an id) is one segment, its '/' encoded
-        # (a thread "t/1" listed as working://t/1/k read another item); the rest is a path
-        heads = (0, 2) if scheme == "graph" else (0,)
-        body = "/".join(quote(p, safe=_SAFE if i in heads else _SAFE + "/") for i, p in enumerate(parts))
+        # <head>/<rest>, <instance>/<kind>/<id>: the head is one segment, its '/' encoded (a thread
+        # "t/1" listed as working://t/1/k read another item); the rest, an id too, is a path as written
+        body = "/".join(quote(p, safe=_SAFE if i == 0 else _SAFE + "/") for i, p in enumerate(parts))
     else:
         body = "/".join(quote(p, safe=_SAFE + "/") for p in parts)
     uri = f"{scheme}://{body}"

@@ -64,19 +64,22 @@ def _conditions(when: Any, where: str, problems: list) -> list[dict[str, Any]]:
 
 
 def _words(value: Any, where: str, problems: list) -> list[str]:
-    """The words of `task_contains`: a number YAML read (`404`) as the text it was written as; a
-    boolean or null (`yes`, `on`, `null`: YAML 1.1 reads them so) cannot be spelled back, and is
-    reported (quote it) instead of being dropped without a word."""
+    """The words of `task_contains`. Anything YAML read as another type is reported (quote it),
+    since its text is lost: an integer is still matched as its decimal (`404`, most likely what was
+    written; `010` and `1_000` read as 8 and 1000), a float, boolean or null is not (`3.10` reads as
+    3.1; `yes`, `on` as true) and was dropped without a word before."""
     words = []
     for index, word in enumerate(as_list(value)):
         if isinstance(word, str):
             words.append(word)
-        elif isinstance(word, int | float) and not isinstance(word, bool):
+            continue
+        kept = isinstance(word, int) and not isinstance(word, bool)
+        if kept:
             words.append(str(word))
-        else:
-            problems.append(dialect_problem(f"{where}/{index}" if isinstance(value, list) else where,
-                                            f"{word!r} is no word: YAML reads yes, no, on, off, true, false and "
-                                            "null as values, so quote the word (\"yes\")"))
+        problems.append(dialect_problem(
+            f"{where}/{index}" if isinstance(value, list) else where,
+            f"{word!r} is no word: YAML reads it as a {type(word).__name__}, so write it in quotes "
+            + (f"(matched as \"{word}\" meanwhile)" if kept else "(not matched: its text is lost)")))
     return words
 
 

@@ -45,6 +45,7 @@ POOL_TIMEOUT_S = 3.0
 # minute rather than the kernel's ~15; a local socket has no such timer (the README says so)
 KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
               "tcp_user_timeout": 30_000}
+PROBE_WAIT_S = 0.5  # how long a failing call waits for the reason connecting fails
 WHY_KEPT_S = 60.0  # how long the reason a connection failed is reused before it is looked for again
 RETRY_AFTER_S = 2.0  # after a failure to connect, calls fail at once for this long (no pile-up of waits)
 INVALIDATION = ("notify", "read")  # stores.invalidation: generations pushed by the database, or read per use
@@ -80,6 +81,8 @@ class PgDatabase:
         self.applied: list[int] = []  # the migrations this process applied on its first connect
         self._down: tuple[float, str] | None = None  # (monotonic deadline, message) after a failure
         self._why: tuple[float, str] | None = None  # (monotonic deadline, why connecting failed)
+        self._probe: threading.Thread | None = None  # the attempt that finds it
+        self._probe_lock = threading.Lock()
         self._lock = threading.Lock()
         self._held = threading.local()  # the connection of this thread's batch()
 
@@ -162,17 +165,27 @@ class PgDatabase:
 
     def _last_connect_error(self) -> str:
         """Why connecting fails (a wrong database name, a refused password: a pool timeout alone read
-        as an outage that would pass), found by one attempt of its own at most once a minute."""
+        as an outage that would pass), found by one attempt of its own at most once a minute, on a
+        thread: the failing call waits PROBE_WAIT_S for it at most (a refusal comes at once; a
+        server that never answers is not waited for again, and its reason comes with a later call)."""
         now = time.monotonic()
         if self._why is not None and now < self._why[0]:
             return self._why[1]
+        with self._probe_lock:  # (not `_lock`: `_ready` holds that while it waits for a connection)
+            probe = self._probe
+            if probe is None or not probe.is_alive():
+                probe = self._probe = threading.Thread(target=self._find_why, name="pg-why", daemon=True)
+                probe.start()
+        probe.join(PROBE_WAIT_S)
+        return self._why[1] if self._why is not None else ""
+
+    def _find_why(self) -> None:
         try:
             with psycopg.connect(self.dsn or "", connect_timeout=CONNECT_TIMEOUT_S, **KEEPALIVES):
                 why = ""
         except psycopg.Error as exc:
             why = f" ({_first_line(exc)})"
-        self._why = (now + WHY_KEPT_S, why)
-        return why
+        self._why = (time.monotonic() + WHY_KEPT_S, why)
 
     def _announce(self, conn: psycopg.Connection[Any], bumped: list[tuple[str, str, int]]) -> None:
         """After the write's commit: tell the listeners (this process's at once) what it counted."""
