@@ -314,3 +314,57 @@ def test_a_database_that_does_not_exist_is_named_not_a_passing_outage(postgres_d
         stores.kv.get("default", "default", "k")
     assert 'database "nosuchdb" does not exist' in refused.value.message
     stores.close()
+
+
+def test_calls_queued_behind_a_failing_first_connect_fail_at_once(tmp_path: Path) -> None:
+    """A server that accepts and never answers: the first call's migration waits for a connection
+    while holding the lock the others queue on; each of them then waited as long again (3, 6, 9 …
+    seconds). Now the failure is marked before the lock is let go, and they fail at once."""
+    import socket
+    import threading
+
+    from context_assembly.errors import StorageError
+
+    folder = tmp_path / "sock"
+    folder.mkdir()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / ".s.PGSQL.5432"))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])  # accepted, never answered
+            except OSError:
+                continue
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    stores = pg_stores(tmp_path / "ws", f"host={folder} port=5432 dbname=x user=y", fresh_project())
+    errors: list[StorageError] = []
+
+    def call() -> None:
+        try:
+            stores.kv.get("default", "default", "k")
+        except StorageError as exc:
+            errors.append(exc)
+
+    callers = [threading.Thread(target=call) for _ in range(4)]
+    try:
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(60)
+    finally:
+        stop.set()
+        acceptor.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
+        stores.close()
+    assert len(errors) == 4 and all("unreachable" in e.message for e in errors)
+    # one call waited for a connection; the others were told at once (as the calls after them are)
+    assert sum("retry_after_s" in e.data for e in errors) >= 3

@@ -89,19 +89,39 @@ class PgDatabase:
     def _ready(self) -> psycopg_pool.ConnectionPool:
         if not self.dsn:
             raise StorageError(self._missing_dsn, {"backend": "postgres"})
-        down = self._down
-        if down is not None and time.monotonic() < down[0]:
-            raise StorageError(down[1], {"backend": "postgres", "retry_after_s": RETRY_AFTER_S})
+        self._fail_fast()
         with self._lock:
             if not self._opened:
                 self._pool.open(wait=False)
                 self._opened = True
         if not self._migrated:
-            with self._lock, self._pool.connection() as conn:
+            with self._lock:
+                self._fail_fast()  # a call that waited for the lock meanwhile fails at once, as later calls do
                 if not self._migrated:
-                    self.applied = migrate(conn)
-                    self._migrated = True
+                    try:
+                        with self._pool.connection() as conn:
+                            self.applied = migrate(conn)
+                            self._migrated = True
+                    except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
+                        if _unreachable(exc):  # marked before the lock goes: the calls queued on it fail at once
+                            raise self._outage(exc) from exc
+                        raise
         return self._pool
+
+    def _fail_fast(self) -> None:
+        down = self._down
+        if down is not None and time.monotonic() < down[0]:
+            raise StorageError(down[1], {"backend": "postgres", "retry_after_s": RETRY_AFTER_S})
+
+    def _outage(self, exc: Exception) -> StorageError:
+        """The database cannot be reached: calls fail at once for RETRY_AFTER_S, each with this error."""
+        message = (f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): "
+                   + (f"no connection within {POOL_TIMEOUT_S:g} s{self._last_connect_error()}"
+                      if isinstance(exc, psycopg_pool.PoolTimeout) else _first_line(exc))
+                   + "; the sidecar reconnects when it is back")
+        self._down = (time.monotonic() + RETRY_AFTER_S, message)
+        self._drop_broken()
+        return StorageError(message, {"backend": "postgres"})
 
     def in_batch(self) -> bool:
         """Whether this thread's writes are inside a `batch()` (not committed until it ends)."""
@@ -148,13 +168,7 @@ class PgDatabase:
         except (psycopg_pool.PoolTimeout, psycopg.OperationalError) as exc:
             if not _unreachable(exc):  # a deadlock, a serialisation failure, a cancelled statement: this call's
                 raise StorageError(f"PostgreSQL failed: {_first_line(exc)}", {"backend": "postgres"}) from exc
-            message = (f"the PostgreSQL database is unreachable ({_where(self.dsn or '')}): "
-                       + (f"no connection within {POOL_TIMEOUT_S:g} s{self._last_connect_error()}"
-                          if isinstance(exc, psycopg_pool.PoolTimeout) else _first_line(exc))
-                       + "; the sidecar reconnects when it is back")
-            self._down = (time.monotonic() + RETRY_AFTER_S, message)
-            self._drop_broken()
-            raise StorageError(message, {"backend": "postgres"}) from exc
+            raise self._outage(exc) from exc
         except psycopg.errors.RaiseException as exc:  # a trigger refusing a change (append-only log)
             raise StorageError(f"the database refused the change: {exc.diag.message_primary}",
                                {"backend": "postgres"}) from exc
