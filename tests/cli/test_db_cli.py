@@ -42,8 +42,18 @@ def test_migrate_reports_an_unreachable_database(tmp_path: Path, capsys: pytest.
                                       "dsn": f"postgresql://postgres:@/postgres?host={tmp_path / 'nothing'}"})
     assert main(["db", "migrate", "--workspace", str(root)]) == 1
     assert "unreachable" in capsys.readouterr().err
+    # from a subfolder the workspace is found walking up, as by every command (it read the embedded
+    # default there and reported success)
+    (root / "src" / "auth").mkdir(parents=True)
+    monkeypatch.chdir(root / "src" / "auth")
+    assert main(["db", "migrate"]) == 1
+    assert "unreachable" in capsys.readouterr().err
 
 
-def test_embedded_needs_no_migration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_embedded_needs_no_migration(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".codebolt").mkdir()
     assert main(["db", "migrate", "--workspace", str(tmp_path)]) == 0
     assert json.loads(capsys.readouterr().out)["backend"] == "embedded"
+    monkeypatch.chdir(tmp_path.parent)  # no .codebolt/ here or above: said so, exit 2
+    assert main(["db", "migrate"]) == 2 and "no .codebolt/ folder" in capsys.readouterr().err

@@ -80,3 +80,19 @@ def test_a_path_that_does_not_exist_is_an_error_and_nothing_is_written(tmp_path:
     assert main(["format", str(tmp_path), str(tmp_path / "nowhere")]) == 2
     assert "no such file or directory" in capsys.readouterr().out
     assert engine.read_text() == '{"rules": [], "id": "main"}'
+
+
+def test_a_folder_inside_codebolt_is_checked_too(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`format --check .codebolt/context-rule-engines` (or run from inside it) looked for .codebolt/
+    folders below the path only: it checked nothing and passed."""
+    engines = tmp_path / ".codebolt" / "context-rule-engines"
+    engines.mkdir(parents=True)
+    (engines / "e.json").write_text('{"rules": [], "id": "e"}')
+    assert main(["format", "--check", str(engines)]) == 1
+    assert "would reformat" in capsys.readouterr().out
+    monkeypatch.chdir(engines)
+    assert main(["format", "--check"]) == 1
+    capsys.readouterr()
+    assert main(["format", "."]) == 0
+    assert main(["format", "--check", str(tmp_path)]) == 0

@@ -56,3 +56,23 @@ def test_export_then_import_into_postgres_gives_the_same_stores(postgres_dsn: st
     finally:
         embedded.close()
         shared.close()
+
+
+def test_a_thread_or_log_past_the_read_limit_is_exported_whole(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A read's limit (limits.log_limit, 10,000) bounds one request, not the export: a thread or a
+    log of 10,001 entries could not be exported (exit 2, no file), so neither backed up nor moved."""
+    many = 10_001
+    source = tmp_path / "big.json"
+    source.write_text(json.dumps({
+        "threads": {"long": [{"role": "user", "content": f"turn {n}", "ts": float(n)} for n in range(many)]},
+        "events": {"big": [{"event_type": "tick", "payload": {"n": n}, "ts": float(n)} for n in range(many)]}}))
+    (tmp_path / "ws" / ".codebolt").mkdir(parents=True)
+    workspace = ["--workspace", str(tmp_path / "ws")]
+    assert main(["memory", "import", str(source), *workspace]) == 0
+    target = tmp_path / "out.json"
+    assert main(["memory", "export", str(target), *workspace]) == 0
+    capsys.readouterr()
+    exported = json.loads(target.read_text())
+    assert len(exported["threads"]["long"]) == many and exported["threads"]["long"][-1]["content"] == "turn 10000"
+    assert [e["payload"]["n"] for e in exported["events"]["big"]] == list(range(many))

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import orjson
 
 from ..errors import ContextAssemblyError
+from .terminal import add_common, required_root
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -22,14 +22,14 @@ def register(commands: argparse._SubParsersAction) -> None:
                     ".codebolt/context-assembly.json; CONTEXT_ASSEMBLY_DSN overrides stores.dsn) and print "
                     "what was applied as JSON. Exit status 1 when the database cannot be reached.")
     parser.add_argument("action", choices=("migrate",))
-    parser.add_argument("--workspace", default=".", help="the workspace root (default: .)")
+    add_common(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    root = Path(args.workspace)
-    if not root.is_dir():
-        print(f"context-assembly db: no such directory: {root}", file=sys.stderr)
+    # found walking up as by every command: from a subfolder it read the embedded default and said "done"
+    root = required_root("db", args.workspace)
+    if root is None:
         return 2
     from ..runtime import Runtime  # the engine loads only when a command runs it
 

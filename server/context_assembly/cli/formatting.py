@@ -66,12 +66,26 @@ def _targets(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
     for path in paths:
         if path.is_file():
             yield path, True
-        else:
-            for codebolt in sorted(_codebolt_dirs(path)):
-                for file in sorted(codebolt.rglob("*")):
-                    relative = file.relative_to(codebolt).parts
-                    if file.is_file() and not _DATA_DIRS & set(relative[:-1]):
-                        yield file, False
+            continue
+        owner = _enclosing_codebolt(path)
+        if owner is not None:  # a folder inside .codebolt/ (it found nothing and passed --check)
+            yield from _files(owner, path.resolve())
+            continue
+        for codebolt in sorted(_codebolt_dirs(path)):
+            yield from _files(codebolt, codebolt)
+
+
+def _files(codebolt: Path, under: Path) -> Iterator[tuple[Path, bool]]:
+    """The definition files under `under`, a folder of `codebolt` (its data folders left out)."""
+    for file in sorted(under.rglob("*")):
+        relative = file.relative_to(codebolt).parts
+        if file.is_file() and not _DATA_DIRS & set(relative[:-1]):
+            yield file, False
+
+
+def _enclosing_codebolt(directory: Path) -> Path | None:
+    """The `.codebolt/` folder `directory` lies inside (not: is), if any."""
+    return next((parent for parent in directory.resolve().parents if parent.name == ".codebolt"), None)
 
 
 def _codebolt_dirs(directory: Path) -> Iterator[Path]:

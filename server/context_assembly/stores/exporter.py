@@ -13,6 +13,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from attrs import evolve
+
+from ..limits import applied, current
 from .memory import MemoryRouter
 from .uri import render
 
@@ -54,11 +57,16 @@ def export_memory(memory: MemoryRouter) -> dict[str, Any]:
             writes.append({"uri": render("graph", (edge["instance"], "edge", edge["id"])),
                            "value": {"kind": edge["kind"], "from": edge["from"], "to": edge["to"],
                                      "attributes": edge["attributes"]}})
-    threads = {t.name: [{k: v for k, v in turn.items() if k != "seq"}
-                        for turn in memory.episodic.recent(t.name, max(1, t.count))]
-               for t in memory.episodic.threads()}
-    events = {i.name: [{"event_type": e["event_type"], "payload": e["payload"], "ts": e["ts"]}
-                       for e in reversed(memory.events.search(i.name, limit=max(1, i.count)))]
-              for i in memory.events.instances()}
+    threads_listed, instances = memory.episodic.threads(), memory.events.instances()
+    # every turn and event, however many: a read's limit (limits.log_limit) bounds a request, not
+    # the export of the whole store (a thread of 10,001 turns could not be exported or moved)
+    whole = max([1, *(t.count for t in threads_listed), *(i.count for i in instances)])
+    with applied(evolve(current(), log_limit=max(whole, current().log_limit))):
+        threads = {t.name: [{k: v for k, v in turn.items() if k != "seq"}
+                            for turn in memory.episodic.recent(t.name, max(1, t.count))]
+                   for t in threads_listed}
+        events = {i.name: [{"event_type": e["event_type"], "payload": e["payload"], "ts": e["ts"]}
+                           for e in reversed(memory.events.search(i.name, limit=max(1, i.count)))]
+                  for i in instances}
     document.update({"collections": collections, "writes": writes, "threads": threads, "events": events})
     return document
