@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 Counter = Callable[[str], int]
 TRUNCATION_PREFIX = "[… truncated"
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at . ! ? and a space, at a full stop of CJK text (。！？, no space after), or a line
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
 _WORD_END = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]{3,}")
 
@@ -35,6 +36,8 @@ def shorten(text: str, max_tokens: int, count: Counter, total: int | None = None
             best = cut
         if best is not None and count(best) * 2 >= max_tokens:
             return best  # a sentence boundary that keeps half the room or more: no word cut needed
+    if best is None:  # no space to cut at (CJK text, one long token): at a character, not dropped
+        best = _longest_fitting(text, list(range(1, len(text))), max_tokens, count, whole)
     return best
 
 

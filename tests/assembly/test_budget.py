@@ -75,6 +75,20 @@ def test_one_long_line_is_cut_at_a_word_not_at_the_last_line_break() -> None:
     assert shorten(text, 40, estimate).split("\n")[0].endswith(".")
 
 
+def test_cjk_text_is_cut_and_summarised_not_dropped() -> None:
+    """Text without spaces (Japanese, Chinese) had no boundary to cut at, so a critical document
+    over the budget was dropped whole: sentences now end at 。！？ too, and a cut falls back to a
+    character where no boundary fits."""
+    text = "これは重要な制約です。必ず守ってください。" * 40
+    assert split_sentences(text)[:2] == ["これは重要な制約です。", "必ず守ってください。"]
+    cut = shorten(text, 50, estimate)
+    assert cut is not None and estimate(cut) <= 50 and MARKER.search(cut) and cut.startswith("これは")
+    one_token = "あ" * 400  # no sentence end at all: cut at a character
+    assert shorten(one_token, 30, estimate) is not None
+    summary = extractive(text, TASK, 60, estimate)
+    assert summary is not None and summary.startswith("これは重要な制約です。")
+
+
 def test_extractive_gives_up_where_picking_sentences_keeps_nothing_useful() -> None:
     value = json.dumps({"command": "pytest", "stdout": "x " * 2000}, indent=2)
     assert extractive(value, TASK, 200, estimate) is None  # a JSON document: its lines are no sentences

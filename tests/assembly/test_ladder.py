@@ -279,6 +279,26 @@ def test_older_turns_are_compressed_end_to_end_and_every_step_is_traced(runtime:
     assert result["trace"]["sections"]["history"]["truncated"] is True
 
 
+def test_the_newest_turns_stay_verbatim_when_a_boost_moves_one_ahead(runtime: Runtime, root: Path) -> None:
+    """A boost on the newest turn put it first in the packing order: "the older turns" were taken by
+    position, so it was summarised (the summary began with it) and turns 7-10 stayed verbatim."""
+    write(root, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "refunds", "when": [], "then": {"boost": [{"target": "kg_entity:refund", "weight": 3.0}]}}]})
+    for i in range(12):
+        extra = " The refund flow matters here." if i == 11 else ""
+        runtime.memory.write("episodic://t-1", {"role": "user" if i % 2 else "assistant",
+                                                "content": f"Turn {i} discusses the service layout in detail. " * 3
+                                                           + extra})
+    full = assemble(runtime, explicit_memory=["episodic://t-1"])
+    result = assemble(runtime, explicit_memory=["episodic://t-1"],
+                      constraints={"max_tokens": full["meta"]["token_estimate"] - 100})
+    history = [h["content"] for h in result["context"]["history"]]
+    [summary] = [h for h in history if h.startswith("Earlier turns (8, summarised):")]
+    assert "Turn 11" not in summary and "Turn 0" in summary
+    verbatim = [h for h in history if h is not summary]
+    assert sorted(int(h.split("Turn ")[1].split(" ")[0]) for h in verbatim) == [8, 9, 10, 11]
+
+
 def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp_path: Path) -> None:
     from context_assembly.workspace.settings import load_settings
 
@@ -292,3 +312,15 @@ def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp
     settings, problems = load_settings(path)
     assert problems == [] and settings.budget.ladder == ["summarize", "truncate"]
     assert settings.budget.keep_recent_turns == 2 and settings.budget.summary_tokens == 120
+    # one bad key under budget drops that key only: the ladder turned back to the default (summaries
+    # again) when warnings_max_tokens was wrong
+    path.write_text('{"budget": {"ladder": ["truncate"], "keep_recent_turns": 2, "warnings_max_tokens": 0}}')
+    settings, problems = load_settings(path)
+    assert [p.path for p in problems] == ["/budget/warnings_max_tokens"]
+    assert settings.budget.ladder == ["truncate"] and settings.budget.keep_recent_turns == 2
+    from context_assembly.methods.session import settings_problems
+
+    good, refused = settings_problems({"budget": {"ladder": ["truncate"], "warnings_max_tokens": 0},
+                                       "stores": {"dns": "x"}})
+    assert good == {"budget": {"ladder": ["truncate"]}}  # stores whole: it is strict
+    assert {p.path for p in refused} == {"/budget/warnings_max_tokens", "/stores"}

@@ -18,6 +18,7 @@ class Candidate:
     limits: dict[str, Any] = field(factory=dict)  # the definition's contribution max_items / max_tokens
     boost: float = 1.0
     raw_content: str | None = None  # before a `format` template: what duplicates are recognised by
+    timestamp: float | None = None  # when it was said or written, where the store knows (turns: their order)
 
     @property
     def dedupe_text(self) -> str:

@@ -217,7 +217,7 @@ class Assembler:
                     {**item.metadata, **({"title": item.title} if item.title else {}), "origin": ref.origin},
                 )
                 run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
-                                                raw_content=item.raw_content))
+                                                raw_content=item.raw_content, timestamp=item.timestamp))
             if hidden:
                 run.warn(f"the access policy left out {hidden} item(s) of '{ref.reference}'", kind="access",
                          reference=ref.reference)

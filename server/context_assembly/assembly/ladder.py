@@ -111,10 +111,22 @@ def compress_turns(ladder: Ladder) -> None:
     for source, turns in sorted(threads.items(), key=lambda kv: -ladder.candidates.index(kv[1][-1])):
         if not ladder.over:
             return
+        turns = _in_time(turns)
         older = turns[: max(0, len(turns) - keep)]
         if len(older) < 2 and not (older and older[0].item.tokens > ladder.settings.summary_tokens):
             continue
         _compress(ladder, source, older)
+
+
+def _in_time(turns: list[Candidate]) -> list[Candidate]:
+    """A thread's turns oldest first, by when they were said: their place in the packing order is
+    not that (a boost on one turn, or the thread read by two references, moved the newest ahead and
+    it was summarised while older turns stayed verbatim). Without every timestamp, as they stand."""
+    stamps = [c.timestamp for c in turns]
+    if not all(isinstance(s, int | float) and not isinstance(s, bool) for s in stamps):
+        return turns
+    order = sorted(range(len(turns)), key=lambda i: (stamps[i], i))
+    return [turns[i] for i in order]
 
 
 def _compress(ladder: Ladder, source: str, older: list[Candidate]) -> None:

@@ -28,7 +28,7 @@ from ..workspace.repository import (
     definition_repository,
     rule_engine_repository,
 )
-from ..workspace.settings import Settings
+from ..workspace.settings import Settings, usable
 from ..workspace.uris import uri_to_path
 from .access import UNRESTRICTED, Access, GuardedMemory
 from .call import Llm
@@ -59,9 +59,7 @@ def settings_problems(overrides: Any) -> tuple[dict[str, Any], list[Problem]]:
     if not isinstance(overrides, dict):
         return {}, ([] if overrides is None else [Problem("settings must be an object", "settings")])
     errors = validation_errors("settings", overrides)
-    bad = {e["path"].split("/")[1] for e in errors if e["path"].count("/") >= 1}
-    good = {k: v for k, v in overrides.items() if k not in bad and k != "$schema"}
-    return good, [Problem(e["message"], "settings", path=e["path"]) for e in errors]
+    return usable(overrides, errors), [Problem(e["message"], "settings", path=e["path"]) for e in errors]
 
 
 class Session:

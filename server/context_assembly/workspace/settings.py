@@ -79,6 +79,25 @@ class Settings:
 _NESTED: dict[str, type] = {"stores": StoreSettings, "budget": BudgetSettings, "tools": ToolSettings}
 
 
+WHOLE_KEYS = frozenset({"stores", "access"})  # refused whole on any problem inside (strict: see the README)
+
+
+def usable(value: dict[str, Any], errors: list[dict[str, str]]) -> dict[str, Any]:
+    """`value` without what the schema refuses, key by key: a top-level key, or the second-level key
+    the problem is under (one bad key under `budget` dropped every budget setting, so a ladder set
+    to `["truncate"]` silently summarised again); `stores` and `access` whole."""
+    good = {k: v for k, v in value.items() if k != "$schema"}
+    for error in errors:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in error["path"].split("/")[1:]]
+        if not parts or parts[0] not in good:
+            continue
+        if len(parts) == 1 or parts[0] in WHOLE_KEYS or not isinstance(good[parts[0]], dict):
+            good.pop(parts[0])
+        else:
+            good[parts[0]] = {k: v for k, v in good[parts[0]].items() if k != parts[1]}
+    return good
+
+
 def load_settings(path: Path) -> tuple[Settings, list[Problem]]:
     """Settings from the file, or the defaults; a broken file is reported and ignored key by key."""
     from ..schemas import validation_errors  # late: the schema layer imports the registries only
@@ -92,8 +111,7 @@ def load_settings(path: Path) -> tuple[Settings, list[Problem]]:
         return Settings(), [Problem("settings file is not a JSON object", "syntax", path="")]
     errors = validation_errors("settings", document.value)
     problems = [Problem(e["message"], "schema", path=e["path"]) for e in errors]
-    bad = {e["path"].split("/")[1] for e in errors if e["path"].count("/") >= 1 and e["path"] != ""}
-    good = {k: v for k, v in document.value.items() if k not in bad and k != "$schema"}
+    good = usable(document.value, errors)
     try:
         return Settings().merged(good), problems
     except TypeError as exc:
