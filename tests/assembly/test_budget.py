@@ -190,6 +190,33 @@ def test_a_model_that_fails_or_is_slow_falls_back_to_the_extractive_summary() ->
     release.set()
 
 
+def test_a_fallback_summary_is_not_kept_so_the_next_turn_asks_the_model_again() -> None:
+    """One slow answer made every later turn read "extractive (the model did not answer…)" from the
+    cache without asking the model again."""
+    import threading
+
+    asked: list[int] = []
+    slow_once = threading.Event()
+
+    def model(request: dict) -> dict:
+        asked.append(1)
+        if not slow_once.is_set():
+            slow_once.set()
+            threading.Event().wait(0.3)  # this once, past the 50 ms the summariser waits
+        return {"text": "The model's summary."}
+
+    cache = SummaryCache()
+    long = "Filler sentence about many things. " * 100
+
+    def turn(timeout_s: float) -> str:
+        summariser = Summariser(cache, estimate, TASK, model, timeout_s)
+        return pack(candidates(item(0, long)), 100, estimate, BudgetSettings(), summariser).steps[0].method
+
+    assert turn(0.05).startswith("extractive")
+    assert turn(5) == "llm" and len(asked) == 2
+    assert turn(5) == "llm" and len(asked) == 2  # the model's own summary is kept
+
+
 def test_extractive_summary_prefers_sentences_sharing_words_with_the_task() -> None:
     text = "Intro sentence here. Cats are nice. The login timeout is 30 s. Dogs bark."
     assert extractive(text, TASK, 14, estimate) == "Intro sentence here. The login timeout is 30 s."

@@ -299,6 +299,33 @@ def test_the_newest_turns_stay_verbatim_when_a_boost_moves_one_ahead(runtime: Ru
     assert sorted(int(h.split("Turn ")[1].split(" ")[0]) for h in verbatim) == [8, 9, 10, 11]
 
 
+def test_the_budget_note_keeps_within_the_warnings_cap(runtime: Runtime, root: Path) -> None:
+    """The note that context was left out was added past budget.warnings_max_tokens, which had just
+    left a real warning out."""
+    write(root, "context-assembly.json", {"budget": {"warnings_max_tokens": 5}})
+    (root / ".codebolt/memory/long.md").write_text(sentences("long", 40))
+    result = assemble(runtime, explicit_memory=["markdown://long", "markdown://missing"],
+                      constraints={"max_tokens": 120})
+    assert result["trace"]["sections"]["warnings"]["tokens"] <= 5
+
+
+def test_a_tool_the_budget_leaves_out_is_said_so_in_the_trace(runtime: Runtime) -> None:
+    """trace.tools said "kept" of a tool the ladder had then dropped from the context."""
+    tools = [{"name": "run_tests", "description": "Run the test suite for the login and auth modules.",
+              "parameters": {"type": "object", "properties": {"path": {"type": "string",
+                                                                        "description": "test path " * 30}}}},
+             {"name": "read_file", "description": "Read a file of the repository to inspect the login code.",
+              "parameters": {"type": "object", "properties": {"path": {"type": "string",
+                                                                        "description": "file path " * 30}}}}]
+    text = "fix the login timeout in the auth tests"
+    full = assemble(runtime, text, tools=tools)
+    result = assemble(runtime, text, tools=tools, constraints={"max_tokens": full["meta"]["token_estimate"] - 40})
+    present = {i["metadata"].get("tool") for i in items(result) if i["metadata"].get("kind") == "tool"}
+    for entry in result["trace"]["tools"]:
+        assert entry["kept"] == (entry["name"] in present), entry
+    assert any(not e["kept"] and "left out by the budget" in e["reason"] for e in result["trace"]["tools"])
+
+
 def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp_path: Path) -> None:
     from context_assembly.workspace.settings import load_settings
 

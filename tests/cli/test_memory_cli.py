@@ -99,6 +99,9 @@ def test_import_refuses_bad_documents(tmp_path: Path, capsys: pytest.CaptureFixt
     bad.write_text('{"graph": "../../outside.json"}')
     status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
     assert status == 2 and "/graph" in err
+    bad.write_text('{"collections": {"c": {"embedding_model": "no-such-model"}}, "writes": []}')
+    status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
+    assert status == 2 and "/collections/c/embedding_model: unknown embedding model 'no-such-model'" in err
     bad.write_text('{"writes": [{"uri": "kv://n", "value": -9223372036854775809}]}')
     status, _, err = run(capsys, "import", str(bad), "--workspace", str(tmp_path))
     assert status == 2 and "the integer -9223372036854775809 is outside the range" in err

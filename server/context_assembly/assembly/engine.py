@@ -266,9 +266,14 @@ class Assembler:
         ordered = [c for name in order for c in sections[name]]
         note = None
         if max_tokens is not None and sum(c.item.tokens for c in ordered) > max_tokens:
-            # tell the agent, inside the budget: the note is a warning like the others
+            # tell the agent, inside the budget: the note is a warning like the others, within
+            # budget.warnings_max_tokens as they are (it went past the cap that had left one out)
             note = Candidate(warning_item(len(warning_items), _truncation_message(max_tokens), run.count,
                                           kind="budget"), "warnings", len(warning_items))
+            cap = settings.warnings_max_tokens
+            if cap is not None and sum(w.tokens for w in warning_items) + note.item.tokens > cap:
+                note = None
+        if note is not None:
             position = sum(len(sections[name]) for name in order[: order.index("warnings") + 1])
             ordered.insert(position, note)
         packed = pack(ordered, max_tokens, run.count, settings, summariser)
@@ -283,6 +288,7 @@ class Assembler:
                                                    item.section, item.tokens, by=strategy,
                                                    preview=preview(item.content)))
         run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
+        _tools_left_out(run.trace, packed.dropped)
         _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
                     tokenizer=run.workspace.settings.tokenizer)
@@ -369,6 +375,16 @@ def _miss_message(execution: Execution) -> str:
 def _truncation_message(max_tokens: int | None) -> str:
     # worded without counts, so inserting it cannot change what it says
     return f"context was left out to fit the budget of {max_tokens} tokens (see the trace)"
+
+
+def _tools_left_out(trace: Trace, dropped: list[tuple[ContextItem, str, str]]) -> None:
+    """A tool kept by its relevance and then left out by the budget says so (it said "kept")."""
+    left = {item.metadata.get("tool"): (strategy, reason) for item, strategy, reason in dropped
+            if item.metadata.get("kind") == "tool"}
+    for entry in trace.tools:
+        if entry.get("kept") and entry.get("name") in left:
+            strategy, reason = left[entry["name"]]
+            entry.update(kept=False, reason=f"{entry['reason']}, then left out by the budget ({strategy}: {reason})")
 
 
 # decisions that leave no item out of its section (a shortened item is kept, cut: `truncated`)

@@ -60,7 +60,9 @@ class Summariser:
             summary = extractive(text, self.task, max_tokens, self.count)
             note = "extractive" if self.llm is None else f"extractive ({self._why})"
             result = (summary, note) if summary else None
-        if result is not None:
+        if result is not None and (self.llm is None or result[1] == "llm"):
+            # an extractive summary standing in for a model that failed or was slow this once is
+            # not kept: the next turn asks the model again (kept, it said "timed out" for good)
             self.cache.put(key, result)
         return result
 

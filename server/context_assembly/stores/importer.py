@@ -103,6 +103,14 @@ def _problems(document: Any) -> Problems:
     collections = document.get("collections") or {}
     if not isinstance(collections, dict) or not all(isinstance(c, dict) for c in collections.values()):
         problems.append({"path": "/collections", "message": "collections map a name to {embedding_model}"})
+    else:  # a model no embedder knows: refused with the rest, not a failure halfway through the writes
+        from .embedding import SPECS
+
+        for name, entry in collections.items():
+            model = entry.get("embedding_model")
+            if model is not None and model not in SPECS:
+                problems.append({"path": f"/collections/{_escape(name)}/embedding_model",
+                                 "message": f"unknown embedding model {model!r}; known: {', '.join(sorted(SPECS))}"})
     return problems
 
 
