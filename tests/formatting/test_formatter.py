@@ -192,3 +192,24 @@ def test_yaml_lists_of_rules_format_idempotently(value: list[dict[str, Any]], fl
     once = format_text(text, "rules.yaml", "context-rules")
     assert format_text(once, "rules.yaml", "context-rules") == once
     assert yaml.safe_load(once) == yaml.safe_load(text)
+
+
+def test_a_crlf_file_keeps_its_line_endings() -> None:
+    """YAML comments kept their "\\r" while every other line lost it (mixed endings), and a CRLF JSON
+    file was rewritten to LF whole by the editor while `format --check` called it formatted."""
+    yaml_text = "# head comment\r\nid: m  # trailing\r\n# between\r\nlabel: b\r\n"
+    formatted = format_text(yaml_text, "m.yaml", "persistent-memory")
+    assert formatted.count("\r\n") == formatted.count("\n") and formatted == format_text(formatted, "m.yaml",
+                                                                                         "persistent-memory")
+    json_text = '{\r\n  "id": "e",\r\n  "rules": []\r\n}\r\n'
+    assert format_text(json_text, "e.json", "rule-engine") == json_text
+    messy = '{"rules": [], "id": "e"}\r\n'
+    assert format_text(messy, "e.json", "rule-engine") == json_text
+
+
+def test_a_json_file_with_a_byte_order_mark_is_reported_like_check_reports_it() -> None:
+    """`check` calls a BOM before JSON a syntax error (the loader skips the file); format called the
+    same file "already formatted" when nothing else in it would change."""
+    formatted = format_text('{"rules": [], "id": "e"}', "e.json", "rule-engine")
+    with pytest.raises(FormatError, match="unexpected"):
+        format_text("\ufeff" + formatted, "e.json", "rule-engine")

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         seen += 1
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_bytes().decode("utf-8")  # its line endings as they are (format_text keeps them)
             formatted = format_text(text, path.name, schema_name)
         except (OSError, UnicodeDecodeError, FormatError) as exc:
             print(f"{path}: cannot format: {exc}")

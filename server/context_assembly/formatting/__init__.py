@@ -25,12 +25,19 @@ def format_text(text: str, name: str | PurePath, schema_name: str | None) -> str
     published schema; None keeps the key order and only lays the file out)."""
     root = schema(schema_name) if schema_name else {}
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept as it is
+    # the file's own line ending, kept: laid out on "\n" (YAML comments kept their "\r" alone, and
+    # a CRLF JSON file became one whole-file edit to LF in the editor, while the CLI saw no change)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = text[len(bom):].replace("\r\n", "\n")
     if document_kind(name) == "yaml":
-        formatted = bom + format_yaml(text[len(bom):], root, root)
+        formatted = bom + format_yaml(body, root, root)
     else:
-        formatted = bom + dump_json(load_json(text[len(bom):]), root, root)
+        formatted = bom + dump_json(load_json(body), root, root)
+    formatted = formatted.replace("\n", newline) if newline != "\n" else formatted
     if formatted != text:
         _same_value(text, formatted, name)
+    elif bom and parse_document(text, str(name)).syntax_errors:  # as `check` reads it: not "already formatted"
+        raise FormatError(parse_document(text, str(name)).syntax_errors[0].message)
     return formatted
 
 
