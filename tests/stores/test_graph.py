@@ -588,3 +588,43 @@ def test_load_graph_json_is_all_or_nothing(graph: KuzuGraph, tmp_path: Path) -> 
     with pytest.raises(InvalidParamsError) as caught:
         load_graph_json(graph, data)
     assert caught.value.errors[0]["path"] == "/nodes/1"
+
+
+def test_objects_of_a_list_parameter_bind_by_key_and_odd_values_are_invalid_params(
+        graph: KuzuGraph, layout: WorkspaceLayout) -> None:
+    """The engine binds the objects of one list as one struct by position: a different key order
+    swapped their values (rows went missing), and a value it cannot type was a storage error full
+    of its internals."""
+    modules(graph)
+    write_view(layout, "annotated", "UNWIND $items AS it MATCH (n:Entity {id: it.id}) RETURN n.id AS id, "
+               "it.note AS note", {"items": {"type": "array"}})
+    swapped = [{"note": "hot", "id": "auth"}, {"id": "session", "note": "cold"}]
+    assert sorted(graph.run_view("annotated", {"items": swapped}), key=lambda r: r["id"]) == [
+        {"id": "auth", "note": "hot"}, {"id": "session", "note": "cold"}]
+    with pytest.raises(InvalidParamsError, match="bad parameters"):
+        graph.run_view("annotated", {"items": [{"id": "auth"}, {"id": "session", "note": "x"}]})
+    write_view(layout, "echo", "RETURN $a AS a", {"a": {"type": "array"}})
+    for odd in ([1, "x"], [True, 1]):
+        with pytest.raises(InvalidParamsError, match="a parameter value the graph cannot take"):
+            graph.run_view("echo", {"a": odd})
+
+
+def test_portable_views_expand_with_defaults_and_keep_the_row_limits(graph: KuzuGraph,
+                                                                      layout: WorkspaceLayout) -> None:
+    from attrs import evolve
+
+    from context_assembly.limits import DEFAULT, applied
+
+    modules(graph)
+    layout.graph_views_dir.mkdir(parents=True, exist_ok=True)
+    for view_id, document in (("near", {"match": {"id": "session"}, "expand": {}}),
+                              ("mods", {"match": {"kind": "module"}, "limit": 100}),
+                              ("owned", {"match": {"kind": "module"}, "expand": {"edge_kinds": ["OWNED_BY"]},
+                                         "limit": 3})):
+        (layout.graph_views_dir / f"{view_id}.json").write_text(json.dumps({"id": view_id, **document}))
+    # `"expand": {}` runs the defaults (depth 1, both directions): it returned the node itself
+    assert sorted(r["id"] for r in graph.run_view("near", {})) == ["auth", "billing", "db"]
+    with applied(evolve(DEFAULT, graph_view_rows=2)):  # as a Cypher view's rows
+        assert len(graph.run_view("mods", {})) == 2
+    with applied(evolve(DEFAULT, graph_limit=50)):  # the seeds were asked 1,000 at a time: refused
+        assert [r["id"] for r in graph.run_view("owned", {})] == ["ada"]

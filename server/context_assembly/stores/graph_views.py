@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidParamsError
+from ..limits import current
 
 
 class QueryText(str):
@@ -102,20 +103,24 @@ def _bind(value: Any, params: dict[str, Any]) -> Any:
 def run_portable(graph: Any, view_id: str, portable: dict[str, Any], params: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows of a portable view on any `GraphStore` (with `find_nodes`), parameters bound."""
     match = {key: _bind(value, params) for key, value in portable["match"].items()}
+    expanding = portable.get("expand") is not None  # `"expand": {}` expands with the defaults
     expand = {key: _bind(value, params) for key, value in (portable.get("expand") or {}).items()}
     limit = _bind(portable.get("limit", DEFAULT_LIMIT), params)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise InvalidParamsError(f"graph view {view_id!r}: limit must be a non-negative integer",
                                  [{"path": "/limit", "message": f"got {limit!r}"}])
+    limits = current()
+    limit = min(limit, limits.graph_view_rows)  # the rows one view returns, as a Cypher view's
     instance = match.get("instance") or "default"
     if "id" in match:
         found = graph.get_node(instance, match["id"])
         nodes = [found] if found and all(found[k] == match[k] for k in ("kind", "name") if k in match) else []
-    else:
+    else:  # the seeds of an expansion: as many as a listing may return (limits.graph_limit)
+        seeds = min(max(limit, 1), limits.graph_limit) if not expanding else limits.graph_limit
         nodes = [n.as_dict() for n in graph.find_nodes(instance, kind=match.get("kind"), name=match.get("name"),
-                                                       limit=max(limit, 1) if not expand else 1000)]
-    if not expand:
+                                                       limit=seeds)]
+    if not expanding:
         return nodes[:limit]
     return list(graph.neighbors(instance, [n["id"] for n in nodes], depth=expand.get("depth", 1),
-                                edge_kinds=expand.get("edge_kinds"), limit=limit,
+                                edge_kinds=expand.get("edge_kinds"), limit=min(limit, limits.graph_limit),
                                 direction=expand.get("direction", "both")))

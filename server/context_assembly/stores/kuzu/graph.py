@@ -327,14 +327,24 @@ def _query(conn: ladybug.Connection, cypher: str, params: dict[str, Any] | None 
             return rows
         finally:
             result.close()
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError, TypeError) as exc:
         raise _query_error(exc, view_id) from exc
 
 
-def _query_error(exc: RuntimeError, view_id: str | None) -> ContextAssemblyError:
+# what the engine says of a parameter value it cannot type (a mixed list, null in a struct, a cast)
+_VALUE_PROBLEMS = ("Cannot convert Python object", "is incompatible with", "Unable to cast Python instance",
+                   "UNREACHABLE_CODE", "Conversion exception", "invalid literal for")
+
+
+def _query_error(exc: Exception, view_id: str | None) -> ContextAssemblyError:
     message = str(exc)
     if "Interrupted" in message:
         return TimeoutError_(f"knowledge graph query ran too long{_named(view_id)}: {message}")
+    if view_id is not None and (not isinstance(exc, RuntimeError) or any(p in message for p in _VALUE_PROBLEMS)):
+        return InvalidParamsError(f"graph view {view_id!r}: a parameter value the graph cannot take "
+                                  "(a list mixing types, null inside a list or object, an integer past 64 bits, "
+                                  "a text it casts to a number?)",
+                                  [{"path": "/params", "message": message.splitlines()[0][:300]}])
     if view_id is not None:
         if message.startswith(("Parser exception", "Binder exception", "Catalog exception")) or \
                 "read-only transaction" in message:

@@ -212,6 +212,11 @@ def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
     """`value` as the declared JSON type (20.0 → 20 for integer), or why it is not one."""
     if isinstance(value, QueryText):
         value = value.read(kind)
+    if kind in ("array", "object"):
+        try:
+            value = _uniform(value)
+        except ValueError as exc:
+            return value, str(exc)
     ok: bool
     if kind == "string":
         ok = isinstance(value, str)
@@ -228,6 +233,25 @@ def _coerce(value: Any, kind: str) -> tuple[Any, str | None]:
     else:
         ok = isinstance(value, dict)
     return value, None if ok else f"expected {kind}, got {json_type(value, integers=True)}"
+
+
+def _uniform(value: Any) -> Any:
+    """An array or object as the graph engine binds it: the objects of one list as one struct, by
+    position, so each is given the first one's key order (a different order swapped their values:
+    `[{"note": "hot", "id": "a"}, {"id": "b", …}]` bound id "hot"), and objects with other keys are
+    refused rather than bound wrongly."""
+    if isinstance(value, dict):
+        return {key: _uniform(item) for key, item in value.items()}
+    if not isinstance(value, list):
+        return value
+    items = [_uniform(item) for item in value]
+    objects = [item for item in items if isinstance(item, dict)]
+    if not objects:
+        return items
+    keys = list(objects[0])
+    if len(objects) != len(items) or any(set(item) != set(keys) for item in objects):
+        raise ValueError("the objects of a list need the same keys (the graph binds them as one structure)")
+    return [{key: item[key] for key in keys} for item in items]
 
 
 _INT64 = (-(2**63), 2**63 - 1)
