@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 Counter = Callable[[str], int]
 TRUNCATION_PREFIX = "[… truncated"
@@ -28,16 +28,17 @@ def shorten(text: str, max_tokens: int, count: Counter, total: int | None = None
     when not even one word fits beside the marker. `total` is the size the marker reports
     (the original item's, when `text` is already a shortened form)."""
     whole = count(text) if total is None else total
-    best = None
+    best, best_tokens = None, -1
     for pattern in (SENTENCE_END, _WORD_END):
         ends = [m.start() for m in pattern.finditer(text) if m.start() > 0]
         cut = _longest_fitting(text, ends, max_tokens, count, whole)
-        if cut is not None and (best is None or count(cut) > count(best)):
-            best = cut
-        if best is not None and count(best) * 2 >= max_tokens:
+        tokens = count(cut) if cut is not None else -1
+        if tokens > best_tokens:
+            best, best_tokens = cut, tokens
+        if best_tokens * 2 >= max_tokens:
             return best  # a sentence boundary that keeps half the room or more: no word cut needed
     if best is None:  # no space to cut at (CJK text, one long token): at a character, not dropped
-        best = _longest_fitting(text, list(range(1, len(text))), max_tokens, count, whole)
+        best = _longest_fitting(text, range(1, len(text)), max_tokens, count, whole)
     return best
 
 
@@ -46,7 +47,7 @@ def _cut(text: str, end: int, count: Counter, total: int) -> str:
     return f"{prefix}\n{truncation_marker(max(0, total - count(prefix)), total)}"
 
 
-def _longest_fitting(text: str, ends: list[int], max_tokens: int, count: Counter, total: int) -> str | None:
+def _longest_fitting(text: str, ends: Sequence[int], max_tokens: int, count: Counter, total: int) -> str | None:
     """Binary search over boundary positions (token counts grow with the prefix length)."""
     low, high, best = 0, len(ends) - 1, None
     while low <= high:

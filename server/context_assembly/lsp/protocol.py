@@ -46,7 +46,7 @@ from ..json_numbers import inexact_integer
 from ..limits import BY_NAME as LIMITS_BY_NAME
 from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
-from .errors import to_rpc_error
+from .errors import not_initialized, to_rpc_error
 from .framing import encode_json, frame
 from .text_sync import TextSync
 from .workers import ConnectionClosed
@@ -224,14 +224,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             else:
                 logger.warning("ignored %s: %s", data["method"], inexact)
             return True
+        server = compat.server_of(self)
         if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \
-                and (compat.server_of(self).locked or not compat.server_of(self).opened):
+                and (server.locked or not server.opened):
             # LSP: nothing but initialize (with a valid token) before a good initialize, and `exit` (a
             # `shutdown` taken then made every later initialize fail; editor features failed -32603)
             if is_request:
                 self.send_error(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
-                                "(initializationOptions.token)" if compat.server_of(self).locked
-                                else "the server is not initialized: send initialize first")
+                                "(initializationOptions.token)" if server.locked else not_initialized().message)
             return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
