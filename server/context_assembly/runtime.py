@@ -109,6 +109,11 @@ class Runtime:
         return self._wire()[0]
 
     @property
+    def file_settings(self) -> Settings:
+        """The settings file as read at start (what a command line applies: no client layers them)."""
+        return self._store_settings[0]
+
+    @property
     def stores(self) -> StoreBundleView:
         return self._wire()[1]
 

@@ -171,3 +171,22 @@ def test_import_keeps_names_holding_percent_signs_and_slashes(tmp_path: Path,
     assert [(i["thread_id"], i["uri"]) for i in threads["items"]] == [("sprint%2024", "episodic://sprint%252024")]
     _, logs, _ = run(capsys, "list", "log://", *ws)
     assert [(i["instance"], i["count"]) for i in logs["items"]] == [("ops%2Fprod", 1)]
+
+
+def test_the_workspace_limits_hold_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The settings file's limits, as a sidecar's memory/* calls apply them (they did not here)."""
+    settings = tmp_path / ".codebolt" / "context-assembly.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"limits": {"log_limit": 3, "write_value_bytes": 1024}}))
+    ws = ["--workspace", str(tmp_path)]
+    for n in range(4):
+        assert run(capsys, "write", "log://default", json.dumps({"event_type": "e", "payload": {"n": n}}), *ws)[0] == 0
+    status, read, _ = run(capsys, "read", "log://default?limit=3", *ws)
+    assert status == 0 and len(read["value"]) == 3
+    status, out, err = run(capsys, "read", "log://default?limit=4", *ws)
+    assert (status, out) == (2, None) and "limits.log_limit" in err
+    status, out, err = run(capsys, "write", "kv://big", json.dumps("x" * 1023), *ws)
+    assert (status, out) == (2, None) and "at most 1024 (limits.write_value_bytes)" in err
+    assert run(capsys, "read", "kv://big", *ws)[1]["exists"] is False
+    status, exported, _ = run(capsys, "export", "-", *ws)  # an export is the whole store, past log_limit
+    assert status == 0 and len(exported["events"]["default"]) == 4

@@ -11,6 +11,8 @@ import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..json_numbers import InexactNumber, loads_exact
+from ..limits import Limits, applied
+from ..methods.memory import check_value_size
 from .terminal import add_common, report_invalid, workspace_root
 
 if TYPE_CHECKING:
@@ -80,6 +82,20 @@ def _export(runtime: Runtime, target: str) -> int:
     return 0
 
 
+def _act(runtime: Runtime, args: argparse.Namespace, value: Any, limits: Limits) -> dict[str, Any]:
+    service = runtime.memory
+    if args.action == "import":
+        return _import(runtime, args.uri)
+    if args.action == "read":
+        return service.read(args.uri)
+    if args.action == "write":
+        check_value_size(value, limits.write_value_bytes)
+        return service.write(args.uri, value)
+    if args.action == "delete":
+        return service.delete(args.uri)
+    return service.list(args.uri)
+
+
 def run(args: argparse.Namespace) -> int:
     root = workspace_root(args.workspace)
     if not root.is_dir():
@@ -99,20 +115,12 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime import Runtime  # the engine loads only when a command runs it
 
     runtime = Runtime(root)
-    service = runtime.memory
+    limits = runtime.file_settings.limits
     try:
-        if args.action == "import":
-            result = _import(runtime, args.uri)
-        elif args.action == "export":
-            return _export(runtime, args.uri)
-        elif args.action == "read":
-            result = service.read(args.uri)
-        elif args.action == "write":
-            result = service.write(args.uri, value)
-        elif args.action == "delete":
-            result = service.delete(args.uri)
-        else:
-            result = service.list(args.uri)
+        with applied(limits):  # the workspace's limits, as the memory/* calls of a sidecar check them
+            if args.action == "export":
+                return _export(runtime, args.uri)
+            result = _act(runtime, args, value, limits)
     except InvalidParamsError as exc:
         return _fail(exc.message, exc.errors)
     except ContextAssemblyError as exc:
