@@ -231,6 +231,25 @@ def test_rule_caps_priorities_and_exclusions(workspace: Path) -> None:
         rt.close()
 
 
+def test_a_mentioned_memory_is_kept_from_a_rule_that_excludes_it(workspace: Path) -> None:
+    """A mention is explicit: its items come in, the trace says the exclusion lost to it and the
+    rule that also added it stays among its origins (it used to read "excluded")."""
+    write(workspace, "context-rule-engines/main.json", engine([
+        {"id": "no-kv", "priority": 10, "when": [], "then": {"exclude_memories": ["kv://**"]}},
+        always(["kv://users/u-1"])]))
+    rt = Runtime(workspace)
+    try:
+        rt.memory.write("kv://users/u-1", {"tone": "terse"})
+        result = assemble(rt, "see @kv://users/u-1")
+        assert calls(result)["kv://users/u-1"]["origin"] == ["mention", "rule:main/always-kv://users/u-1"]
+        assert calls(result)["kv://users/u-1"]["items"] == 1
+        conflicts = [(d["reason"], d["source"], d["by"]) for d in result["trace"]["decisions"]
+                     if d["kind"] == "conflict"]
+        assert conflicts == [("kept_explicit", "kv://users/u-1", "mention")]
+    finally:
+        rt.close()
+
+
 def test_a_rule_may_include_one_reference_and_exclude_the_rest_of_a_store(workspace: Path) -> None:
     write(workspace, "context-rule-engines/main.json", engine([
         always(["kv://users/u-1"], exclude_memories=["kv://*"])]))

@@ -83,6 +83,22 @@ def test_explicit_memory_always_stays_and_the_attempt_is_noted() -> None:
         [("explicit-one", "kept_explicit", ["e/exc"])]
 
 
+def test_a_mention_is_explicit_too() -> None:
+    """SPEC §5.1: @mentions in the task text are explicit references, which no rule excludes; an
+    exclusion met first used to drop the mention here while the assembly still ran it."""
+    engines = [engine([rule("exc", ALWAYS, [], priority=2, exclude_memories=["arch-*", "kv://**"]),
+                       rule("inc", ALWAYS, ["arch-docs", "arch-notes"], priority=1)])]
+    result = evaluate(engines, request(text="see @arch-docs and @kv://flags, mail bob@arch-notes.io",
+                                       explicit_memory=["kv://explicit"]))
+    assert result.matched_memories == ["arch-docs"]
+    assert result.excluded_memories == ["arch-*", "kv://**"]  # patterns stay: they still drop pipeline items
+    assert [(d.reference, d.outcome, d.rule, d.overridden) for d in result.decisions] == [
+        ("arch-docs", "kept_explicit", "mention", ["e/exc"]),
+        ("kv://explicit", "kept_explicit", "explicit_memory", ["e/exc"]),
+        ("kv://flags", "kept_explicit", "mention", ["e/exc"]),
+        ("arch-notes", "excluded", "e/exc", ["e/inc"])]  # an e-mail address is no mention
+
+
 def test_nesting_any_all_not_to_depth() -> None:
     nested = {"all": [{"any": [{"field": "addVar.a", "operator": "eq", "value": 1},
                                {"not": {"field": "addVar.b", "operator": "exists"}}]},

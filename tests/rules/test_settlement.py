@@ -54,7 +54,7 @@ def test_never_in_both_lists(rules: list[tuple[list[str], list[str]]]) -> None:
 
 def reference_include_all(groups: list[list[tuple[str, ...]]]) -> list[str]:
     """How `include_all` settled when it took the groups per engine (kept as the reference)."""
-    settlement = Settlement(set())
+    settlement = Settlement({})
     settlement.included = dict.fromkeys(chain.from_iterable(
         chain.from_iterable(iter(group)) for group in groups))
     return settlement.matched
@@ -64,7 +64,7 @@ def reference_include_all(groups: list[list[tuple[str, ...]]]) -> list[str]:
 @given(st.lists(st.lists(st.lists(references, max_size=4).map(tuple), max_size=6), max_size=5))
 def test_including_all_memories_of_plain_rules_keeps_the_first_added_order(
         groups: list[list[tuple[str, ...]]]) -> None:
-    settlement = Settlement(set())
+    settlement = Settlement({})
     settlement.include_all([memories for group in groups for memories in group])  # per matched rule, as the
     # evaluator passes them (its engines' matched rules in order)
     expected = reference_include_all(groups)

@@ -68,7 +68,7 @@ class _Run:
     trace: Trace = field(factory=Trace)
     warnings: list[tuple[str, dict[str, Any]]] = field(factory=list)
     candidates: list[Candidate] = field(factory=list)
-    settlement: Settlement = field(factory=lambda: Settlement(set()))  # the rules' one decision
+    settlement: Settlement = field(factory=lambda: Settlement({}))  # the rules' one decision
     readable: Readable | None = None  # the caller's access policy over item sources (None: all)
     stage_started: float = field(factory=time.perf_counter)
 
@@ -250,7 +250,7 @@ class Assembler:
             reference = execution.reference.reference
             matched = rule_set.per_source_matches(run.request.rule_engine_ids, lookup, reference)
             if matched:  # settled as the request's rules are: the first cap per target, priority per section
-                settled = Settlement(set())
+                settled = Settlement({})
                 for rule in matched:
                     settled.apply(rule)
                 out[reference] = SourceRules(list(settled.caps.values()), dict(settled.priorities),

@@ -7,15 +7,11 @@ becomes a warning (never a silent drop, never a failure of the whole assembly).
 
 from __future__ import annotations
 
-import re
-
 from attrs import define, field
 
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
-
-# @architecture-docs, @kv://user-preferences, @file://src/auth.py — not e-mail addresses
-_MENTION = re.compile(r"(?<![\w@])@([a-z][a-z0-9+.-]*://[^\s,;)\]}>\"']+|[A-Za-z0-9_](?:[\w.-]*[\w])?)")
+from ..rules.explicit import mentions
 
 
 @define
@@ -28,11 +24,6 @@ class Reference:
     @property
     def explicit(self) -> bool:
         return "explicit" in self.origin or "mention" in self.origin
-
-
-def mentions(text: str | None) -> list[str]:
-    found = [m.group(1).rstrip(".") for m in _MENTION.finditer(text or "")]
-    return list(dict.fromkeys(found))
 
 
 def resolve(request: AssemblyRequest, evaluation: EvaluationResult, memory_ids: set[str],

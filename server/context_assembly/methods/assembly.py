@@ -6,7 +6,8 @@ import uuid
 from typing import Any
 
 from ..assembly.request import parse_request
-from ..assembly.resolve import Reference, mentions
+from ..assembly.resolve import Reference
+from ..rules.explicit import mentions
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..model.converter import unstructure
 from ..model.definitions import Contribution

@@ -30,6 +30,7 @@ from ..registry.variables import MEMORY_SOURCE
 from .cache import CompileCache
 from .dialects import CONTEXT_RULES_ID
 from .engine import CompiledEngine, CompiledRule, rule_result
+from .explicit import explicit_references
 from .fused import Fused, fuse
 from .globs import is_pattern, reference_matches
 from .lookup import Lookup, build_lookup, complete
@@ -209,7 +210,7 @@ class RuleSet:
                 derived: dict[str, Any] | None) -> tuple[EvaluationResult, Settlement]:
         # explain=None: no engine results (the wire path makes its own)
         results = [] if explain is None else [_engine_result(engine, hits, lookup, explain) for engine, hits in found]
-        settlement = Settlement(explicit=set(request.explicit_memory))
+        settlement = Settlement(explicit=explicit_references(request))
         if selection.plain:  # nothing to settle: the memories in first-added order
             settlement.include_all([engine.rule_memories[i] for engine, hits in found for i in hits])
         else:

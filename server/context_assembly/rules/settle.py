@@ -23,7 +23,7 @@ from .globs import is_pattern, reference_matches
 
 @define
 class Settlement:
-    explicit: set[str]
+    explicit: dict[str, str]  # reference -> how the request named it (explicit.py): never excluded
     # reference -> the rule that included it (None on the plain path, where nothing can conflict)
     included: dict[str, str | None] = field(factory=dict)
     excluded: dict[str, str] = field(factory=dict)  # reference or pattern -> the rule that set it
@@ -73,7 +73,7 @@ class Settlement:
             for memory in self.explicit:
                 if reference_matches(pattern, memory):
                     self._keep(pattern, memory)
-                    self._note(memory, "kept_explicit", "explicit_memory", ref)
+                    self._note(memory, "kept_explicit", self.explicit[memory], ref)
             for memory, by in self.included.items():
                 if memory not in self.explicit and reference_matches(pattern, memory):
                     self._keep(pattern, memory)
