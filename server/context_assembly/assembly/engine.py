@@ -197,6 +197,8 @@ class Assembler:
             if execution.status not in ("ok", "cached"):
                 run.warn(_miss_message(execution), reference=ref.reference, status=execution.status)
                 continue
+            for warning in execution.warnings:  # a key, note or file a step found missing: never a silent drop
+                run.warn(f"memory '{ref.reference}': {warning}", kind="step", reference=ref.reference)
             section, priority, limits = _placement(ref, execution.definition)
             hidden = 0
             for item in execution.items:

@@ -25,7 +25,7 @@ from ..pipelines.runner import run_pipeline
 from ..registry.steps import lookup_step
 from .cache import ResultCache
 from .direct import Miss, read_items
-from .notes_read import RecordingStores, Stamp, still_holds
+from .notes_read import RecordingStores, Stamp, ViewStamp, still_holds, views_hold
 from .resolve import Reference
 
 UNCACHED_STORES = {"file", "working"}  # not generation-tracked cheaply, or per turn by nature
@@ -43,6 +43,8 @@ class Execution:
     definition: MemoryDefinition | None = None
     variables_used: list[str] = field(factory=list)
     notes_read: tuple[Stamp, ...] = ()  # what a cached copy is checked against (notes_read.py)
+    views_read: tuple[ViewStamp, ...] = ()  # the graph views it ran, likewise
+    warnings: list[str] = field(factory=list)  # the steps' (a missing key or note, a fallback): the assembly's warnings
 
 
 def _stores_read(steps: Any, found: set[str]) -> set[str] | None:
@@ -125,10 +127,14 @@ class Executor:
         hit = self.cache.get(key) if key is not None else None
         if hit is None:
             return None
-        if still_holds(self.stores.notes, hit.notes_read):
-            return Execution(ref, "cached", list(hit.items), 0.0, steps=hit.steps, definition=definition,
-                             variables_used=hit.variables_used, notes_read=hit.notes_read)
-        self.cache.discard(key)  # a note it read changed since
+        if still_holds(self.stores.notes, hit.notes_read) and (
+                not hit.views_read or views_hold(self.stores.graph.layout, hit.views_read)):
+            # the steps as they ran then, each marked: their timings are the cached run's, not this turn's
+            steps = [{**step, "cached": True} for step in hit.steps]
+            return Execution(ref, "cached", list(hit.items), 0.0, steps=steps, definition=definition,
+                             variables_used=hit.variables_used, notes_read=hit.notes_read,
+                             views_read=hit.views_read, warnings=list(hit.warnings))
+        self.cache.discard(key)  # a note or view it read changed since
         return None
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
@@ -136,10 +142,10 @@ class Executor:
                         key: tuple | None) -> Execution:
         stores = RecordingStores(self.stores)
         run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
-        steps = [{"type": s.type, "alias": s.alias, "duration_ms": s.duration_ms, "count": s.count,
-                  **({"error": s.error} if s.error else {})} for s in run.steps]
+        steps = [s.to_dict() for s in run.steps]  # skipped, nested (depth, branch) and warned steps say so
         execution = Execution(ref, run.status, run.items, run.duration_ms, run.error, run.missing_variables,
-                              steps, definition, run.variables_used, stores.stamps)
+                              steps, definition, run.variables_used, stores.stamps, stores.view_stamps,
+                              list(run.warnings))
         if run.status == "ok" and key is not None and stores.exact:
             self.cache.put(key, execution)
         return execution
