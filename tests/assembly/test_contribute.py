@@ -30,15 +30,25 @@ def test_dedupe_keeps_the_highest_priority_copy() -> None:
     low = candidate("same", "a", priority="low")
     high = candidate("same", "b", priority="high")
     other = candidate("other", "a")
-    kept, dropped = deduplicate([low, other, high])
-    assert kept == [other, high]
-    assert [(d.kind, d.memory_id, d.by) for d in dropped] == [("duplicate", "a", high.item.id)]
+    merged = deduplicate([low, other, high])
+    assert merged.kept == [other, high]
+    assert [(d.kind, d.memory_id, d.by) for d in merged.duplicates()] == [("duplicate", "a", high.item.id)]
 
 
 def test_dedupe_ties_keep_the_first() -> None:
     first, second = candidate(" same "), candidate("same")
-    kept, _ = deduplicate([first, second])
-    assert kept == [first]
+    assert deduplicate([first, second]).kept == [first]
+
+
+def test_the_next_copy_stands_in_for_a_kept_copy_that_is_removed() -> None:
+    best, middle, last = candidate("same", "a", priority="high"), candidate("same", "b"), candidate("same", "c",
+                                                                                                    priority="low")
+    merged = deduplicate([last, middle, best])
+    assert merged.kept == [best]
+    assert merged.promoted(best) is middle and merged.kept == [middle]
+    assert [(d.memory_id, d.by) for d in merged.duplicates()] == [("c", middle.item.id)]
+    assert merged.promoted(middle) is last and merged.duplicates() == []
+    assert merged.promoted(last) is None and merged.kept == [last]
 
 
 def test_rank_by_priority_then_score_then_arrival() -> None:

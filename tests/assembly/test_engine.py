@@ -250,6 +250,45 @@ def test_a_mentioned_memory_is_kept_from_a_rule_that_excludes_it(workspace: Path
         rt.close()
 
 
+def test_a_copy_stands_in_when_a_cap_removes_the_kept_one(workspace: Path) -> None:
+    """Merge keeps the best copy of a note; when a cap then removes that copy, the next copy comes
+    in (the content was gone from every memory, and the trace said "already included")."""
+    write(workspace, "PersistentMemory/alpha.json",
+          definition("alpha", [{"type": "markdown_read", "notes": ["a"]}], "constraints", "high"))
+    write(workspace, "context-rule-engines/main.json", engine([
+        {"id": "one-constraint", "when": [], "then": {"caps": [{"target": "constraints", "max_items": 1}]}},
+        always(["prefs", "alpha", "notes"])]))
+    rt = Runtime(workspace)
+    try:
+        rt.memory.write("kv://users/u-1", {"tone": "terse"})
+        result = assemble(rt)
+        assert [i["memory_id"] for i in result["context"]["constraints"]] == ["prefs"]
+        assert [i["content"] for i in result["context"]["knowledge"]][:1] == ["Alpha note. It is first."]
+        about_a = [(d["kind"], d["memory_id"]) for d in result["trace"]["decisions"]
+                   if d.get("source") == "markdown://a"]
+        assert about_a == [("cap", "alpha")]  # no "duplicate" left: the notes copy is in
+    finally:
+        rt.close()
+
+
+def test_a_copy_whose_kept_copy_the_budget_left_out_says_so(workspace: Path) -> None:
+    write(workspace, "PersistentMemory/alpha.json",  # the best copy, in the section packed last
+          definition("alpha", [{"type": "markdown_read", "notes": ["a"]}], "suggestions", "critical"))
+    write(workspace, "context-rule-engines/main.json", engine([always(["alpha", "notes"])]))
+    rt = Runtime(workspace)
+    try:
+        full = assemble(rt)
+        tokens = full["meta"]["token_estimate"]
+        result = assemble(rt, constraints={"max_tokens": tokens - 2})
+        assert result["context"]["suggestions"] == []
+        [duplicate] = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
+        assert duplicate["memory_id"] == "notes" and "then left out by the budget" in duplicate["reason"]
+        [kept] = [d for d in full["trace"]["decisions"] if d["kind"] == "duplicate"]
+        assert kept["reason"] == "the same content is already included"
+    finally:
+        rt.close()
+
+
 def test_a_rule_may_include_one_reference_and_exclude_the_rest_of_a_store(workspace: Path) -> None:
     write(workspace, "context-rule-engines/main.json", engine([
         always(["kv://users/u-1"], exclude_memories=["kv://*"])]))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from attrs import define, field
+from attrs import define, evolve, field
 
 from ..errors import CancelledError, ContextAssemblyError
 from ..limits import applied
@@ -40,10 +40,11 @@ from ..workspace.atomic import write_atomic
 from ..workspace.loader import Workspace, load_warnings
 from .budget import pack
 from .candidates import Candidate
+from .contribute import Contribution as Contributed
 from .contribute import SourceRules, contribute
 from .events import AssemblyObserver, ignore
 from .execute import Execution, Executor
-from .merge import deduplicate
+from .merge import Merged, deduplicate
 from .request import parse_request
 from .resolve import Reference, resolve
 from .state import active_file_item, task_item, warning_item
@@ -153,15 +154,11 @@ class Assembler:
         self._collect(run, executions, lookup)
         run.stage("execute")
 
-        run.candidates, duplicates = deduplicate(run.candidates)
-        run.trace.decisions += duplicates
+        merged = deduplicate(run.candidates)
         run.stage("merge")
 
-        per_source = self._per_source(run, executions, lookup)
-        settled = run.settlement
-        contribution = contribute(run.candidates, list(settled.caps.values()), settled.priorities,
-                                  list(settled.boosts.values()), per_source, run.count)
-        run.trace.decisions += contribution.dropped
+        contribution = _contribute(run, merged, self._per_source(run, executions, lookup))
+        run.trace.decisions += merged.duplicates() + contribution.dropped
         run.trace.section_order = contribution.order
         run.stage("contribute")
 
@@ -290,6 +287,7 @@ class Assembler:
                                                    item.section, item.tokens, by=strategy,
                                                    preview=preview(item.content)))
         run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
+        _copies_left_out(run.trace, {item.id for item in packed.kept})
         _tools_left_out(run.trace, packed.dropped)
         _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
@@ -298,6 +296,27 @@ class Assembler:
 
 
 # -- small pure helpers --------------------------------------------------------------------------
+
+
+def _contribute(run: _Run, merged: Merged, per_source: dict[str, SourceRules]) -> Contributed:
+    """Stage 5 over the merged candidates; a kept copy that a cap or limit removes gives its place
+    to the next copy of the same content, and stage 5 runs again (on copies: it shortens and
+    boosts candidates) until every removed copy had its successor tried."""
+    settled = run.settlement
+    tried: list[DroppedItem] = []  # what removed the copies that gave their place
+    while True:
+        trial = [evolve(candidate) for candidate in merged.kept]
+        contribution = contribute(trial, list(settled.caps.values()), settled.priorities,
+                                  list(settled.boosts.values()), per_source, run.count)
+        survivors = {c.order for section in contribution.sections.values() for c in section}
+        lost = [c for c in merged.kept if c.order not in survivors and c.order in merged.copies]
+        if not lost:
+            run.candidates = merged.kept
+            contribution.dropped[:0] = tried
+            return contribution
+        for candidate in lost:
+            tried += [d for d in contribution.dropped if d.item_id == candidate.item.id and d.kind != "shortened"]
+            merged.promoted(candidate)
 
 
 def _uri_problem(text: str) -> str | None:
@@ -387,6 +406,14 @@ def _tools_left_out(trace: Trace, dropped: list[tuple[ContextItem, str, str]]) -
         if entry.get("kept") and entry.get("name") in left:
             strategy, reason = left[entry["name"]]
             entry.update(kept=False, reason=f"{entry['reason']}, then left out by the budget ({strategy}: {reason})")
+
+
+def _copies_left_out(trace: Trace, kept: set[str]) -> None:
+    """A duplicate whose kept copy the budget then left out says so ("already included" was not true)."""
+    for decision in trace.decisions:
+        if decision.kind == "duplicate" and decision.by not in kept:
+            decision.reason = (f"the same content as {decision.by}, which was kept instead and then left out "
+                               "by the budget")
 
 
 # decisions that leave no item out of its section (a shortened item is kept, cut: `truncated`)
