@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from context_assembly.pipelines.runner import missing_inputs, run_pipeline
+from context_assembly.runtime import Runtime
 
 from .fakes import definition, example_stores, make_request
 
@@ -198,3 +200,41 @@ def test_the_lookup_passed_in_is_used() -> None:
 def test_garbage_never_raises(memory: Any) -> None:
     result = run_pipeline(memory, make_request(), example_stores())
     assert result.status == "failed" and result.error
+
+
+def test_a_nested_step_has_its_own_provenance_label() -> None:
+    # a top-level and a nested markdown_read are both "step 1" of their list: their labels differ,
+    # so merge (by producing step) and provenance keep them apart
+    steps = [NOTES,
+             {"type": "conditional", "condition": {"field": "addVar.phase", "operator": "eq", "value": "planning"},
+              "then_steps": [{"type": "markdown_read", "note": "architecture-decisions"}]},
+             {"type": "merge", "strategy": "interleave"}, {"type": "annotate"}]
+    result = run_pipeline(definition(steps), make_request(), example_stores())
+    assert result.ok, result.error
+    assert [(i.source, i.metadata["provenance"]["step"]) for i in result.items] == [
+        ("markdown://style-guide", "markdown_read#1"),  # top-level labels are as they always were
+        ("markdown://architecture-decisions", "conditional#2/then_steps/markdown_read#1"),
+        ("markdown://coding-standards", "markdown_read#1")]
+
+
+def test_a_last_step_that_ends_past_the_deadline_times_out() -> None:
+    memory = definition([{"type": "markdown_read", "note": "slow"}])
+    started = time.monotonic()
+    result = run_pipeline(memory, make_request(), example_stores(notes=SlowNotes(0.2)), deadline=started + 0.05)
+    assert result.status == "timeout" and result.items == []
+    assert result.error == "step 1 (markdown_read): the pipeline ran out of time"
+    assert result.steps[0].error == "the pipeline ran out of time"
+    in_time = run_pipeline(memory, make_request(), example_stores(notes=SlowNotes(0)), deadline=started + 5)
+    assert in_time.ok
+
+
+def test_a_store_error_is_told_once(example_copy: Path) -> None:
+    # the embedded episodic store's refusal carries the same text in its errors[]: not repeated
+    runtime = Runtime(example_copy)
+    try:
+        result = run_pipeline(definition([{"type": "episodic_recent", "limit": 20000}]), make_request(),
+                              runtime.stores)
+    finally:
+        runtime.close()
+    assert result.status == "failed"
+    assert result.error == "step 1 (episodic_recent): limit must be an integer between 1 and 10000 (limits.log_limit)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from context_assembly.pipelines.runner import PipelineRun, run_pipeline
 from context_assembly.pipelines.steps.input import keywords
 from context_assembly.pipelines.steps.retrieval import parse_time
 
-from .fakes import FakeKV, definition, event_log, example_stores, make_request
+from .fakes import FakeGraph, FakeKV, definition, event_log, example_stores, make_request
 
 
 def run(steps: list[Any], **request_changes: Any) -> PipelineRun:
@@ -71,7 +72,35 @@ def test_derive_query_keyword_extract() -> None:
 def test_derive_query_llm_rephrase_falls_back_with_a_warning() -> None:
     result = run([{"type": "derive_query", "method": "llm_rephrase"}])
     assert result.query == "fix login timeout refactor auth session handling"
-    assert "keyword_extract" in result.steps[0].warnings[0]
+    assert result.steps[0].warnings == [
+        "llm_rephrase: the client offers no model (llm/complete); used keyword_extract instead"]
+
+
+def test_derive_query_llm_rephrase_does_not_wait_long_for_a_slow_model() -> None:
+    release = threading.Event()
+
+    def slow(request: dict[str, Any]) -> dict[str, Any]:
+        release.wait(5)
+        return {"text": "too late"}
+
+    started = time.monotonic()
+    memory = definition([{"type": "derive_query", "method": "llm_rephrase"}, {"type": "format"}])
+    result = run_pipeline(memory, make_request(), example_stores(), deadline=started + 0.4, llm=slow)
+    release.set()
+    # half the time left, so the fallback query still leaves the later steps time to run
+    assert result.ok and time.monotonic() - started < 0.35
+    assert result.query == "fix login timeout refactor auth session handling"
+    assert "did not answer within" in result.warnings[0] and "keyword_extract" in result.warnings[0]
+
+
+def test_derive_query_llm_rephrase_stops_waiting_when_cancelled() -> None:
+    release = threading.Event()
+    started = time.monotonic()
+    result = run_pipeline(definition([{"type": "derive_query", "method": "llm_rephrase"}]), make_request(),
+                          example_stores(), cancelled=lambda: time.monotonic() - started > 0.1,
+                          llm=lambda request: {"text": "late"} if release.wait(5) else {})
+    release.set()
+    assert result.status == "cancelled" and time.monotonic() - started < 1
 
 
 def test_derive_query_without_values_gives_an_empty_query_and_a_warning() -> None:
@@ -195,6 +224,19 @@ def test_graph_neighbor_expand_adds_neighbours_of_item_nodes() -> None:
     assert [i.title for i in result.items] == ["session", "billing", "auth", "db"]
     assert result.items[2].source == "graph://default/node/auth"
     assert result.steps[1].count == 2
+
+
+def test_graph_rows_without_an_id_are_told_apart_by_content() -> None:
+    def by_kind(params: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"name": name} for name in {"module": ["auth", "billing"], "person": ["Ada"]}[params["kind"]]]
+
+    steps = [{"type": "graph_view_read", "view": "by-kind", "params": {"kind": "module"}},
+             {"type": "graph_view_read", "view": "by-kind", "params": {"kind": "person"}}]
+    first = run(steps, stores=example_stores(graph=FakeGraph({"by-kind": by_kind})))
+    ids = {i.content: i.id for i in first.items}
+    assert list(ids) == ["name: auth", "name: billing", "name: Ada"] and len(set(ids.values())) == 3
+    again = run(steps[::-1], stores=example_stores(graph=FakeGraph({"by-kind": by_kind})))
+    assert {i.content: i.id for i in again.items} == ids  # the same row, the same id, in any run
 
 
 def test_graph_view_expand_runs_the_view_per_item() -> None:
@@ -404,3 +446,15 @@ def test_kv_store_without_listing_needs_keys() -> None:
     result = run_pipeline(definition([{"type": "kv_get", "namespace": "prefs"}]), make_request(),
                           example_stores(kv=Plain()))
     assert result.status == "failed" and "'keys' is required" in (result.error or "")
+
+
+def test_variables_read_by_conditions_are_in_variables_used() -> None:
+    # the trace's variables_used says what a memory depended on: conditions read variables too
+    gated = run([{"type": "conditional", "condition": {"field": "project.name", "operator": "eq", "value": "shop"},
+                  "then_steps": [{"type": "markdown_read", "note": "style-guide"}]},
+                 {"type": "filter", "where": [{"field": "scope.agent.agent_name", "operator": "eq",
+                                               "value": "code-agent"}, {"field": "score", "operator": "exists"}]},
+                 {"type": "early_exit", "min_items": 0, "when": {"field": "addVar.phase", "operator": "exists"}}])
+    assert gated.variables_used == ["addVar.phase", "scope.agent.agent_name", "scope.project.project_name"]
+    summarised = run([{"type": "markdown_read", "note": "style-guide"}, {"type": "summarize", "max_tokens": 5}])
+    assert summarised.variables_used == ["input.text"]  # no query yet: the task text picked the sentences

@@ -120,3 +120,19 @@ def test_item_ids_are_stable_and_context_items_have_the_spec_shape() -> None:
     assert set(context) == {"id", "content", "memory_id", "source", "section", "priority", "score", "tokens",
                             "metadata"}
     assert context["metadata"]["title"] == "u-1" and context["score"] == 0.7
+
+
+def test_format_never_renders_a_filled_value_as_a_field_template() -> None:
+    # the task text is the user's: `{{...}}` in it must not pull an item's metadata into view
+    result, _ = run([{"type": "kv_get", "namespace": "prefs", "keys": ["theme"]},
+                     {"type": "annotate", "fields": {"secret": "s3cr3t-token"}, "provenance": False},
+                     {"type": "format", "template": "Task: ${input.text} | {{content}} ({{metadata.secret}})"}],
+                    input={"text": "hello {{metadata.secret}} {{ source }}"})
+    assert result.status == "ok", result.error
+    assert [i.content for i in result.items] == ["Task: hello {{metadata.secret}} {{ source }} | dark (s3cr3t-token)"]
+    assert "input.text" in result.variables_used
+
+
+def test_a_format_template_fills_its_variables_even_without_items() -> None:
+    result, _ = run([{"type": "format", "template": "${addVar.module}: {{content}}"}])
+    assert result.status == "skipped" and result.missing_variables == ["addVar.module"]

@@ -148,7 +148,7 @@ class Assembler:
         with applied(settings.limits):  # the stores check a pipeline's top_k, limits and views against these
             executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
                                            lambda e: run.emit("pipelineComplete", **_call_summary(e)),
-                                           settings.budget.vector_min_score)
+                                           settings.budget.vector_min_score, llm)
         if cancelled():
             raise CancelledError("the assembly was cancelled")
         self._collect(run, executions, lookup)

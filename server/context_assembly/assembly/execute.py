@@ -20,6 +20,7 @@ from ..errors import ContextAssemblyError
 from ..model.converter import unstructure
 from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest
+from ..pipelines.context import Llm
 from ..pipelines.items import Item
 from ..pipelines.runner import run_pipeline
 from ..registry.steps import lookup_step
@@ -139,14 +140,15 @@ class Executor:
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
-                        key: tuple | None) -> Execution:
+                        key: tuple | None, llm: Llm | None = None) -> Execution:
         stores = RecordingStores(self.stores)
-        run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled)
+        run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled,
+                           llm=llm)
         steps = [s.to_dict() for s in run.steps]  # skipped, nested (depth, branch) and warned steps say so
         execution = Execution(ref, run.status, run.items, run.duration_ms, run.error, run.missing_variables,
                               steps, definition, run.variables_used, stores.stamps, stores.view_stamps,
                               list(run.warnings))
-        if run.status == "ok" and key is not None and stores.exact:
+        if run.status == "ok" and key is not None and stores.exact and not run.passing:
             self.cache.put(key, execution)
         return execution
 
@@ -163,7 +165,9 @@ class Executor:
 
     def run(self, references: list[Reference], memories: dict[str, MemoryDefinition], request: AssemblyRequest,
             lookup: dict[str, Any], timeout_s: float, cancelled: Callable[[], bool],
-            done: Callable[[Execution], None], vector_min_score: float = 0.0) -> list[Execution]:
+            done: Callable[[Execution], None], vector_min_score: float = 0.0,
+            llm: Llm | None = None) -> list[Execution]:
+        """`llm`: the client's model, for steps that ask one (derive_query llm_rephrase)."""
         query = request.input.text if request.input and request.input.text else ""
         deadline = time.monotonic() + timeout_s
         generations = self._generations(references, memories)
@@ -175,13 +179,15 @@ class Executor:
             if ref.kind == "definition":
                 definition = memories[ref.reference]
                 key = self._cache_key(definition, lookup_key, generations)
+                if key is not None:  # with a model a rephrasing step derives another query than without
+                    key = (*key, llm is not None)
                 # a hit is answered here: the hand-off to the pool and back costs more than the lookup
                 hit = self._cached(ref, definition, key)
                 if hit is not None:
                     results[index] = hit
                     continue
                 task = self.pool.submit(contextvars.copy_context().run, self._run_definition, ref,
-                                        definition, request, lookup, deadline, cancelled, key)
+                                        definition, request, lookup, deadline, cancelled, key, llm)
             elif ref.kind == "uri":
                 task = self.pool.submit(contextvars.copy_context().run, self._run_uri, ref, query, vector_min_score)
             else:

@@ -43,7 +43,8 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
     settings = workspace.settings
     deadline = time.monotonic() + settings.pipeline_timeout_ms / 1000
     ctx.progress(f"running {params['id']}", None)
-    run = run_pipeline(definition, request, session.runtime.stores, deadline=deadline, cancelled=ctx.cancelled)
+    run = run_pipeline(definition, request, session.runtime.stores, deadline=deadline, cancelled=ctx.cancelled,
+                       llm=ctx.llm)
     if run.status == "cancelled":
         raise CancelledError(f"the execution of {params['id']!r} was cancelled")
     if run.status == "timeout":

@@ -121,6 +121,9 @@ class StepCancelled(StepError):
 # -- the context -----------------------------------------------------------------------------------
 
 RunSteps = Callable[[list[Any], "StepContext"], None]
+# The connected client's model: an `llm/complete` request `{prompt, system?}` -> `{text}` (SPEC §7).
+# The sidecar has none of its own; a step that wants one asks through this (model.ask_model).
+Llm = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @define(eq=False)
@@ -135,6 +138,8 @@ class StepContext:
     deadline: float | None = None  # time.monotonic() seconds
     cancelled: Callable[[], bool] | None = None
     run_steps: RunSteps | None = None  # set by the runner: control steps run nested steps with it
+    llm: Llm | None = None  # None: no client model (a CLI run, a client without llm/complete)
+    passing: bool = False  # a step stood in for the model's answer (slow, failing): the result is not kept
     variables_used: set[str] = field(factory=set)
     # per step, reset by the runner before each one:
     step: str = ""  # the current step's label (alias, or type#index)

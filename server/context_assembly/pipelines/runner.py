@@ -24,10 +24,10 @@ from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest, ScopeVariables
 from ..registry.steps import lookup_step, step_names
 from ..rules.lookup import build_lookup
-from .context import StepCancelled, StepContext, StepError, StepTimeout, Stores
+from .context import Llm, StepCancelled, StepContext, StepError, StepTimeout, Stores
 from .items import Item
 from .shorthand import is_shorthand, normalise_memory
-from .steps import step_function
+from .steps import self_filled_params, step_function
 from .templates import TemplateError
 
 RESERVED_KEYS = ("type", "step", "alias", "timeout_ms")
@@ -73,6 +73,7 @@ class PipelineRun:
     query: str = ""
     warnings: list[str] = field(factory=list)  # step warnings: missing keys, fallbacks
     variables_used: list[str] = field(factory=list)  # request keys the run read (cache keys, traces)
+    passing: bool = False  # it stood in for an answer that may come next time (a model's): never cached
     duration_ms: float = 0.0
 
     @property
@@ -169,8 +170,9 @@ def as_definition(definition: MemoryDefinition | dict[str, Any]) -> MemoryDefini
 
 def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: AssemblyRequest, stores: Stores, *,
                  lookup: Mapping[str, Any] | None = None, deadline: float | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> PipelineRun:
-    """Run a definition's pipeline for a request. Never raises for anything the definition or stores do."""
+                 cancelled: Callable[[], bool] | None = None, llm: Llm | None = None) -> PipelineRun:
+    """Run a definition's pipeline for a request. Never raises for anything the definition or stores do.
+    `llm`: the connected client's model (`llm/complete`), for steps that ask one (derive_query llm_rephrase)."""
     started = time.perf_counter()
     if not isinstance(definition, (dict, MemoryDefinition)):
         return _finish(PipelineRun(None), started, "failed", "a definition must be an object")
@@ -183,7 +185,8 @@ def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: Assembl
         run.missing_variables = missing
         return _finish(run, started, "skipped", "the request lacks " + ", ".join(missing))
     ctx = StepContext(definition.id, request, _with_defaults(build_lookup(request) if lookup is None else lookup,
-                                                          definition), stores, deadline=deadline, cancelled=cancelled)
+                                                          definition), stores, deadline=deadline, cancelled=cancelled,
+                      llm=llm)
     try:
         steps = _steps_of(definition)
         _run_list(steps, ctx, run, depth=0)
@@ -195,6 +198,7 @@ def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: Assembl
     # partial results of a run that did not finish are not handed on: the caller warns instead
     run.items, run.query = (ctx.items if status == "ok" else []), ctx.query
     run.variables_used = sorted(ctx.variables_used)
+    run.passing = ctx.passing
     return _finish(run, started, status, error)
 
 
@@ -204,7 +208,7 @@ def _finish(run: PipelineRun, started: float, status: str, error: str | None) ->
     return run
 
 
-def _run_list(steps: list[Any], ctx: StepContext, run: PipelineRun, depth: int) -> None:
+def _run_list(steps: list[Any], ctx: StepContext, run: PipelineRun, depth: int, path: str = "") -> None:
     for index, step in enumerate(steps):
         if ctx.stopped:
             _record_skipped(steps[index:], run, depth)
@@ -218,17 +222,19 @@ def _run_list(steps: list[Any], ctx: StepContext, run: PipelineRun, depth: int) 
             _record_skipped(steps[index:], run, depth)
             raise _Stop("cancelled", "cancelled") from None
         try:
-            _run_step(step, index, ctx, run, depth)
+            _run_step(step, index, ctx, run, depth, path)
         except _Stop:
             _record_skipped(steps[index + 1:], run, depth)
             raise
 
 
-def _run_nested(steps: list[Any], ctx: StepContext, run: PipelineRun, depth: int) -> None:
-    """A conditional's branch: the enclosing step's own state survives its children."""
+def _run_nested(steps: list[Any], ctx: StepContext, run: PipelineRun, depth: int, parent: str) -> None:
+    """A conditional's branch: the enclosing step's own state survives its children, whose labels
+    start with the branch's path (`conditional#2/then_steps/`): a nested step's index alone would
+    repeat a top-level step's label, and merge and provenance would take the two for one step."""
     saved = (ctx.step, ctx.produced, ctx.warnings, ctx.branch, ctx.deadline, ctx.run_steps)
     try:
-        _run_list(steps, ctx, run, depth)
+        _run_list(steps, ctx, run, depth, f"{parent}/{ctx.branch or 'steps'}/")
     finally:
         ctx.step, ctx.produced, ctx.warnings, ctx.branch, ctx.deadline, ctx.run_steps = saved
         ctx.produced = None  # the branch changed the items: the conditional's output is the list after it
@@ -248,13 +254,13 @@ def _identity(step: Any) -> tuple[str, str | None]:
     return (kind if isinstance(kind, str) else "?"), (alias if isinstance(alias, str) else None)
 
 
-def _run_step(step: Any, index: int, ctx: StepContext, run: PipelineRun, depth: int) -> None:
+def _run_step(step: Any, index: int, ctx: StepContext, run: PipelineRun, depth: int, path: str) -> None:
     kind, alias = _identity(step)
     record = StepRun(kind, alias, depth=depth)
     run.steps.append(record)
-    label = alias or f"{kind}#{index + 1}"
+    label = alias or f"{path}{kind}#{index + 1}"  # top-level steps: `kind#n`, as traces always showed
     ctx.step, ctx.produced, ctx.warnings, ctx.branch = label, None, [], None
-    ctx.run_steps = lambda steps, inner: _run_nested(steps, inner, run, depth + 1)
+    ctx.run_steps = lambda steps, inner: _run_nested(steps, inner, run, depth + 1, label)
     outer_deadline = ctx.deadline
     started = time.perf_counter()
     where = f"step {index + 1} ({kind})" if depth == 0 else f"nested step {index + 1} ({kind})"
@@ -264,8 +270,11 @@ def _run_step(step: Any, index: int, ctx: StepContext, run: PipelineRun, depth: 
         step_deadline = _step_deadline(timeout_ms, outer_deadline)
         ctx.deadline = step_deadline
         function(params, ctx)
-        if step_deadline is not None and step_deadline != outer_deadline and time.monotonic() > step_deadline:
-            raise StepTimeout(f"took longer than its timeout_ms ({timeout_ms} ms)")
+        # steps check the deadline only between pieces of work: one that ends past it (a slow store
+        # call, the last step's included) makes the run a timeout, never a late "ok"
+        if step_deadline is not None and time.monotonic() > step_deadline:
+            raise StepTimeout(f"took longer than its timeout_ms ({timeout_ms} ms)" if step_deadline != outer_deadline
+                              else "the pipeline ran out of time")
     except _Stop:
         raise
     except TemplateError as exc:
@@ -297,9 +306,11 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, StepError | ContextAssemblyError):
         message = str(exc)
         errors = getattr(exc, "errors", None)
-        if isinstance(errors, list) and errors:
-            message += ": " + "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors)
-        return message
+        details = [str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors] \
+            if isinstance(errors, list) else []
+        # a detail the message already says (a one-problem error repeats it) is not said twice
+        details = [d for d in dict.fromkeys(details) if d not in message]
+        return message + (": " + "; ".join(details) if details else "")
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -324,7 +335,7 @@ def _prepare(step: Any, kind: str, ctx: StepContext) -> tuple[Callable[[dict[str
         hints = difflib.get_close_matches(kind, step_names(), n=3, cutoff=0.6)
         raise StepError(f"unknown step type {kind!r}" + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
     function = step_function(spec)
-    lazy = spec.lazy_params
+    lazy = spec.lazy_params | self_filled_params(function)
     params = {k: (v if k in lazy else ctx.fill(v)) for k, v in step.items() if k not in RESERVED_KEYS}
     if "timeout_ms" in step:
         params["timeout_ms"] = ctx.fill(step["timeout_ms"])

@@ -5,14 +5,16 @@ else is string interpolation. Filled values are never evaluated again, so a valu
 contain `${...}` or `{{...}}` stays literal text. An unknown variable is an error naming it, never
 an empty string.
 
-`{{field}}` is the separate, logic-less template of the `format` step: item fields only.
+`{{field}}` is the separate, logic-less template of the `format` step: item fields only. A template
+holding both is filled into parts (`fill_parts`) and rendered part by part, so a value a `${...}`
+filled in is never read as a `{{field}}` (a task text cannot pull an item's metadata into view).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import define, field
@@ -129,6 +131,20 @@ def fill_string(text: str, variables: Variables) -> Any:
     return PLACEHOLDER.sub(lambda m: _text(variables.resolve(m.group(1))), text)
 
 
+Part = tuple[str, bool]  # (text, filled): True for a value a `${...}` put there (literal text)
+
+
+def fill_parts(text: str, variables: Variables) -> list[Part]:
+    """`text` split at its `${...}`, each filled: the template's own text and the filled values apart."""
+    parts: list[Part] = []
+    end = 0
+    for match in PLACEHOLDER.finditer(text):
+        parts += [(text[end:match.start()], False), (_text(variables.resolve(match.group(1))), True)]
+        end = match.end()
+    parts.append((text[end:], False))
+    return [part for part in parts if part[0]]
+
+
 def placeholders(value: Any, depth: int = 0) -> list[str]:
     """Every `${...}` variable name in `value`, in order (for validation)."""
     if depth > MAX_TEMPLATE_DEPTH:
@@ -142,12 +158,14 @@ def placeholders(value: Any, depth: int = 0) -> list[str]:
     return []
 
 
-def render_fields(template: str, item: Item) -> str:
-    """The `format` step's `{{field}}` template over one item; a missing field renders as ""."""
+def render_fields(template: str | Sequence[Part], item: Item) -> str:
+    """The `format` step's `{{field}}` template over one item; a missing field renders as "".
+    Given parts (`fill_parts`), only the template's own text is rendered: filled values stay as they are."""
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
         value = item.get(name)
         return "" if value is MISSING else _text(value)
 
-    return _FIELD_PLACEHOLDER.sub(one, template)
+    parts = [(template, False)] if isinstance(template, str) else template
+    return "".join(text if filled else _FIELD_PLACEHOLDER.sub(one, text) for text, filled in parts)

@@ -17,6 +17,24 @@ from ...registry.steps import StepSpec
 from ..context import StepContext
 
 StepFunction = Callable[[dict[str, Any], StepContext], None]
+SELF_FILLED = "self_filled"  # the function attribute `self_filled` sets
+
+
+def self_filled(*names: str) -> Callable[[StepFunction], StepFunction]:
+    """Parameters a step fills itself, like the registry's lazy ones: the runner leaves their
+    `${...}` alone. For parameters the step renders again (the `format` template's `{{field}}`),
+    where filling first would let a filled value be rendered as a template."""
+
+    def mark(function: StepFunction) -> StepFunction:
+        setattr(function, SELF_FILLED, frozenset(names))
+        return function
+
+    return mark
+
+
+def self_filled_params(function: StepFunction) -> frozenset[str]:
+    names: frozenset[str] = getattr(function, SELF_FILLED, frozenset())
+    return names
 
 
 @cache
@@ -34,4 +52,4 @@ def step_function(spec: StepSpec) -> StepFunction:
         raise LookupError(f"step type {spec.name!r}: cannot find its function {spec.run!r}: {exc}") from exc
 
 
-__all__ = ["StepFunction", "step_function"]
+__all__ = ["StepFunction", "self_filled", "self_filled_params", "step_function"]

@@ -16,7 +16,7 @@ def _pipeline_lookup(ctx: StepContext) -> dict[str, Any]:
 
 
 def conditional(params: dict[str, Any], ctx: StepContext) -> None:
-    compiled = compile_where(params.get("condition"), "condition")
+    compiled = compile_where(params.get("condition"), "condition", ctx)
     branch = "then_steps" if holds(compiled, _pipeline_lookup(ctx)) else "else_steps"
     steps = params.get(branch) or []
     if not isinstance(steps, list):
@@ -38,12 +38,14 @@ def early_exit(params: dict[str, Any], ctx: StepContext) -> None:
     when = params.get("when")
     if min_items is None and when is None:
         raise StepError("'when' or 'min_items' is required")
+    # compiled first: a malformed `when` fails, and the variables it reads are recorded, even
+    # when min_items alone stops the pipeline
+    compiled = compile_where(when, "when", ctx) if when is not None else None
     if min_items is not None and len(ctx.items) >= min_items:
         ctx.stopped = True
         return
-    if when is None:
+    if compiled is None:
         return
-    compiled = compile_where(when, "when")
     base = _pipeline_lookup(ctx)
     lookups = [item_lookup(item, base) for item in ctx.items] or [base]
     ctx.stopped = any(holds(compiled, lookup) for lookup in lookups)

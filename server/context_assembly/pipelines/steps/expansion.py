@@ -6,7 +6,7 @@ from typing import Any
 
 from ..context import StepContext, StepError, int_param, object_param, required_text, texts_param
 from ..items import Item
-from .retrieval import render_row, row_item, view_rows
+from .retrieval import render_row, row_item, row_key, view_rows
 
 NODE_FIELDS = ("node_id", "id")  # where an item names its graph node (metadata)
 
@@ -65,9 +65,9 @@ def graph_view_expand(params: dict[str, Any], ctx: StepContext) -> None:
     for item in list(ctx.items):
         ctx.check()
         bound = object_param({"params": ctx.fill(raw or {}, item)}, "params")
-        for index, row in enumerate(view_rows(ctx, view, bound)):
-            key = row["id"] if isinstance(row.get("id"), str | int) else f"{item.id}/{index}"
-            new = row_item(row, f"graph://{view}", key, view)
+        for row in view_rows(ctx, view, bound):
+            # keyed by content, not position: a row two items both reach is added once
+            new = row_item(row, f"graph://{view}", row_key(row), view)
             if new.id not in seen:
                 seen.add(new.id)
                 new.metadata.setdefault("expanded_from", item.id)

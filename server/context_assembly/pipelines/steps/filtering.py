@@ -17,16 +17,22 @@ from ...registry.values import MISSING
 from ...rules.compile import Broken, CompiledConditions, Group, Leaf, Node, compile_conditions
 from ..context import StepContext, StepError, texts_param
 from ..items import Item
+from ..templates import is_request_key
 
 
-def compile_where(raw: Any, name: str) -> CompiledConditions:
-    """One condition or a list (AND), compiled; StepError when any part is malformed."""
+def compile_where(raw: Any, name: str, ctx: StepContext) -> CompiledConditions:
+    """One condition or a list (AND), compiled; StepError when any part is malformed.
+
+    The request variables it names go in the run's `variables_used` (traces, cache keys) here,
+    once, whatever it answers and whichever items it is asked about: as for rules, what a
+    condition reads does not depend on how far its evaluation got."""
     if raw is None:
         raise StepError(f"'{name}' is required")
     conditions = raw if isinstance(raw, list) else [raw]
     compiled = compile_conditions([structure_condition(c) for c in conditions])
     if compiled.errors:
         raise StepError(f"invalid condition in '{name}': " + "; ".join(compiled.errors))
+    ctx.variables_used.update(key for key in compiled.keys if is_request_key(key))
     return compiled
 
 
@@ -53,7 +59,7 @@ def item_lookup(item: Item, base: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def filter_items(params: dict[str, Any], ctx: StepContext) -> None:
-    compiled = compile_where(params.get("where"), "where")
+    compiled = compile_where(params.get("where"), "where", ctx)
     base = dict(ctx.lookup)
     ctx.items = [item for item in ctx.items if holds(compiled, item_lookup(item, base))]
 

@@ -8,6 +8,7 @@ from typing import Any
 from ...registry.values import MISSING
 from ...registry.variables import canonical_field
 from ..context import StepContext, StepError, choice_param, texts_param
+from ..model import ModelUnavailable, ask_model
 
 METHODS = ("passthrough", "keyword_extract", "llm_rephrase")
 
@@ -66,10 +67,23 @@ def derive_query(params: dict[str, Any], ctx: StepContext) -> None:
     if not text:
         ctx.warn(f"none of {', '.join(keys)} has a value: the query is empty")
     if method == "llm_rephrase":
-        # The core has no model of its own: keyword extraction is the honest stand-in.
-        ctx.warn("llm_rephrase is not available here; used keyword_extract instead")
+        if text:  # nothing to rephrase: the model is not asked
+            try:
+                ctx.query = " ".join(ask_model(ctx, _rephrase_request(text)).split())
+                return
+            except ModelUnavailable as exc:  # keyword extraction is the honest stand-in
+                ctx.warn(f"llm_rephrase: {exc}; used keyword_extract instead")
+                ctx.passing = ctx.llm is not None  # the next turn asks the model again
         method = "keyword_extract"
     ctx.query = " ".join(keywords(text)) if method == "keyword_extract" else text
+
+
+REPHRASE_SYSTEM = ("You turn a coding agent's task into a search query for its memory stores. "
+                   "Answer with the query only: one line, no quotes, no explanation.")
+
+
+def _rephrase_request(text: str) -> dict[str, Any]:
+    return {"system": REPHRASE_SYSTEM, "prompt": f"Rephrase as a short search query:\n\n{text}"}
 
 
 def rewrite_query(params: dict[str, Any], ctx: StepContext) -> None:

@@ -258,9 +258,14 @@ def graph_view_read(params: dict[str, Any], ctx: StepContext) -> None:
     view = required_text(params, "view")
     bound = object_param(params, "params")
     rows = view_rows(ctx, view, bound)
-    ctx.add([row_item(row, f"graph://{view}", _row_key(row, i), view) for i, row in enumerate(rows)])
+    ctx.add([row_item(row, f"graph://{view}", row_key(row), view) for row in rows])
 
 
-def _row_key(row: dict[str, Any], index: int) -> Any:
-    """A row's own id when it has one, else its position."""
-    return row["id"] if isinstance(row.get("id"), str | int) and not isinstance(row.get("id"), bool) else index
+def row_key(row: dict[str, Any]) -> Any:
+    """A row's own id when it has one, else its content (columns in sorted order): the same row
+    gets the same item id in every run, and different rows never share one (by position, the
+    first row of every result of a view did, whatever its parameters)."""
+    own = row.get("id")
+    if isinstance(own, str | int) and not isinstance(own, bool):
+        return own
+    return "row:" + json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)

@@ -7,10 +7,12 @@ import math
 from typing import Any
 
 from ...registry.steps import FORMATS
+from ...registry.variables import INPUT_TEXT
 from ...shortening import extractive, shorten
 from ..context import StepContext, StepError, choice_param, int_param, object_param
 from ..items import Item, item_id
-from ..templates import render_fields
+from ..templates import fill_parts, render_fields
+from . import self_filled
 
 _MAX_TITLES = 10  # titles named in a summary line
 
@@ -29,8 +31,12 @@ def summarize(params: dict[str, Any], ctx: StepContext) -> None:
     if limit is None and max_tokens is None:
         raise StepError("'max_items' or 'max_tokens' is required")
     if max_tokens is not None:
+        focus = ctx.query
+        if not focus:  # no query yet: the task text says what matters (a read like any other)
+            ctx.variables_used.add(INPUT_TEXT)
+            focus = str(ctx.lookup.get(INPUT_TEXT) or "")
         for item in ctx.items:
-            _summarise(item, max_tokens, ctx.query or str(ctx.lookup.get("input.text") or ""))
+            _summarise(item, max_tokens, focus)
     if limit is None or len(ctx.items) <= limit:
         return
     kept, rest = ctx.items[:limit], ctx.items[limit:]
@@ -77,15 +83,19 @@ def render(item: Item, style: str, position: int) -> str:
     return item.content  # prose
 
 
+@self_filled("template")
 def format_items(params: dict[str, Any], ctx: StepContext) -> None:
-    template = params.get("template")
+    template = params.get("template")  # its ${...} unfilled: filled here, apart from its {{field}}s
     if template is not None and not isinstance(template, str):
         raise StepError("'template' must be a string")
     style = choice_param(params, "format", FORMATS, "bullet_list")
+    # filled once, before the items (an unknown variable fails even with none); filled values are
+    # kept apart so that `{{...}}` in them is never rendered per item
+    parts = fill_parts(template, ctx.variables()) if template is not None else None
     for position, item in enumerate(ctx.items, start=1):
         if item.raw_content is None:
             item.raw_content = item.content
-        item.content = render_fields(template, item) if template is not None else render(item, style, position)
+        item.content = render_fields(parts, item) if parts is not None else render(item, style, position)
         item.metadata["format"] = "template" if template is not None else style
 
 
