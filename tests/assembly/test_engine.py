@@ -315,6 +315,49 @@ def test_per_source_rules_cap_one_source(workspace: Path) -> None:
         rt.close()
 
 
+def test_per_source_rules_are_traced_as_applied_with_what_they_changed(workspace: Path) -> None:
+    """A per-source rule that held was missing from rules_applied, and the priority it gave an
+    item was written without a word in the trace."""
+    write(workspace, "context-rule-engines/main.json", engine([
+        always(["notes", "turns"]),
+        {"id": "promote-notes", "when": [{"field": "memory.source", "operator": "eq", "value": "notes"}],
+         "then": {"set_priority": {"knowledge": "critical"}}},
+    ]))
+    rt = Runtime(workspace)
+    try:
+        result = assemble(rt)
+        [applied] = [r for r in result["trace"]["rules_applied"] if r["rule_id"] == "promote-notes"]
+        assert (applied["engine_id"], applied["per_source"], applied["source"]) == ("main", True, "notes")
+        assert applied["conditions"][0]["actual"] == "notes"
+        assert {i["priority"] for i in result["context"]["knowledge"]} == {"critical"}
+        changed = [(d["kind"], d["memory_id"], d["by"], d["reason"]) for d in result["trace"]["decisions"]
+                   if d["kind"] == "priority"]
+        assert changed == [("priority", "notes", "main/promote-notes",
+                            "priority medium -> critical by a per-source rule")] * 3  # the third: then max_items
+        assert result["trace"]["sections"]["knowledge"]["dropped"] == 1  # max_items: a priority drops nothing
+    finally:
+        rt.close()
+
+
+def test_conflicts_say_what_they_overrode_and_caps_name_their_rule(workspace: Path) -> None:
+    write(workspace, "context-rule-engines/main.json", engine([
+        {"id": "no-notes", "priority": 10, "when": [], "then": {"exclude_memories": ["notes"],
+                                                               "caps": [{"target": "history", "max_items": 1}]}},
+        always(["notes", "turns"]),
+    ]))
+    rt = Runtime(workspace)
+    try:
+        rt.memory.write("episodic://t-1", {"role": "user", "content": "one"})
+        rt.memory.write("episodic://t-1", {"role": "user", "content": "two"})
+        result = assemble(rt)
+        [conflict] = [d for d in result["trace"]["decisions"] if d["kind"] == "conflict"]
+        assert (conflict["by"], conflict["overridden"]) == ("main/no-notes", ["main/always-notes-turns"])
+        capped = [d["by"] for d in result["trace"]["decisions"] if d["kind"] == "cap"]
+        assert capped and set(capped) == {"cap of main/no-notes on history"}
+    finally:
+        rt.close()
+
+
 def test_active_file_goes_to_state_and_a_missing_one_warns(runtime: Runtime, workspace: Path) -> None:
     (workspace / "src").mkdir()
     (workspace / "src/app.py").write_text("print('hi')\n")

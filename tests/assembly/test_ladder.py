@@ -121,7 +121,7 @@ def test_a_rule_cap_shortens_the_item_that_crosses_it(runtime: Runtime, root: Pa
     assert kept["docs"]["tokens"] <= 60 and MARKER.search(kept["docs"]["content"])
     assert kept["markdown://small"]["tokens"] <= 30 and MARKER.search(kept["markdown://small"]["content"])
     shortened = {d["by"] for d in result["trace"]["decisions"] if d["kind"] == "shortened"}
-    assert "cap on docs" in shortened
+    assert "cap of main/cap-docs on docs" in shortened
     assert any(by.startswith("per-source cap of main/cap-source") for by in shortened), shortened
     assert not [d for d in result["trace"]["decisions"] if d["kind"] == "cap"]
 
@@ -324,6 +324,25 @@ def test_a_tool_the_budget_leaves_out_is_said_so_in_the_trace(runtime: Runtime) 
     for entry in result["trace"]["tools"]:
         assert entry["kept"] == (entry["name"] in present), entry
     assert any(not e["kept"] and "left out by the budget" in e["reason"] for e in result["trace"]["tools"])
+
+
+def test_a_tool_a_cap_leaves_out_is_said_so_in_the_trace(root: Path) -> None:
+    """trace.tools said "kept" of tools a rule's cap had removed (only the budget was looked at)."""
+    write(root, "context-rule-engines/main.json", {"id": "main", "rules": [
+        {"id": "cap-knowledge", "when": [], "then": {"caps": [{"target": "knowledge", "max_items": 1}]}}]})
+    tools = [{"name": "run_tests", "description": "Run the test suite for the login and auth modules."},
+             {"name": "read_file", "description": "Read a file of the repository to inspect the login code."}]
+    rt = Runtime(root)
+    try:
+        result = assemble(rt, "fix the login timeout in the auth tests", tools=tools)
+    finally:
+        rt.close()
+    present = {i["metadata"].get("tool") for i in items(result) if i["metadata"].get("kind") == "tool"}
+    assert len(present) == 1
+    for entry in result["trace"]["tools"]:
+        assert entry["kept"] == (entry["name"] in present), entry
+    [left] = [e for e in result["trace"]["tools"] if not e["kept"]]
+    assert "then left out by cap (max_items of cap of main/cap-knowledge on knowledge)" in left["reason"]
 
 
 def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ class SourceRules:
     caps: list[Cap] = field(factory=list)
     set_priority: dict[str, str] = field(factory=dict)
     rules: list[str] = field(factory=list)
+    priority_rules: dict[str, str] = field(factory=dict)  # section -> the rule whose priority applies
 
 
 @define
@@ -122,19 +123,34 @@ def _apply_limit(sections: dict[str, list[Candidate]], selected: set[int], max_i
     return dropped
 
 
+def _reprioritised(candidate: Candidate, rules: SourceRules) -> list[DroppedItem]:
+    """A per-source rule's priority for the item's section, recorded when it changes the item's."""
+    item = candidate.item
+    priority = rules.set_priority[item.section]
+    if priority == item.priority:
+        return []
+    by = rules.priority_rules.get(item.section, ", ".join(rules.rules))
+    decision = DroppedItem("priority", f"priority {item.priority} -> {priority} by a per-source rule", item.id,
+                           item.memory_id, item.source, item.section, item.tokens, by)
+    item.priority = priority
+    return [decision]
+
+
 def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[str, str],
-               boosts: list[Boost], per_source: dict[str, SourceRules], count: Counter | None = None) -> Contribution:
+               boosts: list[Boost], per_source: dict[str, SourceRules], count: Counter | None = None,
+               cap_rules: dict[str, str] | None = None) -> Contribution:
+    """`cap_rules`: each cap target's rule, named in what its cap removes."""
     apply_boosts(candidates, boosts)
+    dropped: list[DroppedItem] = []
     for candidate in candidates:
         rules = per_source.get(candidate.reference)
         if rules and candidate.item.section in rules.set_priority:
-            candidate.item.priority = rules.set_priority[candidate.item.section]
+            dropped += _reprioritised(candidate, rules)
     sections: dict[str, list[Candidate]] = {name: [] for name in SECTION_NAMES}
     for candidate in candidates:
         sections[candidate.item.section].append(candidate)
     for name in SECTION_NAMES:
         sections[name].sort(key=lambda c: c.rank_key)
-    dropped: list[DroppedItem] = []
     for reference in dict.fromkeys(c.reference for c in candidates):
         limits = next(c.limits for c in candidates if c.reference == reference)
         if limits.get("max_items") is not None or limits.get("max_tokens") is not None:
@@ -143,8 +159,9 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
                                     "limit", f"contribution of {reference}", count)
     for cap in caps:
         selected = {id(c) for name in SECTION_NAMES for c in sections[name] if matches_target(cap.target, c)}
-        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", f"cap on {cap.target}",
-                                count)
+        rule = (cap_rules or {}).get(cap.target)
+        by = f"cap of {rule} on {cap.target}" if rule else f"cap on {cap.target}"
+        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", by, count)
     for reference, rules in per_source.items():
         for cap in rules.caps:
             selected = {id(c) for name in SECTION_NAMES for c in sections[name] if c.reference == reference}

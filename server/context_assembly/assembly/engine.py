@@ -33,6 +33,8 @@ from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
 from ..pipelines.items import Readable, may_read_item
 from ..registry.sections import SECTION_NAMES
+from ..registry.variables import MEMORY_SOURCE
+from ..rules.engine import CompiledRule, rule_result
 from ..rules.lookup import request_lookup
 from ..rules.settle import Settlement
 from ..stores.uri import default_section, parse_uri
@@ -50,7 +52,7 @@ from .resolve import Reference, resolve
 from .state import active_file_item, task_item, warning_item
 from .summary import Llm, Summariser, SummaryCache
 from .tokens import Counter, token_counter
-from .tools import system_prompt_item, tool_items
+from .tools import system_prompt_item, tool_item_id, tool_items
 from .warnings import warning_items as warning_items_within
 
 ACCESS_REASON = "outside the read patterns of the caller's token"
@@ -252,8 +254,9 @@ class Assembler:
                 settled = Settlement({})
                 for rule in matched:
                     settled.apply(rule)
+                    _applied_per_source(run, rule, lookup, reference)
                 out[reference] = SourceRules(list(settled.caps.values()), dict(settled.priorities),
-                                             [r.ref for r in matched])
+                                             [r.ref for r in matched], dict(settled.priority_rules))
         return out
 
     def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
@@ -288,7 +291,7 @@ class Assembler:
                                                    preview=preview(item.content)))
         run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
         _copies_left_out(run.trace, {item.id for item in packed.kept})
-        _tools_left_out(run.trace, packed.dropped)
+        _tools_left_out(run.trace)
         _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
                     tokenizer=run.workspace.settings.tokenizer)
@@ -305,9 +308,9 @@ def _contribute(run: _Run, merged: Merged, per_source: dict[str, SourceRules]) -
     settled = run.settlement
     tried: list[DroppedItem] = []  # what removed the copies that gave their place
     while True:
-        trial = [evolve(candidate) for candidate in merged.kept]
+        trial = [evolve(candidate, item=evolve(candidate.item)) for candidate in merged.kept]
         contribution = contribute(trial, list(settled.caps.values()), settled.priorities,
-                                  list(settled.boosts.values()), per_source, run.count)
+                                  list(settled.boosts.values()), per_source, run.count, settled.cap_rules)
         survivors = {c.order for section in contribution.sections.values() for c in section}
         lost = [c for c in merged.kept if c.order not in survivors and c.order in merged.copies]
         if not lost:
@@ -345,10 +348,20 @@ def _record_rules(run: _Run, evaluation: EvaluationResult) -> None:
     run.trace.variables_used = list(evaluation.variables_used)
     run.trace.missing_variables = list(evaluation.missing_variables)
     run.trace.decisions += [DroppedItem("conflict", d.outcome, reference_id(d.reference), None, d.reference,
-                                        by=d.rule) for d in evaluation.decisions]
+                                        by=d.rule, overridden=list(d.overridden) or None)
+                            for d in evaluation.decisions]
     for warning in evaluation.warnings:
         if not warning.startswith("unknown rule engine"):  # stage 1 already said so
             run.warn(warning, kind="rules")
+
+
+def _applied_per_source(run: _Run, rule: CompiledRule, lookup: dict[str, Any], reference: str) -> None:
+    """A per-source rule that held for one reference, in `rules_applied` as the request's rules are
+    (with the reference it held for): it was named only inside the decisions its cap made."""
+    engine_id = rule.ref[: len(rule.ref) - len(rule.rule_id) - 1]
+    conditions = rule.conditions.explain({**lookup, MEMORY_SOURCE: reference})[1]
+    run.trace.rules_applied.append({"engine_id": engine_id, **unstructure(rule_result(rule, True, conditions)),
+                                    "source": reference})
 
 
 def reference_id(reference: str) -> str:
@@ -398,14 +411,22 @@ def _truncation_message(max_tokens: int | None) -> str:
     return f"context was left out to fit the budget of {max_tokens} tokens (see the trace)"
 
 
-def _tools_left_out(trace: Trace, dropped: list[tuple[ContextItem, str, str]]) -> None:
-    """A tool kept by its relevance and then left out by the budget says so (it said "kept")."""
-    left = {item.metadata.get("tool"): (strategy, reason) for item, strategy, reason in dropped
-            if item.metadata.get("kind") == "tool"}
+def _tools_left_out(trace: Trace) -> None:
+    """A tool kept by its relevance and then left out (a cap, a limit, a duplicate, the budget)
+    says so: its trace entry said "kept" whatever came after."""
     for entry in trace.tools:
-        if entry.get("kept") and entry.get("name") in left:
-            strategy, reason = left[entry["name"]]
-            entry.update(kept=False, reason=f"{entry['reason']}, then left out by the budget ({strategy}: {reason})")
+        if not entry.get("kept"):
+            continue
+        item_id = tool_item_id(str(entry.get("name")))
+        why = next((d for d in trace.decisions if d.item_id == item_id and d.kind not in _NOT_DROPPED), None)
+        if why is not None:
+            entry.update(kept=False, reason=f"{entry['reason']}, then left out by {_left_out_by(why)}")
+
+
+def _left_out_by(decision: DroppedItem) -> str:
+    if decision.kind in ("budget", "relevance"):
+        return f"the budget ({decision.by}: {decision.reason})"
+    return f"{decision.kind} ({decision.reason})"
 
 
 def _copies_left_out(trace: Trace, kept: set[str]) -> None:
@@ -417,7 +438,7 @@ def _copies_left_out(trace: Trace, kept: set[str]) -> None:
 
 
 # decisions that leave no item out of its section (a shortened item is kept, cut: `truncated`)
-_NOT_DROPPED = ("duplicate", "conflict", "shortened")
+_NOT_DROPPED = ("duplicate", "conflict", "shortened", "priority")
 
 
 def _section_traces(trace: Trace, context: dict[str, list[ContextItem]]) -> None:

@@ -66,9 +66,13 @@ def tool_items(request: AssemblyRequest, count: Counter,
         trace.append({"name": tool["name"], "score": score, "kept": kept, "reason": reason})
         if kept:
             content, name = _content(tool), tool["name"]
-            items.append(ContextItem(f"request:tool:{name}", content, None, f"{SOURCE}/tools/{name}", "knowledge",
+            items.append(ContextItem(tool_item_id(name), content, None, f"{SOURCE}/tools/{name}", "knowledge",
                                      "high", score, count(content), {"kind": "tool", "tool": name}))
     return items, trace
+
+
+def tool_item_id(name: str) -> str:
+    return f"request:tool:{name}"
 
 
 def _similarities(task: str, texts: list[str]) -> list[float]:

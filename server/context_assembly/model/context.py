@@ -68,6 +68,7 @@ class DroppedItem:
 
     # "duplicate" | "cap" | "max_items" | "max_tokens" | "shortened" | "budget" | "relevance" | "excluded" | "conflict"
     # | "access" (the caller's token may not read its source: neither source nor preview is given)
+    # | "priority" (a per-source rule changed the item's priority: it stays)
     kind: str
     reason: str
     item_id: str | None = None
@@ -77,6 +78,7 @@ class DroppedItem:
     tokens: int | None = None
     by: str | None = None  # the rule, cap or copy responsible
     preview: str | None = None  # the start of the dropped item's content (one line), for people
+    overridden: list[str] | None = None  # conflict: the rules the winning one overrode
 
 
 PREVIEW_CHARS = 80

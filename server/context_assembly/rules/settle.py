@@ -30,7 +30,9 @@ class Settlement:
     # exclusion -> references a winning include (or the request) keeps from it
     kept: dict[str, set[str]] = field(factory=dict)
     caps: dict[str, Cap] = field(factory=dict)
+    cap_rules: dict[str, str] = field(factory=dict)  # cap target -> the rule whose cap applies
     priorities: dict[str, str] = field(factory=dict)
+    priority_rules: dict[str, str] = field(factory=dict)  # section -> the rule whose priority applies
     boosts: dict[str, Boost] = field(factory=dict)
     decisions: dict[str, Decision] = field(factory=dict)
 
@@ -79,9 +81,11 @@ class Settlement:
                     self._keep(pattern, memory)
                     self._note(memory, "included", by, ref)
         for cap in then.caps:
-            self.caps.setdefault(cap.target, cap)
+            if cap.target not in self.caps:
+                self.caps[cap.target], self.cap_rules[cap.target] = cap, ref
         for section, priority in then.set_priority.items():
-            self.priorities.setdefault(section, priority)
+            if section not in self.priorities:
+                self.priorities[section], self.priority_rules[section] = priority, ref
         for boost in then.boost:
             self.boosts.setdefault(boost.target, boost)
 
