@@ -279,6 +279,23 @@ def test_older_turns_are_compressed_end_to_end_and_every_step_is_traced(runtime:
     assert result["trace"]["sections"]["history"]["truncated"] is True
 
 
+def test_the_final_fit_keeps_the_newest_turns(runtime: Runtime) -> None:
+    """Past compress_turns, the final fit walked the history oldest first and dropped the newest
+    turns, the very ones compress_turns had kept verbatim."""
+    for i in range(12):
+        runtime.memory.write("episodic://t-1", {"role": "user" if i % 2 else "assistant",
+                                                "content": f"Turn {i} discusses the service layout in detail. " * 3})
+    full = assemble(runtime, explicit_memory=["episodic://t-1"])
+    turn = full["context"]["history"][-1]["tokens"]
+    result = assemble(runtime, explicit_memory=["episodic://t-1"],
+                      constraints={"max_tokens": full["meta"]["token_estimate"] - 12 * turn + 2 * turn + 5})
+    history = [h["content"] for h in result["context"]["history"]]
+    assert history[-1] == full["context"]["history"][-1]["content"]  # the newest, verbatim
+    numbers = [int(re.search(r"Turn (\d+)", h).group(1)) for h in history]  # type: ignore[union-attr]
+    assert numbers == sorted(numbers) and numbers[-2:] == [10, 11]  # shown oldest first, as always
+    assert not any(h.startswith("Earlier turns") for h in history)  # the summary of the oldest went first
+
+
 def test_the_newest_turns_stay_verbatim_when_a_boost_moves_one_ahead(runtime: Runtime, root: Path) -> None:
     """A boost on the newest turn put it first in the packing order: "the older turns" were taken by
     position, so it was summarised (the summary began with it) and turns 7-10 stayed verbatim."""

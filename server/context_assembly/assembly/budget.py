@@ -53,7 +53,11 @@ def pack(ordered: list[Candidate], max_tokens: int | None, count: Counter, setti
 
 
 def allocation_order(candidates: list[Candidate]) -> list[Candidate]:
-    """The global order with the warnings moved after the constraints (when they come before)."""
+    """The global order with the warnings moved after the constraints (when they come before), and
+    the history's turns and events newest first within each priority (they are shown oldest first:
+    walked in that order, the final fit dropped the newest turns, which `compress_turns` had
+    just kept verbatim as the ones that matter)."""
+    candidates = _newest_history_first(candidates)
     sections = [c.item.section for c in candidates]
     if "warnings" not in sections or "constraints" not in sections:
         return list(candidates)
@@ -65,6 +69,18 @@ def allocation_order(candidates: list[Candidate]) -> list[Candidate]:
     rest = [c for c in candidates if c.item.section != "warnings"]
     at = rest.index(candidates[last_constraint]) + 1
     return rest[:at] + warnings + rest[at:]
+
+
+def _newest_history_first(candidates: list[Candidate]) -> list[Candidate]:
+    slots = [i for i, c in enumerate(candidates) if c.item.section == "history"]
+    if len(slots) < 2:
+        return list(candidates)
+    history = sorted((candidates[i] for i in slots), key=lambda c: (
+        -c.weight, c.timestamp is None, -(c.timestamp or 0.0)))  # stable: untimed items keep their order
+    ordered = list(candidates)
+    for slot, candidate in zip(slots, history, strict=True):
+        ordered[slot] = candidate
+    return ordered
 
 
 def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[ContextItem]]:
