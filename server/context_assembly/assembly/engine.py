@@ -215,7 +215,8 @@ class Assembler:
                 context_item = ContextItem(
                     item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
                     section, priority, item.score, run.count(item.content),
-                    {**item.metadata, **({"title": item.title} if item.title else {}), "origin": ref.origin},
+                    # what the pipeline set (an `annotate` step's fields) wins over the assembly's defaults
+                    {**({"title": item.title} if item.title else {}), "origin": ref.origin, **item.metadata},
                 )
                 run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
                                                 raw_content=item.raw_content, timestamp=item.timestamp))
