@@ -7,6 +7,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from unittest.mock import patch
 
 import psycopg
 import pytest
@@ -251,6 +252,44 @@ def test_migration_3_gives_existing_hnsw_indexes_the_new_build_parameters(postgr
     expected = sorted([f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"])
     assert [(n, sorted(o)) for n, o in rows] == [("ca_vector_chunks_hnsw_16", expected),
                                                  ("ca_vector_chunks_hnsw_8", expected)]
+
+
+def test_migration_4_gives_existing_chunks_and_other_writers_chunks_their_words(postgres_dsn: str) -> None:
+    """Chunks written before migration 4 get their words (keywords.py) from it; a chunk another
+    writer inserts afterwards (a sidecar of an earlier version) gets them from the trigger."""
+    import uuid
+
+    from context_assembly.stores.postgres.keywords import tsvector
+    from context_assembly.stores.postgres.migrations import MIGRATIONS
+
+    texts = ["Edit src/auth/session.py", "Le CAFÉ crème", "Привет, МИР! 東京は晴れ。"]
+    name = f"m4_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(postgres_dsn.replace("/postgres?", f"/{name}?"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE ca_schema_version (version integer PRIMARY KEY, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")
+        for version, sql in MIGRATIONS[:3]:  # a database as version 3 left it, with chunks
+            assert isinstance(sql, str)
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO ca_schema_version(version) VALUES (%s)", (version,))
+
+        def insert(ord_: int, text: str) -> None:  # as every earlier version wrote a chunk
+            conn.execute("INSERT INTO ca_vector_chunks (project, collection, doc_uri, ord, text, dimension, embedding) "
+                         "VALUES ('p', 'c', 'd', %s, %s, 2, '[1,0]')", (ord_, text))
+
+        for ord_, text in enumerate(texts[:2]):
+            insert(ord_, text)
+        with patch("context_assembly.stores.postgres.migrations.WORDS_BATCH", 1):  # batch after batch
+            assert migrate(conn) == list(range(4, LATEST + 1))
+        insert(2, texts[2])
+        rows = conn.execute("SELECT c.text, w.tsv = CAST(tsvector_of.value AS tsvector) FROM ca_vector_chunks c "
+                            "JOIN ca_vector_words w USING (id) JOIN unnest(%s::text[], %s::text[]) "
+                            "AS tsvector_of(text, value) USING (text) ORDER BY c.ord",
+                            (texts, [tsvector(t) for t in texts])).fetchall()
+        assert rows == [(text, True) for text in texts]
+        conn.execute("DELETE FROM ca_vector_chunks WHERE ord = 0")
+        assert conn.execute("SELECT count(*) FROM ca_vector_words").fetchone() == (2,)
 
 
 def test_sidecars_rewriting_one_vector_document_at_once_all_succeed(postgres_dsn: str, tmp_path: Path) -> None:

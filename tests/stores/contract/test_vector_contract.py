@@ -88,6 +88,21 @@ def test_keyword_and_hybrid(vectors: VectorStore) -> None:
     assert all(0 < h["score"] <= 1 for h in fused)
 
 
+def test_keywords_are_words_on_every_backend(vectors: VectorStore) -> None:
+    """Paths, file names, addresses, versions and accents are words on both backends: PostgreSQL's
+    parser kept `src/auth/session.py` as one token and `Café` with its accent, so these found
+    nothing there."""
+    for uri, text in {"paths.md": "Edit src/auth/session.py and config.yaml, then mail bob@example.com.",
+                      "menu.md": "Le CAFÉ crème à Zürich, version v1.2.3.",
+                      "snake.md": "The retry_policy_value lives in settings."}.items():
+        vectors.upsert("docs", uri, text, {})
+    for query, found in {"auth": "paths.md", "session py": "paths.md", "yaml": "paths.md", "example": "paths.md",
+                         "cafe": "menu.md", "café": "menu.md", "CAFE creme": "menu.md", "zurich": "menu.md",
+                         "v1": "menu.md", "policy": "snake.md", "retry_policy": "snake.md"}.items():
+        assert uris(vectors.search("docs", query, mode="keyword")) == [found], query
+    assert vectors.search("docs", "policy_retry", mode="keyword") == []  # a term is a phrase, in order
+
+
 def test_hostile_queries_and_unknown_collections(vectors: VectorStore) -> None:
     for query in ['"', "*", "NEAR(", "-", "", "AND", "a OR", "col:term", "'", "\\", "(", "!", "&|", "x" * 5000]:
         for mode in ("vector", "hybrid", "keyword"):

@@ -2,18 +2,55 @@
 
 Each migration runs once, in order, in one transaction with the version it brings recorded in
 `ca_schema_version`; an advisory lock makes concurrent sidecars apply them one at a time. Never
-edit a released migration: add the next one.
+edit a released migration: add the next one. A migration is SQL, or a function of the connection
+where the sidecar's own code must compute what it writes (migration 4's words of each chunk).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
+from .keywords import function_sql, tsvector
+
 LOCK_KEY = 0x43_41_5F_4D  # "CA_M": the advisory lock every migrating sidecar takes
 
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+Migration = str | Callable[[psycopg.Connection[Any]], None]
+WORDS_BATCH = 2_000  # chunks read, tokenised and copied at a time by migration 4
+
+
+def _keyword_words(conn: psycopg.Connection[Any]) -> None:
+    """Migration 4: each chunk's words as the embedded index makes them (keywords.py), in a table of
+    their own so that the chunk table (and its HNSW indexes) is not rewritten. The sidecar writes
+    the words of its chunks; a chunk some other writer inserts (a sidecar of an earlier version)
+    gets them from the trigger, through the SQL fold. The old index on `tsv` stays for sidecars of
+    earlier versions (`DROP INDEX ca_vector_chunks_fts` once none is left)."""
+    conn.execute(function_sql().encode())
+    conn.execute(b"""
+CREATE TABLE ca_vector_words (id bigint PRIMARY KEY REFERENCES ca_vector_chunks (id) ON DELETE CASCADE,
+    project text NOT NULL, collection text NOT NULL, tsv tsvector NOT NULL);
+CREATE FUNCTION ca_vector_words_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('ca.words_given', true) IS DISTINCT FROM 'on' THEN
+        INSERT INTO ca_vector_words VALUES (NEW.id, NEW.project, NEW.collection,
+            ca_keyword_tsvector(NEW.text));
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER ca_vector_words_of_others AFTER INSERT ON ca_vector_chunks
+    FOR EACH ROW EXECUTE FUNCTION ca_vector_words_kept();""")
+    with conn.cursor(name="ca_words_backfill") as chunks, conn.cursor() as writer:
+        chunks.execute("SELECT id, project, collection, text FROM ca_vector_chunks ORDER BY id")
+        while rows := chunks.fetchmany(WORDS_BATCH):
+            with writer.copy("COPY ca_vector_words (id, project, collection, tsv) FROM STDIN") as copy:
+                for chunk_id, project, collection, text in rows:
+                    copy.write_row((chunk_id, project, collection, tsvector(text)))
+    conn.execute("CREATE INDEX ca_vector_words_fts ON ca_vector_words USING gin (tsv)")
+
+
+MIGRATIONS: tuple[tuple[int, Migration], ...] = (
     (1, """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE ca_generations (project text NOT NULL, store text NOT NULL, value bigint NOT NULL,
@@ -79,6 +116,7 @@ BEGIN
     END LOOP;
 END $$;
 """),
+    (4, _keyword_words),
 )
 
 # HNSW build parameters (pgvector's defaults are m 16, ef_construction 64): a denser graph finds
@@ -105,9 +143,12 @@ def migrate(conn: psycopg.Connection[Any]) -> list[int]:
                      "applied_at timestamptz NOT NULL DEFAULT now())")
         row = conn.execute("SELECT coalesce(max(version), 0) FROM ca_schema_version").fetchone()
         current = int(row[0]) if row else 0
-        for version, sql in MIGRATIONS:
+        for version, step in MIGRATIONS:
             if version > current:
-                conn.execute(sql.encode())
+                if isinstance(step, str):
+                    conn.execute(step.encode())
+                else:
+                    step(conn)
                 conn.execute("INSERT INTO ca_schema_version(version) VALUES (%s)", (version,))
                 applied.append(version)
     return applied

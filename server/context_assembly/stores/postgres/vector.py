@@ -27,6 +27,7 @@ from ..embedding import Matrix
 from ..vector_collections import VectorCollections
 from ..vector_index import ChunkRow, IndexedDoc, Ranked
 from .database import PgDatabase
+from .keywords import tsquery, tsvector
 from .migrations import hnsw_index_sql
 
 STORE = "vector"
@@ -36,6 +37,21 @@ MAX_EF_SEARCH = 1000  # pgvector's limit
 
 def vector_literal(row: Matrix) -> str:
     return "[" + ",".join(map(repr, row.astype(float).tolist())) + "]"
+
+
+def _write_words(cursor: Any, project: str, collection: str, docs: builtins.list[IndexedDoc]) -> None:
+    """The words of the chunks just copied, tokenised here as the embedded index tokenises them."""
+    uris, ords, vectors = [], [], []
+    for doc in docs:
+        for ord_, text in enumerate(doc.chunks):
+            uris.append(doc.doc_uri)
+            ords.append(ord_)
+            vectors.append(tsvector(text))
+    cursor.execute(
+        "INSERT INTO ca_vector_words (id, project, collection, tsv) SELECT c.id, c.project, c.collection, "
+        "w.tsv::tsvector FROM unnest(%s::text[], %s::int[], %s::text[]) AS w(doc_uri, ord, tsv) "
+        "JOIN ca_vector_chunks c ON c.project = %s AND c.collection = %s AND c.doc_uri = w.doc_uri AND c.ord = w.ord",
+        (uris, ords, vectors, project, collection))
 
 
 class PgVectorIndex:
@@ -80,6 +96,7 @@ class PgVectorIndex:
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
             conn.execute("DELETE FROM ca_vector_chunks WHERE project = %s AND collection = %s AND doc_uri = ANY(%s)",
                          (project, collection, uris))
+            conn.execute("SELECT set_config('ca.words_given', 'on', true)")  # the words come below, not by trigger
             with conn.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO ca_vector_documents(project, collection, doc_uri, text, metadata, updated) "
@@ -92,6 +109,7 @@ class PgVectorIndex:
                         for ord_, (text, vector) in enumerate(zip(doc.chunks, doc.vectors, strict=True)):
                             copy.write_row((project, collection, doc.doc_uri, ord_, text, dimension,
                                             vector_literal(vector)))
+                _write_words(cursor, project, collection, docs)
             self.db.bump(conn, STORE)
 
     def delete(self, collection: str, doc_uri: str) -> bool:
@@ -134,9 +152,11 @@ class PgVectorIndex:
         return bool(row and int(row[0]) > found)
 
     def full_text(self, collection: str, terms: builtins.list[str], k: int) -> Ranked:
-        query = " | ".join("'" + term.replace("'", "''").replace("\\", "\\\\") + "'" for term in terms)
+        query = tsquery(terms)  # the words as the embedded index reads them (keywords.py)
+        if not query:
+            return []
         rows = self.db.read(
-            "SELECT id, ts_rank(tsv, q) AS s FROM ca_vector_chunks, to_tsquery('simple', %s) q "
+            "SELECT id, ts_rank(tsv, q) AS s FROM ca_vector_words, CAST(%s AS tsquery) q "
             "WHERE project = %s AND collection = %s AND tsv @@ q ORDER BY s DESC, id LIMIT %s",
             (query, self.db.project, collection, k))
         return [(int(i), float(s)) for i, s in rows]
