@@ -207,7 +207,9 @@ def test_every_feature_answers_on_malformed_workspaces(session: Session, engine:
             if memory_id is not None:
                 definition(memory_id, workspace, open_docs, "utf-16")
                 references(memory_id, workspace, open_docs, "utf-16", True)
-                rename(memory_id, "renamed", workspace, open_docs, "utf-16")
+                for renames in (True, False):  # without file renames the editor is refused, with an error
+                    answers_with(lambda m=memory_id, r=renames: rename(m, "renamed", workspace, open_docs, "utf-16",
+                                                                       r), "rename")
     for document in open_docs.values():
         semantic_tokens(document, workspace, "utf-16")
         inlay_hints(document, workspace, "utf-16")

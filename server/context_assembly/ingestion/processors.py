@@ -40,7 +40,7 @@ import yaml
 from attrs import define, field
 
 from ..errors import ContextAssemblyError
-from ..registry.values import MISSING
+from ..registry.values import MISSING, whole_number
 from ..stores.chunking import chunk_text
 from ..stores.confine import check_key
 from ..stores.uri import render
@@ -128,11 +128,12 @@ def vector_document(element: Any, provenance: Mapping[str, Any]) -> dict[str, An
 
 
 def chunker(value: Any, params: dict[str, Any], ctx: ProcessorContext) -> list[dict[str, Any]]:
-    size, overlap = params["chunk_size"], params["overlap"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise ProcessorError(f"chunk_size must be a positive integer (got {size!r})")
-    if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap < size:
-        raise ProcessorError(f"overlap must be an integer from 0 to chunk_size - 1 (got {overlap!r})")
+    # whole numbers as the schema counts them: `200.0` is 200, as validation accepted it
+    size, overlap = whole_number(params["chunk_size"]), whole_number(params["overlap"])
+    if size is None or size < 1:
+        raise ProcessorError(f"chunk_size must be a positive integer (got {params['chunk_size']!r})")
+    if overlap is None or not 0 <= overlap < size:
+        raise ProcessorError(f"overlap must be an integer from 0 to chunk_size - 1 (got {params['overlap']!r})")
     if value is MISSING or value is None:
         raise ProcessorError("the input is absent")
     sources = value if isinstance(value, list) else [value]

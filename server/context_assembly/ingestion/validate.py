@@ -22,6 +22,7 @@ from ..documents.pointers import resolve_pointer
 from ..errors import InvalidParamsError
 from ..model.problems import Problem, Severity
 from ..registry.ingestion import DESTINATION_SCHEMES, lookup_processor, processor_names
+from ..registry.values import whole_number
 from ..registry.variables import ADDVAR_PREFIX, SCOPE_PREFIX, field_problem
 from ..rules.checks import LintContext, check_condition
 from ..schemas import validation_errors
@@ -138,9 +139,8 @@ def _processor(spec: dict[str, Any], pointer: str, walk: _Walk, all_outputs: set
             walk.add(f"output '{output}' is already produced by an earlier processor", "duplicate-output", where)
         walk.outputs.setdefault(output, str(kind))
     if kind == "chunker":
-        size, overlap = spec.get("chunk_size", 400), spec.get("overlap", 50)
-        if isinstance(size, int) and isinstance(overlap, int) and not isinstance(overlap, bool) \
-                and overlap >= size:
+        size, overlap = whole_number(spec.get("chunk_size", 400)), whole_number(spec.get("overlap", 50))
+        if size is not None and overlap is not None and overlap >= size:
             walk.add(f"overlap ({overlap}) must be less than chunk_size ({size})", "invalid-overlap",
                      f"{pointer}/overlap")
     if kind == "custom" and isinstance(spec.get("entry_point"), str):

@@ -7,11 +7,12 @@ from typing import Any
 
 from ..assembly.request import parse_request
 from ..assembly.resolve import Reference
-from ..rules.explicit import mentions
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..model.converter import unstructure
 from ..model.definitions import Contribution
 from ..model.request import AssemblyRequest
+from ..rules.explicit import mentions
+from ..schemas.fragments import FILE_ID_RULE
 from ..stores.uri import parse_uri
 from ..workspace.loader import Workspace
 from ..workspace.repository import is_safe_id
@@ -32,8 +33,8 @@ def _assembly_id(params: dict[str, Any]) -> str:
     if given is None:
         return uuid.uuid4().hex
     if not is_safe_id(given):  # it names the snapshot file: one plain file name, nothing else
-        raise InvalidParamsError("invalid assembly_id", [{"path": "/" + ASSEMBLY_ID, "message":
-                                 "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit"}])
+        raise InvalidParamsError("invalid assembly_id",
+                                 [{"path": "/" + ASSEMBLY_ID, "message": f"must be {FILE_ID_RULE}"}])
     return str(given)
 
 
@@ -94,8 +95,8 @@ def _reference_problem(ref: Reference, workspace: Workspace) -> str | None:
 
 def validate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """Stage 1 only: is the request well-formed, and does what it names exist? Nothing runs."""
-    try:
-        request = parse_request({k: v for k, v in params.items() if k != ASSEMBLY_ID}, ctx.params_depth)
+    try:  # (the request schema checks an assembly_id as assemble does: validate said "valid" of "../x")
+        request = parse_request(params, ctx.params_depth)
     except InvalidParamsError as exc:
         return {"valid": False, "errors": exc.errors, "warnings": []}
     return {"valid": True, "errors": [], "warnings": reference_warnings(request, session.workspace())}

@@ -14,9 +14,9 @@ import attrs
 import cattrs
 from cattrs.cols import list_structure_factory
 
-from ..registry.values import MISSING
+from ..registry.values import MISSING, json_type, whole_number
 from .context import ContextItem
-from .definitions import IngestionPipeline, MemoryDefinition, OpenRecord, Route
+from .definitions import Conditions, IngestionPipeline, MemoryDefinition, OpenRecord, Route
 from .problems import Severity
 from .rules import (
     UNREADABLE,
@@ -50,11 +50,23 @@ def _strict(*types: type) -> Any:
     return structure_primitive
 
 
+def _structure_int(value: Any, _type: Any) -> int:
+    """An integer, also as JSON Schema counts them: 2.0 is 2 (the schemas accept it, so refusing it
+    here moved a valid `max_items: 2.0` into `extra` and dropped the cap); 2.5 is refused."""
+    number = whole_number(value)
+    if number is None:
+        shown = repr(value) if isinstance(value, float) else json_type(value)
+        raise TypeError(f"expected an integer, got {shown}")
+    return number
+
+
 converter.register_structure_hook(str, _strict(str))
 converter.register_structure_hook(bool, _strict(bool))
-converter.register_structure_hook(int, _strict(int))
+converter.register_structure_hook(int, _structure_int)
 converter.register_structure_hook(float, _strict(int, float))
 converter.register_structure_hook(int | float, _strict(int, float))
+
+
 def _is_list(cls: Any) -> bool:
     return getattr(cls, "__origin__", None) is list
 
@@ -74,6 +86,16 @@ def _strict_list(cls: Any) -> Any:
 converter.register_structure_hook_factory(_is_list, _strict_list)
 converter.register_structure_hook(str | list[str] | None, lambda value, _type: (
     value if value is None or isinstance(value, str) else converter.structure(value, list[str])))
+
+
+def _structure_conditions(value: Any, _type: Any) -> Any:
+    """A route's condition as written: one object or a list (each item is read when compiled)."""
+    if value is not None and not isinstance(value, dict | list):
+        raise TypeError(f"expected a condition or an array of conditions, got {json_type(value)}")
+    return value
+
+
+converter.register_structure_hook(Conditions | None, _structure_conditions)
 
 # attribute name -> wire name, where Python cannot spell the wire name
 _RENAMES: dict[type, dict[str, str]] = {

@@ -14,6 +14,10 @@ from typing import Any
 
 from attrs import define, field
 
+# A route's `condition`: one condition or a list (AND), as the schema's `conditions` and
+# `ingestion.routing.compile_condition_list` take it (the converter keeps either as written).
+Conditions = dict[str, Any] | list[Any]
+
 
 @define
 class OpenRecord:
@@ -100,7 +104,7 @@ class Route(OpenRecord):
     id: str | None = None
     from_: str | None = None  # "from" on the wire
     foreach: bool | None = None
-    condition: list[Any] | None = None
+    condition: Conditions | None = None  # one condition object, or a list of them that must all hold
     write_to: str | None = None
 
 

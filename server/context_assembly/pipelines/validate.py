@@ -3,7 +3,8 @@
 Meaning checks: unknown step types (with did-you-mean), `${variables}` no run could ever fill (an
 unknown alias, an alias used before its step, a malformed request key, `${item…}` outside per-item
 parameters), malformed conditions in filter / conditional / early_exit (the rule checks, with item
-fields allowed), and the seed-002 shorthand as a hint. Paths point into the document as written.
+fields allowed), counts above the limit their store holds them to (a warning: the settings may
+change), and the seed-002 shorthand as a hint. Paths point into the document as written.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 from attrs import define
 
 from ..documents.pointers import escape_token, resolve_pointer
+from ..limits import Limits, current
 from ..model.problems import Problem, Severity
 from ..registry.steps import lookup_step, step_names
-from ..registry.values import as_list
+from ..registry.values import as_list, whole_number
 from ..registry.variables import ADDVAR_PREFIX, SCOPE_PREFIX, canonical_field, field_problem
 from ..rules.checks import WELL_KNOWN_ADDVARS, LintContext, check_condition
 from ..schemas import validation_errors
@@ -49,13 +51,14 @@ class _Walk:
         self.problems.append(Problem(message, code, severity, path=path))
 
 
-def validate_definition(doc: Any, context: LintContext | None = None) -> dict[str, Any]:
+def validate_definition(doc: Any, context: LintContext | None = None, limits: Limits | None = None) -> dict[str, Any]:
     """`{valid, errors: [{path, message, code}], warnings: [{path, message, code, severity}]}`.
 
-    `context` names what the rest of the workspace declares (memory ids, additional variables).
+    `context` names what the rest of the workspace declares (memory ids, additional variables);
+    `limits` the limits runs will have (default: those of the call being served).
     """
     schema = validation_errors("persistent-memory", doc)
-    problems = meaning_problems(doc, context) if isinstance(doc, dict) else []
+    problems = [*meaning_problems(doc, context), *limit_problems(doc, limits)] if isinstance(doc, dict) else []
     loud = {p.path for p in problems if p.is_error}  # they say more than the schema at the same place
     errors = [{"path": e["path"], "message": e["message"], "code": "schema"}
               for e in schema if not _covered(e["path"], loud)]
@@ -86,6 +89,34 @@ def meaning_problems(doc: dict[str, Any], context: LintContext | None = None) ->
     walk = _Walk(set(_aliases(steps)), declared, scopes, lint, [], problems)
     _check_steps(steps, base, walk, has_query=False)
     return problems
+
+
+def limit_problems(doc: dict[str, Any], limits: Limits | None = None) -> list[Problem]:
+    """Counts written above the limit their store enforces (`limits.log_limit` for an episodic
+    `limit`, ...): the store refuses them, so every run of the step fails."""
+    limits = limits or current()
+    base, steps = _pipeline(doc)
+    found = []
+    for pointer, step in _steps(steps, base):
+        spec = lookup_step(step.get("type", step.get("step")))
+        for param in spec.params if spec is not None else ():
+            value = whole_number(step.get(param.name))
+            maximum = getattr(limits, param.limit) if param.limit else None
+            if value is not None and maximum is not None and value > maximum:
+                found.append(Problem(
+                    f"{param.name} {value} is above limits.{param.limit} ({maximum}): the store refuses it, so "
+                    "every run of this step fails (lower it, or raise the limit in the settings)", "limits",
+                    Severity.WARNING, path=f"{pointer}/{escape_token(param.name)}"))
+    return found
+
+
+def _steps(steps: Any, base: str, depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every step object with its pointer, nested branches included."""
+    for index, step in enumerate(steps if isinstance(steps, list) and depth <= 32 else []):
+        if isinstance(step, dict):
+            yield f"{base}/{index}", step
+            for key in NESTED:
+                yield from _steps(step.get(key), f"{base}/{index}/{key}", depth + 1)
 
 
 def _pipeline(doc: dict[str, Any]) -> tuple[str, Any]:
@@ -260,4 +291,4 @@ def _strings(value: Any, pointer: str, depth: int = 0) -> Iterator[tuple[str, st
             yield from _strings(v, f"{pointer}/{escape_token(str(k))}", depth + 1)
 
 
-__all__ = ["meaning_problems", "validate_definition"]
+__all__ = ["limit_problems", "meaning_problems", "validate_definition"]

@@ -16,6 +16,8 @@ from typing import Any
 
 from attrs import frozen
 
+from ..limits import BY_NAME
+
 # A `${variable}` template: step parameters may hold one wherever a string or number is expected.
 TEMPLATE_PATTERN = r"^\$\{[^}]+\}$"
 TEMPLATE: dict[str, Any] = {
@@ -74,6 +76,9 @@ class ParamSpec:
     # the runner leaves `${...}` templates in it unfilled: the step fills them itself (per item, or
     # nested steps that must see the state at the time they run)
     lazy: bool = False
+    # the settable limit (`limits.<name>`, limits.py) the store holds this count to: a larger value
+    # fails every run, so the schema says so and `check` warns against the workspace's limits
+    limit: str | None = None
 
 
 @frozen
@@ -125,8 +130,10 @@ COMMON_PARAMS: tuple[ParamSpec, ...] = (
 
 
 def _p(name: str, schema: dict[str, Any], description: str, required: bool = False,
-       default: Any = None, lazy: bool = False) -> ParamSpec:
-    return ParamSpec(name, schema, description, required, default, lazy)
+       default: Any = None, lazy: bool = False, limit: str | None = None) -> ParamSpec:
+    if limit is not None:  # said where people read it: hover, the schema, stepSpecs
+        description += f" At most limits.{limit} ({BY_NAME[limit].default:,} unless the settings change it)."
+    return ParamSpec(name, schema, description, required, default, lazy, limit)
 
 
 _LIMIT = "The most items to return."
@@ -148,7 +155,7 @@ STEP_TYPES: tuple[StepSpec, ...] = (
     StepSpec("vector_search", "retrieval", "Similarity search in a vector collection.", (
         _p("collection", STRING, "The vector collection to search.", required=True),
         _p("query", STRING, "The search text (default: the derived query)."),
-        _p("topK", integer(1), "How many nearest items to return.", default=5),
+        _p("topK", integer(1), "How many nearest items to return.", default=5, limit="search_top_k"),
         _p("minScore", number(0, 1), "Drop items scoring below this similarity.", default=0.5),
         _p("mode", choice("vector", "hybrid"),
            "vector, or hybrid = vector + BM25 full text fused by reciprocal rank.", default="vector"),
@@ -181,21 +188,21 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("since", STRING, "Only events after this time: an ISO 8601 timestamp or a relative "
            "age such as -7d, -12h, -30m."),
         _p("fields", OBJECT, "Only events whose payload fields equal these values."),
-        _p("limit", integer(1), _LIMIT, default=20),
+        _p("limit", integer(1), _LIMIT, default=20, limit="log_limit"),
     ), {"type": "log_search", "eventType": "tool_error", "since": "-7d", "limit": 10}, reads="log",
              run=".retrieval:log_search"),
     StepSpec("episodic_recent", "retrieval", "The thread's most recent turns.", (
         _p("thread_id", STRING, "The thread (default: the request's thread)."),
-        _p("limit", integer(1), "How many recent turns.", default=10),
+        _p("limit", integer(1), "How many recent turns.", default=10, limit="log_limit"),
     ), {"type": "episodic_recent", "limit": 6}, reads="episodic", run=".retrieval:episodic_recent"),
     StepSpec("file_read", "retrieval", "Read a file of the workspace.", (
         _p("path", STRING, "A workspace-relative path.", required=True),
     ), {"type": "file_read", "path": "${addVar.active_file}"}, reads="file", run=".retrieval:file_read"),
     # expansion
     StepSpec("graph_neighbor_expand", "expansion", "Add the graph neighbours of the items found so far.", (
-        _p("depth", integer(1), "How many hops to follow.", default=1),
+        _p("depth", integer(1), "How many hops to follow.", default=1, limit="graph_depth"),
         _p("edge_kinds", STRINGS, "Follow only these edge kinds (default: all)."),
-        _p("limit", integer(1), "The most neighbours to add.", default=20),
+        _p("limit", integer(1), "The most neighbours to add.", default=20, limit="graph_limit"),
     ), {"type": "graph_neighbor_expand", "depth": 1, "edge_kinds": ["DEPENDS_ON"]}, reads="graph",
              run=".expansion:graph_neighbor_expand"),
     StepSpec("graph_view_expand", "expansion", "Run a named graph view once per item found so far.", (
@@ -235,8 +242,8 @@ STEP_TYPES: tuple[StepSpec, ...] = (
         _p("topK", integer(1), "Keep only this many items."),
     ), {"type": "rank", "strategy": "score_desc", "topK": 5}, run=".ranking:rank"),
     StepSpec("score", "ranking", "Recompute each item's score as a weighted sum of its fields.", (
-        _p("weights", {"type": "object", "additionalProperties": number()},
-           "Item field -> weight.", required=True),
+        _p("weights", {"type": "object", "additionalProperties": number(), "minProperties": 1},
+           "Item field -> weight (at least one).", required=True),
     ), {"type": "score", "weights": {"score": 1.0, "metadata.recency": 0.5}}, run=".ranking:score"),
     # transform
     StepSpec("summarize", "transform", "Condense the items: fewer items (max_items), shorter items (max_tokens: "
@@ -244,7 +251,8 @@ STEP_TYPES: tuple[StepSpec, ...] = (
              "query); at least one of the two.", (
         _p("max_items", integer(1), "The most items to keep; a last item names the rest."),
         _p("max_tokens", integer(1), "Items longer than this (ceil(chars/4)) are summarised to it."),
-    ), {"type": "summarize", "max_items": 3, "max_tokens": 200}, run=".transform:summarize"),
+    ), {"type": "summarize", "max_items": 3, "max_tokens": 200}, one_of=("max_items", "max_tokens"),
+             run=".transform:summarize"),
     StepSpec("format", "transform", "Render each item's content for the context window.", (
         _p("format", choice(*FORMATS), "A built-in format.", default="bullet_list"),
         _p("template", {"type": "string"}, "A logic-less {{field}} template; wins over format."),

@@ -35,6 +35,20 @@ def as_number(value: Any) -> float | int | None:
     return None
 
 
+def whole_number(value: Any) -> int | None:
+    """`value` as an int when it is what JSON Schema calls an integer, else None (booleans too).
+
+    JSON Schema's `integer` admits `2.0`, and JSON parsers read `2.0` as a float: every place the
+    schemas say integer reads its value through this, so 2.0 works as 2 and 2.5 is refused."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 

@@ -8,8 +8,17 @@ from typing import Any
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ID_PREFIX = "urn:context-assembly:schema:"
 
-# Ids of definition files double as file names ({id}.json), so no separators or leading dot.
-FILE_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+# Ids of definition files double as file names ({id}.json): the repository's rule
+# (`workspace.repository.is_safe_id`) spelled as a pattern, so what the schema accepts `create`,
+# `get` and `list` can address: 1-128 letters, digits, '_', '.' or '-', starting with a letter or
+# digit, not ending in '.', and no Windows device name (con, nul, com1, ...) before the first dot.
+_DEVICE = "|".join("".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in name)
+                   for name in ("con", "prn", "aux", "nul", "com[0-9]", "lpt[0-9]"))
+FILE_ID_PATTERN = rf"^(?!(?:{_DEVICE})(?:\.|$))[A-Za-z0-9](?:[A-Za-z0-9_.-]{{0,126}}[A-Za-z0-9_-])?$"
+FILE_ID_RULE = ("1-128 letters, digits, '_', '.' or '-', starting with a letter or digit, not ending in '.', "
+                "not a Windows device name (con, nul, com1, ...)")
+# Graph views are no repository's files: their store names them (`stores/kuzu/views.py` VIEW_ID).
+VIEW_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 
 Schema = dict[str, Any]
 
@@ -94,9 +103,9 @@ def boolean(description: str, default: bool | None = None) -> Schema:
     return described({"type": "boolean"}, description, default)
 
 
-def file_id(what: str) -> Schema:
-    return described({"type": "string", "pattern": FILE_ID_PATTERN},
-                     f"The {what}'s id; also its file name ({{id}}.json).")
+def file_id(what: str, pattern: str = FILE_ID_PATTERN, rule: str = FILE_ID_RULE) -> Schema:
+    return described({"type": "string", "pattern": pattern},
+                     f"The {what}'s id; also its file name ({{id}}.json): {rule}.")
 
 
 SCHEMA_KEY: Schema = {

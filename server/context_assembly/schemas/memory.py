@@ -17,6 +17,7 @@ from ..registry.steps import (
 from .conditions import ADDVAR_NAME, ITEM_FIELD, condition_defs
 from .fragments import (
     SCHEMA_KEY,
+    VIEW_ID_PATTERN,
     Schema,
     boolean,
     described,
@@ -117,7 +118,10 @@ def _contribution(src: Sources) -> Schema:
         "priority": enum(src.priority_names, "The items' priority within the section.\n"
                          + listing((p.name, p.description) for p in src.priorities), "medium",
                          title="Priority"),
-        "format": enum(FORMATS, "How items are rendered.", title="Format"),
+        "format": enum(FORMATS, "Accepted for the builder documentation's shape and kept as written, but "
+                       "not applied: the items keep the content the pipeline gave them. To render them, end "
+                       "the pipeline with a `format` step (`{\"type\": \"format\", \"format\": "
+                       "\"numbered\"}`).", title="Format"),
         "max_items": integer("The most items this memory contributes.", 1),
         "max_tokens": integer("The most tokens this memory contributes.", 1),
     })
@@ -129,7 +133,9 @@ def persistent_memory(src: Sources) -> Schema:
         "$schema": SCHEMA_KEY,
         "id": file_id("memory definition"),
         "name": described({"type": "string", "minLength": 1},
-                          "Seed-002 shorthand: the definition's name, used as its id when `id` is absent."),
+                          "Seed-002 shorthand: the definition's human-readable name, read as `label` (a "
+                          "`label` written beside it wins). It is not the id: the id is the file name "
+                          "({id}.json), which references to this memory use."),
         "label": string("A human-readable name."),
         "description": string("What the memory holds; shown in completion and hover."),
         "version": string("The definition's version (e.g. 1.0.0)."),
@@ -227,26 +233,35 @@ def ingestion_pipeline(src: Sources) -> Schema:
 _CYPHER_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # what Cypher accepts after `$` unquoted
 
 
+def _typed_default(kind: str) -> Schema:
+    """A default of another type than the parameter's makes every read of the view fail."""
+    declared: Schema = {"properties": {"type": {"const": kind}}, "required": ["type"]}
+    when = {"anyOf": [declared, {"not": {"required": ["type"]}}]} if kind == "string" else declared
+    return {"if": when, "then": {"properties": {"default": {"type": kind}}}}
+
+
 def graph_view(_src: Sources) -> Schema:
     param = obj("View parameter", "A Cypher parameter of the view ($name in the query).", {
         "type": enum(VARIABLE_TYPES, "The JSON type of the value.", "string", title="Parameter type"),
         "description": string("What the parameter means."),
-        "default": {"description": "The value used when the step does not bind one."},
-    })
+        "default": {"description": "The value used when the step does not bind one; of the parameter's type."},
+    }, allOf=[_typed_default(kind) for kind in VARIABLE_TYPES])
     body = fields({
         "$schema": SCHEMA_KEY,
-        "id": file_id("graph view"),
+        "id": file_id("graph view", VIEW_ID_PATTERN, "1-128 letters, digits, '_', '.' or '-', not starting "
+                      "with '.' or '-'"),
         "description": string("What the view returns."),
         "cypher": described({"type": "string", "minLength": 1},
                             "The Cypher query; parameters are bound as $name, never spliced in. Runs on the "
                             "embedded graph only; use match (the portable form) for every backend."),
         "match": obj("Entity lookup", "The portable form: the nodes of an instance with this kind, name "
-                     "and/or id (a value \"$param\" is a parameter).", {
+                     "and/or id, at least one of the three (a value \"$param\" is a parameter declared "
+                     "in params).", {
                          "instance": string("The graph instance (default \"default\")."),
                          "kind": string("The node kind."),
                          "name": string("The exact node name."),
                          "id": string("The node id."),
-                     }),
+                     }, anyOf=[{"required": [key]} for key in ("kind", "name", "id")]),
         "expand": obj("Expansion", "The portable form: the nodes reached from the matched ones, breadth-first.", {
             "depth": {"description": "Hops, 1-5 (or a \"$param\").", "default": 1},
             "edge_kinds": {"description": "Only edges of these kinds (or a \"$param\")."},

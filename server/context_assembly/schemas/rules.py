@@ -138,8 +138,11 @@ def _rule_004(src: Sources) -> Schema:
     return obj("Context rule", "A condition -> action pair (seed 004). Rules run in file order; the "
                "first matching rule decides for a memory reference.", {
                    "$schema": SCHEMA_KEY,
-                   "id": described({"type": "string", "minLength": 1}, "An optional id."),
-                   "name": string("The rule's name."),
+                   "id": described({"type": "string", "minLength": 1},
+                                   "Not read (SPEC §4.5 names seed-004 rules by `name`): the rule's id in the "
+                                   "context-rules engine (rules_fired, traces, tests) is its `name` slugged, "
+                                   "else the file name (plus -<n> when the file holds several). Write `name`."),
+                   "name": string("The rule's name; slugged, its id in the context-rules engine."),
                    "description": string("What the rule is for."),
                    "condition": described(ref("conditions"),
                                           "A condition, or an array of conditions that must all hold."),
@@ -177,8 +180,9 @@ def _rule_003() -> Schema:
     return obj("Context rule (seed 003)", "The YAML dialect: `when.task_contains` -> include, boost, "
                "exclude.", {
                    "$schema": SCHEMA_KEY,
-                   "id": string("An optional id."),
-                   "name": string("The rule's name."),
+                   "id": string("The rule's id in the context-rules engine (slugged) when it has no `name`; "
+                                "with neither, the file name (plus -<n> when the file holds several)."),
+                   "name": string("The rule's name; slugged, its id in the context-rules engine."),
                    "description": string("What the rule is for."),
                    "when": when,
                    "then": then,
@@ -193,13 +197,21 @@ def context_rules(src: Sources) -> Schema:
                  "else": ref("rule_004")},
         "rule_004": _rule_004(src),
         "rule_003": _rule_003(),
+        "rules_003": obj("Context rules (seed 003)", "A seed-003 file's rules under `rules` (only seed-003 "
+                         "files take this form).", {
+                             "$schema": SCHEMA_KEY,
+                             "rules": described({"type": "array", "items": ref("rule_003")},
+                                                "The rules, in file order."),
+                         }, ["rules"]),
         "action": _action(src),
         **condition_defs(src, variable_key(src), op_key="op"),
     }
+    # what rules/dialects reads: an array of rules, `{rules: [...]}` (seed 003) or one rule
+    single = {"if": {"type": "object", "required": ["rules"]}, "then": ref("rules_003"), "else": ref("rule")}
     return document(
         "context-rules", "Context rules",
-        "A file in .codebolt/ContextRuleEngine/: a rule or an array of rules. Files load in name "
-        "order and are normalised into the `context-rules` engine.",
-        {"if": {"type": "array"}, "then": {"type": "array", "items": ref("rule")}, "else": ref("rule"),
+        "A file in .codebolt/ContextRuleEngine/: a rule, an array of rules or (seed 003) `rules:` and an "
+        "array. Files load in name order and are normalised into the `context-rules` engine.",
+        {"if": {"type": "array"}, "then": {"type": "array", "items": ref("rule")}, "else": single,
          "$defs": defs},
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..limits import LIMITS
 from .fragments import (
+    FILE_ID_PATTERN,
+    FILE_ID_RULE,
     SCHEMA_KEY,
     Schema,
     boolean,
@@ -81,6 +83,10 @@ def assembly_request(src: Sources) -> Schema:
             ["name"], closed=False)},
             "Tool schemas ({name, description, parameters | input_schema, ...}): the ones most relevant to the task "
             "(settings tools.top_k, tools.min_score) go to knowledge (high); the trace says why."),
+        "assembly_id": described({"type": "string", "pattern": FILE_ID_PATTERN},
+                                 "An id for this assembly, chosen by the caller (default: generated): its "
+                                 "contextAssembly/* notifications and its snapshot file carry it, so a caller "
+                                 "running several at once can tell its events apart. " + FILE_ID_RULE + "."),
         "workDoneToken": described({"type": ["integer", "string"]}, "LSP progress token."),
         "partialResultToken": described({"type": ["integer", "string"]}, "LSP partial-result token."),
     }, ["scope_variables"])

@@ -7,13 +7,16 @@ problem is dropped.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..documents.pointers import escape_token, resolve_pointer
+from ..errors import InvalidParamsError
 from ..model.problems import Problem, Severity
 from ..rules.checks import LintContext, RuleSite, check_engine_document, check_rule
 from ..rules.dialects.common import NormalisedRule
 from ..schemas import validation_errors
+from ..schemas.fragments import FILE_ID_PATTERN, FILE_ID_RULE, VIEW_ID_PATTERN
 from ..schemas.validate import unknown_property, validation_errors_by_item
 from .loader import ANY_SUFFIXES, KINDS, SourceFile, Workspace
 
@@ -80,17 +83,57 @@ def meaning_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
         sites = _dialect_sites(source)
         return [p for site in sites for p in check_rule(site, ctx)]
     if source.kind == "persistent-memory" and isinstance(source.value, dict):
-        return _memory_hints(source)
+        from ..pipelines.validate import limit_problems
+
+        return [*_memory_hints(source), *limit_problems(source.value, workspace.settings.limits)]
     if source.kind == "rule-test" and not schema_errors(source):
         from ..testing.cases import cases_problems  # (the test runner reads the cases the same way)
 
         return cases_problems(source.value)
-    if source.kind == "graph-view" and workspace.settings.stores.backend == "postgres" \
-            and isinstance(source.value, dict) and "cypher" in source.value:
-        return [Problem("this view is Cypher, which runs on the embedded graph only: with stores.backend "
-                        "\"postgres\" reading it fails (write it in the portable form: match, expand)",
-                        "cypher-view-on-postgres", Severity.WARNING, path="/cypher")]
+    if source.kind == "graph-view" and isinstance(source.value, dict):
+        return _view_problems(source, workspace)
     return []
+
+
+def _view_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
+    """What every read of the view refuses, as the graph stores check it when they load it."""
+    from ..stores.kuzu.views import parse_view  # late: the graph layer loads only for a view file
+
+    problems = []
+    try:
+        parse_view(source.path.stem, source.value)
+    except InvalidParamsError as exc:
+        problems += [Problem(f"every read of this view fails: {e['message']}", "invalid-view", path=e["path"])
+                     for e in exc.errors]
+    if workspace.settings.stores.backend == "postgres" and "cypher" in source.value:
+        problems.append(Problem("this view is Cypher, which runs on the embedded graph only: with stores.backend "
+                                "\"postgres\" reading it fails (write it in the portable form: match, expand)",
+                                "cypher-view-on-postgres", Severity.WARNING, path="/cypher"))
+    return problems
+
+
+_CRUD = "the {} methods (list, get, update, delete)"
+# kind -> (the pattern its file names must match, that rule in words, what finds its files by name)
+_ADDRESSED = {
+    "rule-engine": (FILE_ID_PATTERN, FILE_ID_RULE, _CRUD.format("contextRuleEngine/")),
+    "persistent-memory": (FILE_ID_PATTERN, FILE_ID_RULE, _CRUD.format("persistentMemory/")),
+    "ingestion-pipeline": (FILE_ID_PATTERN, FILE_ID_RULE, _CRUD.format("memoryIngestion/")),
+    "graph-view": (VIEW_ID_PATTERN, "1-128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+                   "graph_view_read, graph_view_expand and graph:// reads"),
+}
+
+
+def id_problems(source: SourceFile) -> list[Problem]:
+    """A file whose name is no id of its kind: it may load (a rule engine even fires), but what
+    finds definitions by file name never sees it, and `check` was silent."""
+    if source.kind not in _ADDRESSED:
+        return []
+    pattern, rule, readers = _ADDRESSED[source.kind]
+    stem = source.path.stem
+    if re.fullmatch(pattern, stem):
+        return []
+    return [Problem(f"the file name '{stem}' is not a valid id ({rule}): {readers} cannot find this file; "
+                    "rename it", "invalid-id", path="")]
 
 
 def _memory_hints(source: SourceFile) -> list[Problem]:
@@ -130,7 +173,10 @@ def schema_problems(source: SourceFile) -> list[Problem]:
 
 
 def _covered(path: str, meaning_paths: set[str]) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in meaning_paths)
+    """Whether a meaning problem already tells of the schema error at `path`. One of the whole
+    document (path "") covers only the schema's at "": a graph view's undeclared `$name` must not
+    hide an unknown key under its `params`."""
+    return any(path == p or (p and path.startswith(p + "/")) for p in meaning_paths)
 
 
 def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
@@ -141,6 +187,7 @@ def file_problems(source: SourceFile, workspace: Workspace) -> list[Problem]:
         paths = {p.path for p in meaning if p.severity in (Severity.ERROR, Severity.WARNING)}
         problems += [p for p in schema_problems(source) if not _covered(p.path, paths)]
         problems += meaning
+        problems += id_problems(source)
     for problem in problems:
         source.locate(problem)
         for related in problem.related:

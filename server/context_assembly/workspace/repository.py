@@ -24,6 +24,7 @@ from attrs import define, field
 from ..errors import ConflictError, InvalidParamsError, NotFoundError, StorageError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import Limits, too_large
+from ..schemas.fragments import FILE_ID_RULE
 from .atomic import DEFAULT_LOCK_TIMEOUT, remove_file, workspace_lock, write_atomic
 from .layout import WorkspaceLayout
 
@@ -44,7 +45,8 @@ _DEVICE_NAMES = frozenset(
 
 
 def is_safe_id(value: object) -> bool:
-    """True for an id that is one plain file name in every supported OS."""
+    """True for an id that is one plain file name in every supported OS (the schemas' `id` pattern,
+    `schemas.fragments.FILE_ID_PATTERN`, says the same; a test keeps them equal)."""
     return (
         isinstance(value, str)
         and _ID.fullmatch(value) is not None
@@ -55,7 +57,7 @@ def is_safe_id(value: object) -> bool:
 
 def check_id(value: object, path: str = "/id") -> str:
     if not is_safe_id(value):
-        message = "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        message = f"must be {FILE_ID_RULE}"
         raise InvalidParamsError(f"invalid id {value!r}", [{"path": path, "message": message}])
     assert isinstance(value, str)
     return value

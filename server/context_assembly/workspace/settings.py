@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import cattrs
 from attrs import define, field
 
 from ..limits import Limits
+from ..model.converter import structure
 from ..model.problems import Problem
 from ..registry.ladder import STRATEGY_NAMES
+from ..registry.values import whole_number
 
 TOKENIZERS = ("estimate", "cl100k", "o200k")
 
@@ -64,19 +67,28 @@ class Settings:
     access: dict[str, Any] = field(factory=dict)  # token name -> {methods, read, write} (file only)
 
     def merged(self, overrides: dict[str, Any]) -> Settings:
-        """These settings with the known keys of `overrides` applied (LSP configuration wins)."""
+        """These settings with the known keys of `overrides` applied (LSP configuration wins).
+
+        Values are read by the model's converter, as the schema types them: a whole number written
+        `1.0` (a schema integer) becomes 1, since a float `keep_recent_turns` crashed every
+        over-budget assembly. A value of another type is a TypeError naming its path."""
         base = attrs.asdict(self)
         for key, value in overrides.items():
             if key in base and value is not None:
                 base[key] = {**base[key], **value} if isinstance(base[key], dict) and isinstance(value, dict) \
                     else value
-        for key, kind in _NESTED.items():
-            base[key] = kind(**base[key])
-        base["limits"] = Limits().merged(base["limits"])
-        return Settings(**base)
+        limits = Limits().merged(base.pop("limits"))  # (`usable` made whole floats integers)
+        try:
+            settings = structure(base, Settings)
+        except cattrs.BaseValidationError as exc:
+            raise TypeError("; ".join(cattrs.transform_error(exc, path="settings"))) from None
+        return attrs.evolve(settings, limits=limits)
 
 
-_NESTED: dict[str, type] = {"stores": StoreSettings, "budget": BudgetSettings, "tools": ToolSettings}
+def _whole(value: Any) -> Any:
+    """A limit written as a whole float (`100.0`) as the integer `Limits.merged` takes."""
+    number = whole_number(value)
+    return value if number is None else number
 
 
 WHOLE_KEYS = frozenset({"stores", "access"})  # refused whole on any problem inside (strict: see the README)
@@ -85,7 +97,8 @@ WHOLE_KEYS = frozenset({"stores", "access"})  # refused whole on any problem ins
 def usable(value: dict[str, Any], errors: list[dict[str, str]]) -> dict[str, Any]:
     """`value` without what the schema refuses, key by key: a top-level key, or the second-level key
     the problem is under (one bad key under `budget` dropped every budget setting, so a ladder set
-    to `["truncate"]` silently summarised again); `stores` and `access` whole."""
+    to `["truncate"]` silently summarised again); `stores` and `access` whole. Limits written as
+    whole floats come out as integers (the transport reads a client's limits straight from here)."""
     good = {k: v for k, v in value.items() if k != "$schema"}
     for error in errors:
         parts = [p.replace("~1", "/").replace("~0", "~") for p in error["path"].split("/")[1:]]
@@ -95,6 +108,8 @@ def usable(value: dict[str, Any], errors: list[dict[str, str]]) -> dict[str, Any
             good.pop(parts[0])
         else:
             good[parts[0]] = {k: v for k, v in good[parts[0]].items() if k != parts[1]}
+    if isinstance(good.get("limits"), dict):  # every limit is an integer: read without the settings too
+        good["limits"] = {name: _whole(value) for name, value in good["limits"].items()}
     return good
 
 

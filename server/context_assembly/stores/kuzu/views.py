@@ -201,9 +201,8 @@ def _parse_params(raw: Any, errors: list[dict[str, Any]]) -> tuple[ViewParam, ..
         default = spec.get("default", _NO_DEFAULT)
         if default is not _NO_DEFAULT:
             default, problem = _coerce(default, kind)
-            if problem:
+            if problem:  # still declared (the view is refused anyway): its uses are not undeclared too
                 errors.append({"path": f"{path}/default", "message": problem})
-                continue
         params.append(ViewParam(name=name, type=kind, description=str(spec.get("description", "")), default=default))
     return tuple(params)
 
