@@ -87,7 +87,9 @@ class Limits:
         """These limits with the settable, well-typed values of `overrides` applied."""
         if not isinstance(overrides, dict):
             return self
-        known = {name: value for name, value in overrides.items()
+        whole = {name: int(value) if isinstance(value, float) and value.is_integer() else value  # 2.0 is 2
+                 for name, value in overrides.items()}
+        known = {name: value for name, value in whole.items()
                  if name in BY_NAME and BY_NAME[name].settable and isinstance(value, int)
                  and not isinstance(value, bool) and BY_NAME[name].minimum <= value <= BY_NAME[name].maximum}
         return attrs.evolve(self, **known)

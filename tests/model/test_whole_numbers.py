@@ -130,3 +130,13 @@ def test_a_request_budget_of_4000_0_over_json_rpc(client: SyncContextAssemblyCli
     assert _error_paths(lambda: client.assemble(fraction)) == ["/constraints/max_tokens"]
     assert _error_paths(lambda: client.evaluate_rules(fraction)) == ["/constraints/max_tokens"]
     assert [e["path"] for e in client.validate(fraction)["errors"]] == ["/constraints/max_tokens"]
+
+
+def test_limits_written_as_whole_floats_merge_as_integers() -> None:
+    """What the transport reads before any settings file (`initializationOptions`): 2048.0 was ignored."""
+    from context_assembly.limits import DEFAULT
+
+    merged = DEFAULT.merged({"request_bytes": 2048.0, "log_limit": 7.5, "graph_limit": True})
+    assert (merged.request_bytes, merged.log_limit, merged.graph_limit) == \
+        (2048, DEFAULT.log_limit, DEFAULT.graph_limit)
+    assert isinstance(merged.request_bytes, int)
