@@ -83,3 +83,13 @@ def test_the_databases_fallback_makes_the_same_words(database: psycopg.Connectio
         row = database.execute("SELECT ca_keyword_tsvector(%s)::text = CAST(%s AS tsvector)::text",
                                (text, tsvector(text))).fetchone()
         assert row == (True,), (text, words(text))
+
+
+def test_long_texts_keep_what_a_tsvector_can_hold(database: psycopg.Connection) -> None:
+    """Past 16,383 words positions share the last one; a word keeps 256 positions; a word longer
+    than 2,046 bytes is left out: the sidecar and the database's fallback alike."""
+    text = " ".join(f"w{i % 300}" for i in range(17_000)) + " " + "a" * 2_046 + " " + "ж" * 1_100 + " z" * 300
+    row = database.execute("SELECT ca_keyword_tsvector(%s) = CAST(%s AS tsvector), "
+                           "length(CAST(%s AS tsvector))", (text, tsvector(text), tsvector(text))).fetchone()
+    assert row == (True, 302)  # w0..w299, the 2,046-byte word and z; not the 2,200-byte one
+    assert "'w5':6,306," in tsvector(text) and tsvector(text).endswith("'z':16383")  # 300 z, one position

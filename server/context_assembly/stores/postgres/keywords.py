@@ -11,7 +11,7 @@ Chunks another writer inserts (a sidecar of an earlier version) get their words 
 database's trigger, through `ca_keyword_tsvector`: the same tables in SQL (separators by a regular
 expression, folds by `translate`, which costs ~4 ms per KB of non-ASCII text: a fallback).
 What remains different: a `tsvector` holds at most 256 positions per word and positions up to
-16,383, and no word longer than 2,047 bytes (such a word is left out); FTS5 has no such limits.
+16,383, and no word longer than 2,046 bytes (such a word is left out); FTS5 has no such limits.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .fts5_tables import DROPPED, FOLDED, INTO, SEPARATORS
 
 MAX_POSITION = 16_383  # PostgreSQL's last tsvector position (later words share it)
 MAX_POSITIONS = 256  # positions a tsvector keeps per word
-MAX_WORD_BYTES = 2_047
+MAX_WORD_BYTES = 2_046  # (PostgreSQL: "word is too long (2047 bytes, max 2046 bytes)")
 
 _FOLD = {**{code: code + 32 for code in range(ord("A"), ord("Z") + 1)},
          **{ord(a): ord(b) for a, b in zip(FOLDED, INTO, strict=True)}, **dict.fromkeys(map(ord, DROPPED))}
