@@ -5,12 +5,17 @@ and the timing of each stage and pipeline. Also the page of a replay and of a di
 
 Works on the JSON shape of an assembly (a fresh result, or a snapshot's `result`) and renders
 trace entries generically: a decision kind, a stage or a trace key it does not know is still
-shown, with every field it carries. Every text from the assembly is escaped.
+shown, with every field it carries. Every text from the assembly is escaped, and its control
+characters and bidirectional overrides are shown as escapes (`\u202e`: a title must not reverse
+the source printed after it); a value of an unexpected type is shown, never a failure. The page
+stays bounded: titles cut at TITLE_CHARS, content at PREVIEW_CHARS, each table at MAX_ROWS rows
+(the JSON result has all of them).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from html import escape
 from typing import Any
@@ -24,6 +29,11 @@ OTHER_COLOUR = "#777777"
 KNOWN_TRACE_KEYS = ("memory_calls", "rules_applied", "variables_used", "missing_variables", "sections", "decisions",
                     "section_order", "stages", "ladder")
 PREVIEW_CHARS = 4000
+TITLE_CHARS = 200
+MAX_ROWS = 500  # rows of one table (10,000 decisions made a 5 MB page)
+# controls but tab, newline and carriage return; C1; the bidirectional marks, embeddings and overrides
+_UNSEEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+KEPT_CHANGED = ("shortened", "priority")  # decisions about items still in the context
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:#1d1f23;background:#fafafa}
@@ -39,7 +49,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar>span{position:absolute;left:0;top:0;bottom:0;border-radius:3px}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 .item{border:1px solid #ddd;border-left-width:5px;background:#fff;margin:6px 0;border-radius:3px}
-.item summary{cursor:pointer;padding:4px 8px}
+.item summary{cursor:pointer;padding:4px 8px;overflow-wrap:anywhere}
+td{overflow-wrap:anywhere}
 .item pre{margin:0;padding:6px 10px;white-space:pre-wrap;word-break:break-word;border-top:1px solid #eee;
 background:#fcfcfc;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 .tag{display:inline-block;border:1px solid #ccc;border-radius:9px;padding:0 7px;margin-left:4px;font-size:12px;
@@ -50,12 +61,44 @@ color:#444;background:#fff}
 """
 
 
+def _shown(text: str) -> str:
+    return _UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return escape(_shown("" if value is None else str(value)), quote=True)
 
 
 def _json(value: Any) -> str:
-    return escape(json.dumps(value, ensure_ascii=False, default=str), quote=True)
+    return escape(_shown(json.dumps(value, ensure_ascii=False, default=str)), quote=True)
+
+
+def _num(value: Any) -> float:
+    """A number of the trace as a float (0 for what is none: a value of another type is not fatal)."""
+    try:
+        return float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _texts(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped(rows: list[Any], width: int) -> list[Any]:
+    """At most MAX_ROWS rows, the last one saying how many more the JSON result holds."""
+    if len(rows) <= MAX_ROWS:
+        return rows
+    more = f"<span class=muted>… {len(rows) - MAX_ROWS + 1} more in the JSON result</span>"
+    return rows[: MAX_ROWS - 1] + [[more] + [""] * (width - 1)]
 
 
 def _colour(section: str) -> str:
@@ -64,9 +107,10 @@ def _colour(section: str) -> str:
 
 def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Iterable[int] = ()) -> str:
     nums = set(numeric)
+    headers = list(headers)
     head = "".join(f'<th{" class=num" if i in nums else ""}>{_e(h)}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i in nums else ""}>{c}</td>' for i, c in enumerate(row))
-                   + "</tr>" for row in rows)
+                   + "</tr>" for row in _capped([list(r) for r in rows], len(headers)))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -92,8 +136,8 @@ def _bars(result: dict[str, Any]) -> str:
     sections = trace.get("sections") or {}
     context = result.get("context") or {}
     budget = meta.get("max_tokens")
-    tokens = {name: int((sections.get(name) or {}).get("tokens") or sum(int(i.get("tokens") or 0)
-                        for i in context.get(name) or [])) for name in _order(result)}
+    tokens = {name: int(_num((sections.get(name) or {}).get("tokens")) or sum(int(_num(i.get("tokens")))
+                        for i in _dicts(context.get(name)))) for name in _order(result)}
     scale = budget or max(sum(tokens.values()), 1)
     rows = []
     for name, count in tokens.items():
@@ -111,27 +155,31 @@ def _bars(result: dict[str, Any]) -> str:
             + "</section>")
 
 
-def _item(item: dict[str, Any]) -> str:
+def _item(item: Any) -> str:
+    if not isinstance(item, dict):
+        return f"<pre>{_json(item)}</pre>"
     content = str(item.get("content") or "")
     shown = content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "\n… (cut in this view)"
-    title = (item.get("metadata") or {}).get("title") or item.get("id")
+    metadata: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+    title = _cut(str(metadata.get("title") or item.get("id")), TITLE_CHARS)
     score = item.get("score")
     tags = [f"<span class=tag>{_e(item.get('priority'))}</span>",
             f"<span class=tag>{_e(item.get('tokens'))} tok</span>"]
-    if score is not None:
+    if isinstance(score, int | float):
         tags.append(f"<span class=tag>score {float(score):.2f}</span>")
     source = item.get("memory_id") or item.get("source")
     return (f'<details class=item data-item="{_e(item.get("id"))}" style="border-left-color:'
             f'{_colour(str(item.get("section")))}" open><summary><b>{_e(title)}</b> '
-            f'<span class=muted>&lt;{_e(source)}&gt;</span>{"".join(tags)}</summary><pre>{_e(shown)}</pre></details>')
+            f'<span class=muted>&lt;{_e(_cut(str(source), TITLE_CHARS))}&gt;</span>{"".join(tags)}</summary>'
+            f'<pre>{_e(shown)}</pre></details>')
 
 
 def _sections(result: dict[str, Any]) -> str:
     context = result.get("context") or {}
     out = ["<section id=sections><h2>Sections, in packing order</h2>"]
     for name in _order(result):
-        items = context.get(name) or []
-        tokens = sum(int(i.get("tokens") or 0) for i in items)
+        items: list[Any] = context[name] if isinstance(context.get(name), list) else []
+        tokens = sum(int(_num(i.get("tokens"))) for i in _dicts(items))
         out.append(f'<section class=context-section id="section-{_e(name)}" data-section="{_e(name)}">'
                    f'<h3><span class=swatch style="background:{_colour(name)}"></span>{_e(name)} '
                    f'<span class=muted>({len(items)} items, {tokens} tokens)</span></h3>')
@@ -141,9 +189,9 @@ def _sections(result: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _conditions(conditions: list[dict[str, Any]]) -> str:
+def _conditions(conditions: Any) -> str:
     rows = []
-    for c in conditions or []:
+    for c in _dicts(conditions):
         mark = "ok" if c.get("result") else "no"
         if c.get("group"):
             rows.append(f"<li class={mark}>{_e(c['group'])}:{_conditions(c.get('conditions') or [])}</li>")
@@ -157,12 +205,15 @@ def _conditions(conditions: list[dict[str, Any]]) -> str:
 
 
 def _rules(trace: dict[str, Any]) -> str:
-    rules = trace.get("rules_applied") or []
+    rules = _dicts(trace.get("rules_applied"))
     if not rules:
         return "<section id=rules><h2>Rules that fired</h2><p class=muted>none</p></section>"
     out = [f"<section id=rules><h2>Rules that fired ({len(rules)})</h2>"]
-    for rule in rules:
-        adds = ", ".join(rule.get("memories") or []) or "(actions only)"
+    for rule in _capped(rules, 1):
+        if isinstance(rule, list):  # the row saying how many more
+            out.append(f"<p>{rule[0]}</p>")
+            continue
+        adds = _texts(rule.get("memories")) or "(actions only)"
         out.append(f'<div class=rule data-rule="{_e(rule.get("engine_id"))}/{_e(rule.get("rule_id"))}"><b>'
                    f'{_e(rule.get("engine_id"))}/{_e(rule.get("rule_id"))}</b> <span class=muted>priority '
                    f'{_e(rule.get("priority"))} → {_e(adds)}</span>{_conditions(rule.get("conditions") or [])}</div>')
@@ -178,7 +229,7 @@ def _generic_rows(entries: list[dict[str, Any]], first: tuple[str, ...]) -> str:
 
 def _ladder(trace: dict[str, Any]) -> str:
     """The budget ladder's steps (`trace.ladder`), one table per strategy in the order they ran."""
-    steps = [s for s in trace.get("ladder") or [] if isinstance(s, dict)]
+    steps = _dicts(trace.get("ladder"))
     if not steps:
         return ""
     strategies: dict[str, list[dict[str, Any]]] = {}
@@ -193,51 +244,62 @@ def _ladder(trace: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _dropped(trace: dict[str, Any]) -> str:
-    decisions = trace.get("decisions") or []
-    ladder = _ladder(trace)
-    if not decisions:
-        return ("<section id=dropped><h2>Dropped, and why</h2><p class=muted>nothing was dropped</p>"
-                + ladder + "</section>")
+def _kinds(decisions: list[dict[str, Any]]) -> str:
     kinds: dict[str, list[dict[str, Any]]] = {}
     for decision in decisions:
         kinds.setdefault(str(decision.get("kind")), []).append(decision)
-    out = [f"<section id=dropped><h2>Dropped, and why ({len(decisions)})</h2>"]
+    out = []
     for kind, entries in kinds.items():  # one table per kind (a ladder step, a cap, ...), in trace order
         rows = [{k: v for k, v in e.items() if k != "kind"} for e in entries]
         out.append(f'<h3 class=decision-kind data-kind="{_e(kind)}">{_e(kind)} ({len(entries)})</h3>'
                    + _generic_rows(rows, ("item_id", "memory_id", "section", "tokens", "reason", "by")))
-    return "".join(out) + ladder + "</section>"
+    return "".join(out)
+
+
+def _dropped(trace: dict[str, Any]) -> str:
+    """What was left out, then what was kept but changed (shortened, re-prioritised) and the rule
+    conflicts settled: the heading counts only the items left out."""
+    decisions = _dicts(trace.get("decisions"))
+    dropped = [d for d in decisions if d.get("kind") not in (*KEPT_CHANGED, "conflict")]
+    kept = [d for d in decisions if d.get("kind") in KEPT_CHANGED]
+    conflicts = [d for d in decisions if d.get("kind") == "conflict"]
+    out = [f"<section id=dropped><h2>Dropped, and why ({len(dropped)})</h2>"
+           + (_kinds(dropped) if dropped else "<p class=muted>nothing was dropped</p>")]
+    if kept:
+        out.append(f"<h2 id=kept-changed>Kept, changed ({len(kept)})</h2>" + _kinds(kept))
+    if conflicts:
+        out.append(f"<h2 id=conflicts>Rule conflicts settled ({len(conflicts)})</h2>" + _kinds(conflicts))
+    return "".join(out) + _ladder(trace) + "</section>"
 
 
 def _timings(result: dict[str, Any]) -> str:
     trace, meta = result.get("trace") or {}, result.get("meta") or {}
-    stages = trace.get("stages") or {}
-    total = float(meta.get("duration_ms") or sum(stages.values()) or 1.0)
-    rows = [(_e(name), f"{float(ms):.2f}", f'<div class=bar><span style="width:'
-             f'{min(100.0, 100 * float(ms) / total):.2f}%;background:#5b6b7f"></span></div>')
+    stages: dict[str, Any] = trace["stages"] if isinstance(trace.get("stages"), dict) else {}
+    total = _num(meta.get("duration_ms")) or sum([_num(ms) for ms in stages.values()]) or 1.0
+    rows = [(_e(name), f"{_num(ms):.2f}", f'<div class=bar role=img aria-label="{_num(ms):.2f} ms"><span style="width:'
+             f'{min(100.0, 100 * _num(ms) / total):.2f}%;background:#5b6b7f"></span></div>')
             for name, ms in stages.items()]
     out = [f"<section id=timings><h2>Timings</h2><p class=meta>{total:.2f} ms in all</p>",
-           _table(("stage", "ms", ""), rows, (1,))]
-    calls = trace.get("memory_calls") or []
+           _table(("stage", "ms", "share"), rows, (1,))]
+    calls = _dicts(trace.get("memory_calls"))
     if calls:
         out.append("<h3>Pipelines</h3>")
         call_rows = []
         for call in calls:
-            steps = ", ".join(f"{s.get('type')} {float(s.get('duration_ms') or 0):.1f} ms ({s.get('count')})"
-                              for s in call.get("steps") or [])
+            steps = ", ".join(f"{s.get('type')} {_num(s.get('duration_ms')):.1f} ms ({s.get('count')})"
+                              for s in _dicts(call.get("steps")))
             status = _e(call.get("status")) + (f' <span class=warn>{_e(call.get("error"))}</span>'
                                                if call.get("error") else "")
-            call_rows.append((_e(call.get("reference")), status, _e(", ".join(call.get("origin") or [])),
-                              str(call.get("items", 0)), f"{float(call.get('duration_ms') or 0):.2f}", _e(steps)))
+            call_rows.append((_e(call.get("reference")), status, _e(_texts(call.get("origin"))),
+                              _e(call.get("items", 0)), f"{_num(call.get('duration_ms')):.2f}", _e(steps)))
         out.append(_table(("memory", "status", "from", "items", "ms", "steps"), call_rows, (3, 4)))
     return "".join(out) + "</section>"
 
 
 def _variables(trace: dict[str, Any]) -> str:
-    used, missing = trace.get("variables_used") or [], trace.get("missing_variables") or []
-    return (f"<section id=variables><h2>Variables</h2><p><b>used</b>: {_e(', '.join(used)) or '-'}</p>"
-            f"<p><b>missing</b>: <span class=warn>{_e(', '.join(missing)) or '-'}</span></p></section>")
+    used, missing = _texts(trace.get("variables_used")), _texts(trace.get("missing_variables"))
+    return (f"<section id=variables><h2>Variables</h2><p><b>used</b>: {_e(used) or '-'}</p>"
+            f"<p><b>missing</b>: <span class=warn>{_e(missing) or '-'}</span></p></section>")
 
 
 def _other(trace: dict[str, Any]) -> str:
@@ -263,7 +325,7 @@ def _header(result: dict[str, Any], heading: str) -> str:
     truncated = " — <span class=warn>truncated</span>" if meta.get("truncated") else ""
     return (f"<h1>{_e(heading)}</h1><p class=meta>assembly <code>{_e(meta.get('assembly_id'))}</code>: "
             f"{_e(meta.get('total_items'))} items, {_e(meta.get('token_estimate'))} tokens{_e(budget)}, "
-            f"{float(meta.get('duration_ms') or 0):.1f} ms, tokenizer {_e(meta.get('tokenizer', 'estimate'))}"
+            f"{_num(meta.get('duration_ms')):.1f} ms, tokenizer {_e(meta.get('tokenizer', 'estimate'))}"
             f"{truncated}</p>")
 
 

@@ -190,3 +190,18 @@ def test_the_workspace_limits_hold_on_the_command_line(tmp_path: Path, capsys: p
     assert run(capsys, "read", "kv://big", *ws)[1]["exists"] is False
     status, exported, _ = run(capsys, "export", "-", *ws)  # an export is the whole store, past log_limit
     assert status == 0 and len(exported["events"]["default"]) == 4
+
+
+def test_a_value_after_the_options_is_the_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`memory write URI --workspace DIR VALUE` failed with "unrecognized arguments"."""
+    from context_assembly.cli.main import main
+
+    assert main(["memory", "write", "kv://k", "--workspace", str(tmp_path), '{"a": 1}']) == 0
+    capsys.readouterr()
+    assert main(["memory", "read", "kv://k", "--workspace", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == {"a": 1}
+    with pytest.raises(SystemExit) as caught:  # more than one left over is still an error
+        main(["memory", "write", "kv://k", "--workspace", str(tmp_path), "1", "2"])
+    assert caught.value.code == 2 and "unrecognized arguments: 1 2" in capsys.readouterr().err
+    assert main(["memory", "list", "kv://", "--workspace", str(tmp_path), "stray"]) == 2  # its own words
+    assert "list takes no VALUE" in capsys.readouterr().err

@@ -115,3 +115,54 @@ def test_replay_and_diff_pages(seeded: Path, tmp_path: Path, capsys: pytest.Capt
     diff_dom = dump_dom(diff_page, tmp_path / "p2")
     assert "removed (" in diff_dom and "Tokens per section" in diff_dom
     assert diff_dom.count('id="section-knowledge"') == 2  # A and B
+
+
+def _one_item(title: str, decisions: list[dict] | None = None, **trace: object) -> dict:
+    return {"context": {"knowledge": [{"id": "k1", "content": "text", "memory_id": None, "source": "vector://docs/k1",
+                                       "section": "knowledge", "priority": "medium", "score": 0.5, "tokens": 3,
+                                       "metadata": {"title": title}}]},
+            "trace": {"decisions": decisions or [], **trace},
+            "meta": {"assembly_id": "a1", "token_estimate": 3, "total_items": 1, "duration_ms": 1.0}}
+
+
+def test_a_title_can_neither_reverse_what_follows_nor_grow_the_page() -> None:
+    """A right-to-left override in a title showed the source after it reversed; a 200,000-character
+    title went into the page whole and past its width."""
+    html = assembly_page(_one_item("Harmless note \u202e\x1b[2J" + "y" * 200_000))
+    assert "\u202e" not in html and "\x1b" not in html and "Harmless note \\u202e\\u001b[2J" in html
+    assert len(html) < 20_000 and "overflow-wrap:anywhere" in html
+
+
+def test_tables_are_bounded_and_the_count_of_dropped_items_is_true() -> None:
+    decisions = ([{"kind": "budget", "reason": "over", "item_id": f"i{n}"} for n in range(10_000)]
+                 + [{"kind": "shortened", "reason": "cut", "item_id": "k1"},
+                    {"kind": "priority", "reason": "medium -> critical", "item_id": "k1"},
+                    {"kind": "conflict", "reason": "excluded", "source": "x", "by": "e/r"}])
+    html = assembly_page(_one_item("t", decisions, stages={"validate": "slow"}))
+    assert "Dropped, and why (10000)" in html and "Kept, changed (2)" in html and "Rule conflicts settled (1)" in html
+    assert html.count("<tr>") < 1_000 and "… 9501 more in the JSON result" in html
+    assert len(html) < 200_000
+
+
+def test_a_result_of_the_wrong_shape_is_refused_with_its_path(seeded: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """tracePage and `diff --html` failed as internal errors (a traceback, exit 1) on a score that
+    was a word or an item that was a string."""
+    from context_assembly.errors import InvalidParamsError
+    from context_assembly.methods import Session, call
+
+    result = _assemble_html(seeded, tmp_path / "a.html", capsys)
+    section = next(name for name, items in result["context"].items() if items)
+    result["context"][section][0]["score"] = "high"
+    session = Session(seeded)
+    try:
+        with pytest.raises(InvalidParamsError) as caught:
+            call(session, "contextAssembly/tracePage", {"result": result})
+    finally:
+        session.close()
+    assert [e["path"] for e in caught.value.errors] == [f"/result/context/{section}/0/score"]
+    (tmp_path / "bad.json").write_text(json.dumps(result))
+    status = main(["diff", str(seeded / "request.json"), str(tmp_path / "bad.json"), "--workspace", str(seeded),
+                   "--html", str(tmp_path / "d.html")])
+    captured = capsys.readouterr()
+    assert status == 2 and "Traceback" not in captured.err and f"/context/{section}/0/score" in captured.err

@@ -116,7 +116,19 @@ def resolve_side(value: Any, root: Path, assemble: Assemble, where: str,
     if not isinstance(value, dict):
         raise _refuse("expected a snapshot (assembly_id, path or document), an assembled context or a request", where)
     if isinstance(value.get("result"), dict) and "request" in value:
-        return visible(dict(value["result"]), readable)
+        return visible(checked(dict(value["result"]), where + "/result"), readable)
     if "context" in value and "trace" in value:
-        return visible(value, readable)
+        return visible(checked(value, where), readable)
     return visible(unstructure(assemble(value)), readable)
+
+
+def checked(result: dict[str, Any], where: str) -> dict[str, Any]:
+    """An assembled context given as JSON, in the published shape (a score that is a word, an item
+    that is a string: the page and the diff failed on them as internal errors); InvalidParams else."""
+    from ..schemas import validation_errors
+
+    errors = validation_errors("assembled-context", result)
+    if errors:
+        raise InvalidParamsError(f"not an assembled context: {errors[0]['path'] or '/'}: {errors[0]['message']}",
+                                 [{"path": where + e["path"], "message": e["message"]} for e in errors])
+    return result

@@ -11,13 +11,24 @@ import orjson
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..registry.sections import SECTION_NAMES
 from .evaluate import read_json
-from .terminal import Painter, add_common, counted, painter, report_invalid, workspace_root, write_page
+from .terminal import (
+    Painter,
+    add_common,
+    counted,
+    one_line,
+    painter,
+    report_invalid,
+    workspace_root,
+    write_page,
+)
 
 if TYPE_CHECKING:
     from ..model.context import AssembledContext, DroppedItem
 
 BAR_WIDTH = 30
 PREVIEW_LINES = 6
+PREVIEW_WIDTH = 200  # characters of one preview line
+KEPT_CHANGED = ("shortened", "priority")  # decisions about items still in the context (not drops)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -70,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render(result, painter(args, sys.stdout)))
+        paint = painter(args, sys.stdout)
+        print(paint.finish(render(result, paint)))
     if args.html:  # after the result: a page that cannot be written loses nothing printed
         from ..trace_page import assembly_page
 
@@ -86,22 +98,27 @@ def _bar(tokens: int, total: int) -> str:
 
 def _preview(content: str) -> list[str]:
     lines = content.splitlines() or [""]
-    shown = [f"      {line}" for line in lines[:PREVIEW_LINES]]
+    shown = [f"      {_cut(line)}" for line in lines[:PREVIEW_LINES]]
     if len(lines) > PREVIEW_LINES:
         shown.append(f"      … ({counted(len(lines) - PREVIEW_LINES, 'more line')})")
     return shown
 
 
+def _cut(line: str) -> str:
+    """A line of a preview at most PREVIEW_WIDTH characters (one line of a 5 MB note printed whole)."""
+    return line if len(line) <= PREVIEW_WIDTH else line[: PREVIEW_WIDTH - 1] + "…"
+
+
 def _dropped_line(d: DroppedItem, paint: Painter) -> list[str]:
     """`  architecture-docs (knowledge, 120 tokens): budget: over the budget …` and the item's start."""
-    name = d.memory_id or d.source or d.item_id or "(an item)"
+    name = one_line(d.memory_id or d.source or d.item_id or "(an item)")
     where = ", ".join(x for x in (d.section, counted(d.tokens, "token") if d.tokens is not None else None) if x)
-    lines = [f"  {paint(name, 'bold')}" + (f" ({where})" if where else "") + f": {d.kind}: {d.reason}"
-             + (f" [{d.by}]" if d.by and d.kind != "excluded" else "")]
-    if d.source and d.source != name:
-        lines.append(f"      from {d.source}")
+    lines = [f"  {paint(name, 'bold')}" + (f" ({where})" if where else "") + f": {d.kind}: {one_line(d.reason)}"
+             + (f" [{one_line(d.by)}]" if d.by and d.kind != "excluded" else "")]
+    if d.source and one_line(d.source) != name:
+        lines.append(f"      from {one_line(d.source)}")
     if d.preview:
-        lines.append(paint(f"      “{d.preview}”", "dim"))
+        lines.append(paint(f"      “{_cut(one_line(d.preview))}”", "dim"))
     return lines
 
 
@@ -118,9 +135,9 @@ def render(result: AssembledContext, paint: Painter | None = None) -> str:
             continue
         out += ["", paint(f"== {name} ({counted(sum(i.tokens for i in items), 'token')})", "bold")]
         for item in items:
-            title = item.metadata.get("title") or item.id
+            title = _cut(one_line(item.metadata.get("title") or item.id))
             score = f", score {item.score:.2f}" if item.score is not None else ""
-            out.append(f"  - [{item.priority}{score}, {item.tokens} tok] {title}  <{item.source}>")
+            out.append(f"  - [{item.priority}{score}, {item.tokens} tok] {title}  <{one_line(item.source)}>")
             out += _preview(item.content)
     total = sum(s.tokens for s in trace.sections.values())
     whole = meta.max_tokens or total
@@ -133,20 +150,24 @@ def render(result: AssembledContext, paint: Painter | None = None) -> str:
                    f"{_bar(section.tokens, whole)}" + ("  truncated" if section.truncated else ""))
     if trace.rules_applied:
         out += ["", paint("Rules that fired:", "bold")]
-        out += [f"  {r['engine_id']}/{r['rule_id']} -> {', '.join(r.get('memories') or []) or '(actions only)'}"
+        out += [f"  {one_line(r['engine_id'])}/{one_line(r['rule_id'])} -> "
+                + (one_line(", ".join(r.get("memories") or [])) or "(actions only)")
+                + (f" (per source, for {one_line(r['source'])})" if r.get("source") else "")
                 for r in trace.rules_applied]
     out += ["", paint("Memories:", "bold")]
     for call in trace.memory_calls:
-        detail = ": " + paint(call.error, "warning") if call.error else ""
-        out.append(f"  {call.reference} [{call.status}] {counted(call.items, 'item')}, {call.duration_ms:.1f} ms "
-                   f"(from {', '.join(call.origin)}){detail}")
-    dropped = [d for d in trace.decisions if d.kind != "conflict"]
-    if dropped:
-        out += ["", paint("Dropped:", "bold")]
-        for decision in dropped:
-            out += _dropped_line(decision, paint)
+        detail = ": " + paint(one_line(call.error), "warning") if call.error else ""
+        out.append(f"  {one_line(call.reference)} [{call.status}] {counted(call.items, 'item')}, "
+                   f"{call.duration_ms:.1f} ms (from {one_line(', '.join(call.origin))}){detail}")
+    for title, kinds in (("Dropped:", None), ("Kept, changed:", KEPT_CHANGED)):
+        shown = [d for d in trace.decisions if d.kind != "conflict" and (d.kind in KEPT_CHANGED) == (kinds is not None)]
+        if shown:
+            out += ["", paint(title, "bold")]
+            for decision in shown:
+                out += _dropped_line(decision, paint)
     conflicts = [d for d in trace.decisions if d.kind == "conflict"]
     if conflicts:
         out += ["", paint("Conflicts settled by rule order:", "bold")]
-        out += [f"  {d.source}: {d.reason} by {d.by}" for d in conflicts]
+        out += [f"  {one_line(d.source)}: {d.reason} by {one_line(d.by)}"
+                + (f" (over {one_line(', '.join(d.overridden))})" if d.overridden else "") for d in conflicts]
     return "\n".join(out)

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from .terminal import add_common, painter, required_root
+from .terminal import add_common, painter, required_root, visible
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
     problems = lint_workspace(load_workspace(root))
     if args.format == "text":
-        print(as_text(problems, root, painter(args, sys.stdout)))
+        paint = painter(args, sys.stdout)
+        print(paint.finish(as_text(problems, root, paint)))
     elif args.format == "github":
-        print(as_github(problems, root))
+        print(visible(as_github(problems, root)))
     else:
         document = as_json(problems) if args.format == "json" else as_sarif(problems, root)
         print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import InvalidParamsError
-from .terminal import Painter, add_common, painter, report_invalid, workspace_root
+from .terminal import Painter, add_common, one_line, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..model.evaluation import ConditionResult, EvaluationResult
@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render(result, painter(args, sys.stdout)))
+        paint = painter(args, sys.stdout)
+        print(paint.finish(render(result, paint)))
     return 0
 
 
@@ -70,46 +71,48 @@ def _condition_lines(result: ConditionResult, depth: int, paint: Painter | None 
     pad = "    " * depth
     mark = paint("[x]", "ok") if result.result else paint("[ ]", "no")
     if result.group:
-        lines = [f"{pad}{mark} {result.group}:"]
+        lines = [f"{pad}{mark} {one_line(result.group)}:"]
         for child in result.conditions or []:
             lines += _condition_lines(child, depth + 1, paint)
         return lines
     if not isinstance(result.field, str) or result.operator is None:  # not a readable condition
-        return [f"{pad}{mark} (not a condition)   " + paint(f"ERROR: {result.error or 'unreadable'}", "error")]
+        return [f"{pad}{mark} (not a condition)   " + paint(f"ERROR: {one_line(result.error or 'unreadable')}",
+                                                                "error")]
     value = "" if result.operator in ("exists", "not_exists") else " " + _show(result.value)
     actual = _show(result.actual) if result.present else "absent"
-    line = f"{pad}{mark} {result.field} {result.operator}{value}   " + paint(f"(actual: {actual})", "dim")
+    line = f"{pad}{mark} {one_line(result.field)} {one_line(result.operator)}{value}   " + \
+        paint(f"(actual: {actual})", "dim")
     if result.error:
-        line += "   " + paint(f"ERROR: {result.error}", "error")
+        line += "   " + paint(f"ERROR: {one_line(result.error)}", "error")
     return [line]
 
 
 def render(result: EvaluationResult, paint: Painter | None = None) -> str:
     paint = paint or Painter(False)
-    matched = ", ".join(result.matched_memories) or "-"
+    matched = one_line(", ".join(result.matched_memories)) or "-"
     lines = [paint(f"Matched memories ({len(result.matched_memories)}): ", "bold") + matched]
     if result.excluded_memories:
-        lines.append(paint("Excluded: ", "bold") + ", ".join(result.excluded_memories))
+        lines.append(paint("Excluded: ", "bold") + one_line(", ".join(result.excluded_memories)))
     if result.missing_variables:
         lines.append(paint("Missing variables: ", "bold") + ", ".join(result.missing_variables))
     for key, value in result.derived_variables.items():
         lines.append(f"Derived: {key} = {_show(value)}")
     for warning in result.warnings:
-        lines.append(paint("Warning: ", "warning") + warning)
+        lines.append(paint("Warning: ", "warning") + one_line(warning))
     for decision in result.decisions:
-        lines.append(f"Decision: {decision.reference} {decision.outcome} by {decision.rule}"
-                     + (f" (overrides {', '.join(decision.overridden)})" if decision.overridden else ""))
+        lines.append(f"Decision: {one_line(decision.reference)} {decision.outcome} by {one_line(decision.rule)}"
+                     + (f" (overrides {one_line(', '.join(decision.overridden))})" if decision.overridden else ""))
     for engine in result.engine_results:
         lines.append("")
-        lines.append(paint(f"engine {engine.engine_id}", "bold")
+        lines.append(paint(f"engine {one_line(engine.engine_id)}", "bold")
                      + ("" if engine.enabled else " (disabled, named explicitly)"))
         for rule in engine.rules:
             mark = paint("[x]", "ok") if rule.matched else paint("[ ]", "no")
-            adds = f" -> {', '.join(rule.memories)}" if rule.memories else ""
+            adds = f" -> {one_line(', '.join(rule.memories))}" if rule.memories else ""
             note = "  (per source: evaluated during assembly)" if rule.per_source else ""
-            lines.append(f"  {mark} {rule.rule_id} (priority {rule.priority}){adds}{note}")
+            lines.append(f"  {mark} {one_line(rule.rule_id)} (priority {rule.priority}){adds}{note}")
             if rule.error and not rule.conditions:
-                lines.append("        " + paint(f"ERROR: {rule.error}", "error"))
+                lines.append("        " + paint(f"ERROR: {one_line(rule.error)}", "error"))
             for condition in rule.conditions:
                 lines += _condition_lines(condition, 2, paint)
     return "\n".join(lines)

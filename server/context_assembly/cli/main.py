@@ -36,7 +36,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    parser = build_parser(argv[0] if argv else None)
+    args, extra = parser.parse_known_args(argv)
+    adopt = getattr(args, "adopt_extra", None)  # a command may take a positional given after its options
+    if extra and not (adopt is not None and adopt(args, extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.run(args))
     except BrokenPipeError:  # `context-assembly check | head` is fine

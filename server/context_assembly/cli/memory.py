@@ -47,7 +47,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
     add_common(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, adopt_extra=_late_value)
+
+
+def _late_value(args: argparse.Namespace, extra: list[str]) -> bool:
+    """`memory write URI --workspace DIR VALUE`: argparse gives an optional positional its place
+    before the options, so a VALUE after them is left over; it is the VALUE when there is none yet."""
+    if len(extra) == 1 and args.value is None and (extra[0] == "-" or not extra[0].startswith("-")):
+        args.value = extra[0]
+        return True
+    return False
 
 
 def _fail(message: str, errors: list[dict[str, Any]] | None = None) -> int:

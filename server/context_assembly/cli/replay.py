@@ -12,7 +12,7 @@ import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
 from .evaluate import read_json
-from .terminal import add_common, required_root, write_page
+from .terminal import add_common, one_line, required_root, visible, write_page
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -80,8 +80,9 @@ def run_replay(args: argparse.Namespace) -> int:
         print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
         before = result["before"].get("meta") or {}
-        print(f"Replay of {before.get('assembly_id')}: " + ("drifted" if result["drifted"] else "no drift"))
-        print(render_diff(result["drift"]))
+        print(visible(f"Replay of {one_line(before.get('assembly_id'))}: "
+                      + ("drifted" if result["drifted"] else "no drift")))
+        print(visible(render_diff(result["drift"])))
     if args.html:  # after the result: a page that cannot be written loses nothing printed
         from ..trace_page import replay_page
 
@@ -112,7 +113,7 @@ def run_diff(args: argparse.Namespace) -> int:
     if args.json:
         print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     else:
-        print(render_diff(result))
+        print(visible(render_diff(result)))
     if args.html:
         from ..trace_page import diff_page
 
@@ -125,27 +126,29 @@ def render_diff(result: dict[str, Any]) -> str:
     b, a = result["before"], result["after"]
     lines = [f"Tokens: {b.get('token_estimate')} -> {a.get('token_estimate')}; items: {b.get('total_items')} -> "
              f"{a.get('total_items')}" + ("  (identical)" if result["identical"] else "")]
+    def named(item: dict[str, Any]) -> str:
+        return f"{one_line(item['memory'])} {one_line(item['id'])}"
+
     for key, sign in (("added", "+"), ("removed", "-")):
         for item in result[key]:
-            lines.append(f"  {sign} [{item['section']}] {item['memory']} {item['id']} ({item['tokens']} tok)")
+            lines.append(f"  {sign} [{item['section']}] {named(item)} ({item['tokens']} tok)")
     for item in result["moved"]:
-        lines.append(f"  > {item['memory']} {item['id']}: moved {item['from']} -> {item['to']}")
+        lines.append(f"  > {named(item)}: moved {item['from']} -> {item['to']}")
     for item in result["reranked"]:
-        lines.append(f"  ~ [{item['section']}] {item['memory']} {item['id']}: rank {item['from_rank']} -> "
-                     f"{item['to_rank']}")
+        lines.append(f"  ~ [{item['section']}] {named(item)}: rank {item['from_rank']} -> {item['to_rank']}")
     for item in result["changed"]:
-        lines.append(f"  * [{item['section']}] {item['memory']} {item['id']}: content changed "
+        lines.append(f"  * [{item['section']}] {named(item)}: content changed "
                      f"({item['tokens_before']} -> {item['tokens']} tok)")
     for rule in result["rules"]["fired"]:
-        lines.append(f"  rule now fires: {rule}")
+        lines.append(f"  rule now fires: {one_line(rule)}")
     for rule in result["rules"]["no_longer_fired"]:
-        lines.append(f"  rule no longer fires: {rule}")
+        lines.append(f"  rule no longer fires: {one_line(rule)}")
     for memory in result["memories"]["added"]:
-        lines.append(f"  memory now activated: {memory}")
+        lines.append(f"  memory now activated: {one_line(memory)}")
     for memory in result["memories"]["removed"]:
-        lines.append(f"  memory no longer activated: {memory}")
+        lines.append(f"  memory no longer activated: {one_line(memory)}")
     for change in result["memories"]["status_changed"]:
-        lines.append(f"  memory {change['reference']}: {change['before']} -> {change['after']}")
+        lines.append(f"  memory {one_line(change['reference'])}: {change['before']} -> {change['after']}")
     lines += ["", "Section          before   after   delta"]
     for name, tokens in result["sections"].items():
         lines.append(f"{name:<15} {tokens['before']:>7} {tokens['after']:>7} {tokens['delta']:>+7}")

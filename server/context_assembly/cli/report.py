@@ -10,7 +10,7 @@ from typing import Any
 from .. import __version__
 from ..model.converter import unstructure
 from ..model.problems import Problem, Severity
-from .terminal import Painter, counted, shown
+from .terminal import Painter, counted, one_line, shown
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 BASE_ID = "WORKSPACE"
@@ -36,7 +36,7 @@ def text_line(problem: Problem, root: Path | str = ".", paint: Painter | None = 
     paint = paint or Painter(False)
     where = f"{_where(problem, root)}:{problem.line or 1}:{problem.column or 1}"
     severity = paint(problem.severity.value, _STYLE[problem.severity])
-    return f"{paint(where, 'path')}: {severity}: {problem.message} {paint(f'[{problem.code}]', 'code')}"
+    return f"{paint(where, 'path')}: {severity}: {one_line(problem.message)} {paint(f'[{problem.code}]', 'code')}"
 
 
 def summary(problems: list[Problem]) -> str:

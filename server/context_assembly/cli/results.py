@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -15,7 +16,7 @@ from ..model.problems import Problem
 from ..testing import CaseResult, Failure, TestRun
 from .evaluate import _condition_lines
 from .report import text_line
-from .terminal import Painter, shown
+from .terminal import Painter, one_line, shown
 
 _MARKS = {"passed": ("PASS", "ok"), "failed": ("FAIL", "error"), "error": ("ERROR", "error"),
           "skipped": ("SKIP", "dim")}
@@ -28,7 +29,7 @@ def _show(value: Any) -> str:
 
 
 def failure_lines(failure: Failure, indent: str = "    ") -> list[str]:
-    lines = [f"{indent}{failure.message}",
+    lines = [f"{indent}{one_line(failure.message)}",
              f"{indent}  expected: {_show(failure.expected)}",
              f"{indent}  actual:   {_show(failure.actual)}"]
     for explanation in failure.explanations:
@@ -36,11 +37,12 @@ def failure_lines(failure: Failure, indent: str = "    ") -> list[str]:
         state = "fired" if rule.matched else "did not fire"
         what = []
         if explanation.adds:
-            what.append("adds " + ", ".join(explanation.adds))
+            what.append("adds " + one_line(", ".join(explanation.adds)))
         if explanation.excludes:
-            what.append("excludes " + ", ".join(explanation.excludes))
-        lines.append(f"{indent}  rule {explanation.engine_id}/{rule.rule_id} {state}"
-                     + (f" ({'; '.join(what)})" if what else "") + (f"  ERROR: {rule.error}" if rule.error else ""))
+            what.append("excludes " + one_line(", ".join(explanation.excludes)))
+        lines.append(f"{indent}  rule {one_line(explanation.engine_id)}/{one_line(rule.rule_id)} {state}"
+                     + (f" ({'; '.join(what)})" if what else "")
+                     + (f"  ERROR: {one_line(rule.error)}" if rule.error else ""))
         for condition in rule.conditions:
             lines += [indent + line for line in _condition_lines(condition, 1)]
     return lines
@@ -66,9 +68,9 @@ def as_text(run: TestRun, root: Path | None = None, paint: Painter | None = None
     lines = [text_line(p, root if root is not None else ".", paint) for p in run.problems]
     for result in run.results:
         mark, style = _MARKS[result.status]
-        lines.append(f"{paint(mark, style)} {result.id} [{result.mode}]")
+        lines.append(f"{paint(mark, style)} {one_line(result.id)} [{result.mode}]")
         if result.error is not None:
-            lines.append(f"    {paint(_where(result, root=root), 'path')}: {result.error.message}")
+            lines.append(f"    {paint(_where(result, root=root), 'path')}: {one_line(result.error.message)}")
         for failure in result.failures:
             lines.append(f"  {paint(_where(result, failure, root), 'path')}:")
             lines += failure_lines(failure)
@@ -176,7 +178,8 @@ def _problem_annotation(problem: Problem, root: Path) -> str:
 
 def as_github(run: TestRun, root: Path, minimum: float | None = None) -> str:
     """Workflow commands whose files are relative to the current directory (the repository's root in
-    CI), then the text report."""
+    CI), then the text report between `::stop-commands::`: nothing a case name or a message holds
+    can be taken for a command (`::notice ...::All tests passed` on a line of its own)."""
     lines = [_problem_annotation(p, root) for p in run.problems]
     for result in run.results:
         file = _file(result.file, root)
@@ -186,11 +189,14 @@ def as_github(run: TestRun, root: Path, minimum: float | None = None) -> str:
         for failure in result.failures:
             lines.append(_annotation("error", file, failure.line, failure.column, f"{result.name}: failed",
                                      "\n".join(failure_lines(failure, ""))))
-    lines.append(as_text(run, root))
+    token = secrets.token_hex(16)
+    lines += [f"::stop-commands::{token}", as_text(run, root)]
     if run.coverage is not None:
         report = run.coverage.report()
+        lines.append(f"::{token}::")  # the annotation below is a command again
         if minimum is not None and report["percent"] < minimum:
             lines.append(_annotation("error", _file(".codebolt/tests", root), None, None, "coverage",
                                      f"rule test coverage {report['percent']}% is below {minimum}%"))
-        lines.append(coverage_text(report, minimum))
+        lines += [f"::stop-commands::{token}", coverage_text(report, minimum)]
+    lines.append(f"::{token}::")
     return "\n".join(lines)

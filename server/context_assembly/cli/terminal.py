@@ -3,13 +3,22 @@
 The workspace is `--workspace DIR` (or a command's positional), else the nearest folder holding
 `.codebolt/` walking up from the current directory (as git and ruff find their roots), else the
 current directory. Colour is on when the stream is a terminal, unless `--no-color` or `NO_COLOR`
-(any value, https://no-color.org) says otherwise.
+(any non-empty value, https://no-color.org) says otherwise.
+
+What the commands print comes from memory and definition files, which anyone may have written:
+`Painter.finish` shows every control character, C1 code and bidirectional override in it as an
+escape (`\x1b`, `\r`, `\u202e`), so no text can move the cursor, rewrite a line, set the window
+title or the clipboard, or reorder what follows; the painter's own styles are put in only after
+that, from markers no text can forge. `one_line` also shows a text's line breaks, for fields that
+are one line of the report (a title, a reference, a reason).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import secrets
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -90,22 +99,52 @@ def shown(path: Path | str) -> str:
 
 
 def colour_wanted(args: argparse.Namespace, stream: TextIO) -> bool:
-    if getattr(args, "no_color", False) or "NO_COLOR" in os.environ:
+    if getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
 
 
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks and overrides
+_HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSEEN = re.compile(f"[{_HIDDEN}]")
+_UNSEEN_OR_BREAK = re.compile(f"[{_HIDDEN}\t\n]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(text: str) -> str:
+    """`text` with its control characters and bidirectional overrides shown as escapes."""
+    return _UNSEEN.sub(_escape, text)
+
+
+def one_line(text: object) -> str:
+    """A field of one line: its line breaks and tabs shown too (a title must not print a line of its own)."""
+    return _UNSEEN_OR_BREAK.sub(_escape, str(text))
+
+
 class Painter:
-    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+    """Wraps text in ANSI styles, or leaves it alone when colour is off. The styles are markers
+    (private-use characters and a nonce of this painter) that `finish` turns into escape codes
+    after it showed every control character of the text."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
+        self._mark = secrets.token_hex(8)
+        self._marked = re.compile(f"\ue000{self._mark}([0-9;]+)\ue001")
 
     def __call__(self, text: str, style: str) -> str:
         if not self.enabled or style not in _STYLES:
             return text
-        return f"\x1b[{_STYLES[style]}m{text}\x1b[0m"
+        return f"\ue000{self._mark}{_STYLES[style]}\ue001{text}\ue000{self._mark}0\ue001"
+
+    def finish(self, text: str) -> str:
+        """The report as the terminal gets it: controls shown, then the styles put in."""
+        shown = visible(text)
+        return self._marked.sub(lambda m: f"\x1b[{m.group(1)}m", shown) if self.enabled else shown
 
 
 def painter(args: argparse.Namespace, stream: TextIO) -> Painter:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .terminal import add_common, painter, required_root, shown
+from .terminal import add_common, painter, required_root, shown, visible
 
 if TYPE_CHECKING:
     from ..testing import TestRun
@@ -61,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "junit":
         print(as_junit(result))
     elif args.format == "github":
-        print(as_github(result, root, args.min_coverage))
+        print(visible(as_github(result, root, args.min_coverage)))
     else:
-        print(as_text(result, root, painter(args, sys.stdout)))
+        paint = painter(args, sys.stdout)
+        print(paint.finish(as_text(result, root, paint)))
         if result.coverage is not None:
-            print(coverage_text(result.coverage.report(), args.min_coverage))
+            print(visible(coverage_text(result.coverage.report(), args.min_coverage)))
     if not result.results and not result.problems:
         print(f"context-assembly test: no test cases under {shown(root / '.codebolt' / 'tests')}"
               + (f" matching {args.pattern!r}" if args.pattern else ""), file=sys.stderr)
