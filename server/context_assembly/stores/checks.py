@@ -44,17 +44,28 @@ def check_working(thread_id: str, key: str) -> None:
     check_key(key, what="working-memory key")
 
 
-def check_event(instance: str, event_type: str, payload: Any, ts: Any) -> float:
-    """Refuses a malformed event; returns its time (now when `ts` is None)."""
+def check_event(instance: str, event_type: str, payload: Any, ts: Any) -> float | None:
+    """Refuses a malformed event; returns the time it was given, or None when it has none: the log
+    then stamps it inside its write transaction (`event_time`), so that times follow commit order."""
     check_key(instance, what="event log instance")
     check_key(event_type, what="event type", pointer="/value/event_type")
     if not isinstance(payload, dict):
         raise refuse("an event payload must be a JSON object", "/value/payload")
     if ts is None:
-        return time.time()
+        return None
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
     return float(ts)
+
+
+def event_time(newest: float | None) -> float:
+    """The time of an event appended without one, taken inside the log's write transaction (after
+    any wait for it): now, but never before `newest`, the newest time already in its log instance.
+    Each backend serialises the appends to one instance, so within an instance times never go
+    backwards in commit order, and a reader tailing with `since=` the newest time it has seen
+    misses no event committed later (it sees events of exactly that time again: keep them by id)."""
+    now = time.time()
+    return now if newest is None or newest < now else float(newest)
 
 
 def check_turn(thread_id: str, turn: Any) -> float:

@@ -16,7 +16,9 @@ embedded by the collection's model (`stores.embedding`). Search modes and their 
 
 Settings live in `.codebolt/vectordb/<collection>/collection.json`
 (`{embedding_model, dimension, chunk_size, chunk_overlap, search_mode}`), created with defaults on
-the first write; `search_mode` is what `search(mode=None)` uses.
+the first write; `search_mode` is what `search(mode=None)` uses. The database's claim (the model a
+collection was first written with, committed in its first write's transaction) decides the model:
+the file is written only once that claim has committed, and follows it (`settings_of_claim`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import orjson
-from attrs import asdict, field, frozen
+from attrs import asdict, evolve, field, frozen
 
 from ..errors import InvalidParamsError, StorageError
-from ..workspace.atomic import fsync_directory
+from ..workspace.atomic import fsync_directory, write_atomic
 from .embedding import default_embedder_name, embedder_dimension
 from .interfaces import StagedWrites
 
@@ -200,17 +202,37 @@ def read_settings(vectordb_dir: Path, collection: str, default_model: str | None
         raise StorageError(f"invalid collection settings {path}: {exc}", {"path": str(path)}) from exc
 
 
-def ensure_settings(vectordb_dir: Path, collection: str, default_model: str | None = None) -> CollectionSettings:
-    """Read the settings, creating the file with defaults if it is missing.
+def settings_of_claim(vectordb_dir: Path, collection: str, claimed: tuple[str, int] | None,
+                      preferred: CollectionSettings) -> CollectionSettings:
+    """The settings file made to agree with the collection's committed claim (the model the
+    database holds; None: nothing committed yet) once that claim has committed, and returned.
 
-    Creation is first-writer-wins across processes (a hard link never replaces an existing
-    file), so two processes creating one collection agree on its model and dimension.
-    """
-    existing = read_settings(vectordb_dir, collection, default_model)
-    if existing is not None:
-        return existing
+    A missing file is created, from `preferred` when it names the claimed model (or nothing is
+    claimed), else with the claimed model and `preferred`'s chunking. A file that names another
+    model than the claim is replaced likewise, its chunking kept: it can only come from a writer
+    that lost the race to claim the collection (the database decided, so the file follows). Without
+    a claim, an existing file stays (first writer wins)."""
     path = settings_path(vectordb_dir, collection)
-    settings = CollectionSettings.defaults(default_model)
+
+    def following(base: CollectionSettings) -> CollectionSettings:
+        if claimed is None or (base.embedding_model, base.dimension) == claimed:
+            return base
+        return evolve(base, embedding_model=claimed[0], dimension=claimed[1])
+
+    existing = read_settings(vectordb_dir, collection)
+    if existing is None:
+        _link_new(path, following(preferred))
+        existing = read_settings(vectordb_dir, collection)
+        if existing is None:
+            raise StorageError(f"{path} vanished right after it was created", {"path": str(path)})
+    wanted = following(existing)
+    if wanted != existing:
+        write_atomic(path, wanted.to_json())
+    return wanted
+
+
+def _link_new(path: Path, settings: CollectionSettings) -> None:
+    """Create the settings file unless one exists (a hard link never replaces a file)."""
     tmp = path.with_name(f".{SETTINGS_FILE}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,10 +245,6 @@ def ensure_settings(vectordb_dir: Path, collection: str, default_model: str | No
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
-    created = read_settings(vectordb_dir, collection, default_model)
-    if created is None:
-        raise StorageError(f"{path} vanished right after it was created", {"path": str(path)})
-    return created
 
 
 def _write_synced(path: Path, data: bytes) -> None:

@@ -7,6 +7,7 @@ the same whichever backend answered (see `stores.vector` for the scales).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import orjson
-from attrs import frozen
+from attrs import evolve, frozen
 
 from ..errors import ConflictError, InvalidParamsError, StorageError
 from ..limits import current
@@ -28,9 +29,9 @@ from .vector import (
     DocBatch,
     Hits,
     Records,
-    ensure_settings,
     hit_id,
     read_settings,
+    settings_of_claim,
     settings_path,
     source_uri,
     validate_collection,
@@ -67,9 +68,11 @@ class _Doc:
 class VectorCollections:
     """`VectorStore` over a `VectorIndex`; collection settings files under `vectordb_dir`.
 
-    A collection's settings file is created on its first write. In a folder that has none yet (a
-    second checkout sharing a server database), the model the index already holds is the default,
-    so two folders agree on a collection's model without copying files.
+    The database decides a collection's model: its claim, committed by the collection's first write
+    (or by `settings`), names it once and for all. The settings file is written only after that
+    claim has committed, and from it, so a file never names a model that a write racing in another
+    process (a `memory import` creating the collection, say) then claims otherwise. In a folder that
+    has no file yet (a second checkout sharing a server database), the claim gives the file.
     """
 
     def __init__(self, index: VectorIndex, vectordb_dir: Path | str, default_model: str | None = None) -> None:
@@ -81,27 +84,53 @@ class VectorCollections:
     # --- settings ------------------------------------------------------------------------------
 
     def settings(self, collection: str, model: str | None = None) -> CollectionSettings:
-        """The collection's settings, created (with `model`, else the stored or default model) if missing."""
+        """The collection's settings: this thread's staged ones (`stage_settings`), else its
+        settings file's, else those of the model the database holds, the file then written from it.
+        A collection that holds nothing yet is claimed first, with `model` (else the default model),
+        in a transaction of its own, so that later writes in any process use that model: that waits
+        for a writer holding the database (an import creating the collection), and whoever committed
+        a claim first decides the model, which is then what this returns, whatever `model` asked."""
         validate_collection(collection)
+        found, pending = self._settings_for_write(collection, model)
+        if not pending:
+            return found
+        with contextlib.suppress(ConflictError):  # claimed meanwhile with another model: that one holds
+            self.index.upsert(collection, found.embedding_model, found.dimension, [])
+        return settings_of_claim(self._dir, collection, self.index.claimed_model(collection), found)
+
+    def _settings_for_write(self, collection: str, model: str | None = None) -> tuple[CollectionSettings, bool]:
+        """(settings, pending): this thread's staged settings, the file's, or the committed claim's
+        (the file written from it when missing); else (pending) defaults with `model`, to be claimed
+        by the write, which writes nothing to the file before its claim commits."""
+        staged = getattr(self._staged, "settings", {}).get(collection)
+        if staged is not None:  # this thread's import: its own model, whatever a file says meanwhile
+            if collection in getattr(self._staged, "unnamed", ()):  # no model named: the held one follows
+                claimed = self.index.claimed_model(collection)  # a claim committed since it was staged
+                if claimed is not None and claimed != (staged.embedding_model, staged.dimension):
+                    staged = evolve(staged, embedding_model=claimed[0], dimension=claimed[1])
+                    self._staged.settings[collection] = staged
+            return staged, False
         existing = read_settings(self._dir, collection, self._default_model)
         if existing is not None:
-            return existing
-        staged = getattr(self._staged, "settings", {}).get(collection)
-        if staged is not None:
-            return staged
+            return existing, False
+        preferred = CollectionSettings.defaults(model or self._default_model)
         claimed = self.index.claimed_model(collection)
-        return ensure_settings(self._dir, collection, model or (claimed[0] if claimed else self._default_model))
+        if claimed is None:
+            return preferred, True
+        return settings_of_claim(self._dir, collection, claimed, preferred), False
 
     def stage_settings(self, collections: dict[str, str | None]) -> StagedSettings:
         """The settings of those `collections` (name -> model, None: the stored or default one) that
         have no settings file, held for this thread's writes instead of written: `commit()` writes
-        the files, `discard()` forgets them. So writes that roll back leave no new settings file."""
+        the files once the writes have committed (following the claims then committed), `discard()`
+        forgets them. So writes that roll back leave no new settings file."""
         held: dict[str, CollectionSettings] = {}
         for name, model in collections.items():
             if read_settings(self._dir, validate_collection(name), self._default_model) is None:
                 claimed = self.index.claimed_model(name)
                 held[name] = CollectionSettings.defaults(model or (claimed[0] if claimed else self._default_model))
         self._staged.settings = held
+        self._staged.unnamed = {name for name, model in collections.items() if model is None}
         return StagedSettings(self, held)
 
     # --- writes --------------------------------------------------------------------------------
@@ -111,10 +140,31 @@ class VectorCollections:
         return {"collection": collection, "doc_uri": doc_uri, "chunks": result["chunks"]}
 
     def upsert_many(self, collection: str, docs: DocBatch) -> dict[str, Any]:
+        """A collection that holds nothing yet is claimed by this write's transaction with the
+        default model. When another process claimed it meanwhile (an import creating it with
+        another model), the documents are embedded again with that model and written: the write
+        waits for the import and follows it. The settings file is written once the claim has
+        committed, never before."""
         validate_collection(collection)
         prepared = _prepare(docs)
-        settings = self.settings(collection)
+        settings, pending = self._settings_for_write(collection)
         self._check_claim(collection, settings)
+        try:
+            chunks = self._embed_and_store(collection, settings, prepared)
+        except ConflictError:
+            claimed = self.index.claimed_model(collection) if pending else None
+            if claimed is None:
+                raise
+            settings = settings_of_claim(self._dir, collection, claimed, settings)
+            self._check_claim(collection, settings)
+            chunks = self._embed_and_store(collection, settings, prepared)  # a claim never changes: once
+        else:
+            if pending:  # this write made the claim: the file follows it now it has committed
+                settings_of_claim(self._dir, collection, self.index.claimed_model(collection), settings)
+        return {"collection": collection, "documents": len(prepared), "chunks": chunks}
+
+    def _embed_and_store(self, collection: str, settings: CollectionSettings, prepared: list[_Doc]) -> int:
+        """Chunk and embed `prepared` with `settings`, then write them; the number of chunks."""
         embedder = get_embedder(settings.embedding_model)  # only after the check: a mismatch fails fast
         pieces = [[c.text for c in chunk_text(doc.text, settings.chunk_size, settings.chunk_overlap)]
                   for doc in prepared]
@@ -126,7 +176,7 @@ class VectorCollections:
             row += len(texts)
         # Embedding ran before the index's transaction: its write lock is held only for the inserts.
         self.index.upsert(collection, settings.embedding_model, settings.dimension, indexed)
-        return {"collection": collection, "documents": len(prepared), "chunks": row}
+        return row
 
     def delete(self, collection: str, doc_uri: str) -> bool:
         validate_collection(collection)
@@ -242,12 +292,16 @@ class VectorCollections:
 
     def _check_claim(self, collection: str, settings: CollectionSettings) -> None:
         claimed = self.index.claimed_model(collection)
-        if claimed is not None and claimed != (settings.embedding_model, settings.dimension):
-            raise ConflictError(
-                f"collection {collection!r} holds {claimed[0]} embeddings ({claimed[1]} dimensions), but "
-                f"{settings_path(self._dir, collection)} names {settings.embedding_model} ({settings.dimension}); "
-                "re-create the collection to change its model",
-                {"collection": collection, "stored_model": claimed[0], "settings_model": settings.embedding_model})
+        if claimed is None or claimed == (settings.embedding_model, settings.dimension):
+            return
+        staged = getattr(self._staged, "settings", {}).get(collection) is settings
+        named_by = ("this import names" if staged else
+                    f"{settings_path(self._dir, collection)} names")
+        raise ConflictError(
+            f"collection {collection!r} holds {claimed[0]} embeddings ({claimed[1]} dimensions), the model it was "
+            f"first written with, but {named_by} {settings.embedding_model} ({settings.dimension}); "
+            "re-create the collection to change its model",
+            {"collection": collection, "stored_model": claimed[0], "settings_model": settings.embedding_model})
 
 
 class StagedSettings:
@@ -257,15 +311,20 @@ class StagedSettings:
         self._collections, self._held = collections, held
 
     def commit(self) -> int:
+        """Write the held settings files, once the writes using them have committed: each follows
+        its collection's claim as committed now (a file another process wrote meanwhile with another
+        model is replaced)."""
         try:
+            index, folder = self._collections.index, self._collections._dir
             for name, settings in self._held.items():
-                ensure_settings(self._collections._dir, name, settings.embedding_model)
+                settings_of_claim(folder, name, index.claimed_model(name), settings)
             return len(self._held)
         finally:
             self.discard()
 
     def discard(self) -> None:
         self._collections._staged.settings = {}
+        self._collections._staged.unnamed = set()
         self._held = {}
 
 

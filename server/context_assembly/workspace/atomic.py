@@ -174,9 +174,14 @@ def workspace_lock(
     """Hold `<locks dir>/<name>.lock` exclusively across processes and threads.
 
     `where` is a layout (its `.codebolt/.locks/`) or the locks directory itself. Nested use in one
-    thread is re-entrant; other threads and processes wait up to `timeout` seconds (negative: for
-    ever), then StorageError. One that has to wait holds `<name>.want` meanwhile, so that a holder
-    which keeps the lock between uses (the graph's session) sees `lock_wanted` and lets go.
+    thread is re-entrant. Other threads and processes take turns first come, first served: one
+    that finds the lock held, or others already waiting, queues (`_Line`, a ticket in
+    `<name>.queue/`) and says so meanwhile (a shared hold of `<name>.want`), so that a holder which
+    keeps the lock between uses (the graph's session) sees `lock_wanted` and lets go, and a process
+    that has just let go queues behind the waiters instead of taking the lock straight back.
+    `timeout` bounds how long the line may stand still: a waiter fails (StorageError "still busy")
+    only when no waiter has got the lock for `timeout` seconds (a holder that does not let go),
+    never while the line moves however long it is; negative waits for ever.
     """
     from filelock import FileLock, Timeout  # here: a first `evaluateRules` takes no lock
 
@@ -187,10 +192,14 @@ def workspace_lock(
         # One instance per path makes nested use re-entrant; its per-thread context means each thread
         # takes its own OS lock, so threads exclude each other as processes do.
         lock = FileLock(lock_path, is_singleton=True)
-        if not _taken_now(lock):
-            _wait_saying_so(lock, FileLock(lock_dir / f"{name}.want", is_singleton=True), timeout)
+        if not _taken_now(lock, lock_dir, name):
+            if fcntl is None:
+                _wait_saying_so(lock, FileLock(lock_dir / f"{name}.want", is_singleton=True), timeout)
+            else:
+                _Line(lock_dir, name).wait_for(lock, timeout)
     except Timeout as exc:
-        raise StorageError(f"workspace lock {name!r} still busy after {timeout:g} s", {"lock": str(lock_path)}) from exc
+        raise StorageError(f"workspace lock {name!r} still busy: it has not changed hands for {timeout:g} s",
+                           {"lock": str(lock_path)}) from exc
     except OSError as exc:
         raise StorageError(f"cannot lock {lock_path}: {exc}", {"lock": str(lock_path)}) from exc
     try:
@@ -241,6 +250,10 @@ class WantProbe:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return False
 
+    def waiting(self) -> int:
+        """How many wait in line, at least 1 (ask once `wanted`): a holder shares turns among them."""
+        return max(waiting_in_line(self._where, self._name), 1)
+
     def close(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
@@ -267,9 +280,17 @@ def _locks_dir(where: WorkspaceLayout | Path | str, name: str) -> Path:
     return where.locks_dir if isinstance(where, WorkspaceLayout) else Path(where)
 
 
-def _taken_now(lock: BaseFileLock) -> bool:
+def _taken_now(lock: BaseFileLock, lock_dir: Path, name: str) -> bool:
+    """The lock taken without waiting: held already by this thread (nested use), or free with
+    nobody waiting for it. With waiters, a newcomer (or the holder that just let go) queues behind
+    them. Costs one open and `flock` of the want file beyond filelock's own try (~10 µs)."""
     from filelock import Timeout
 
+    if lock.is_locked:  # nested use in this thread: never waits, whoever else waits
+        lock.acquire(timeout=0)
+        return True
+    if fcntl is not None and _want_held(lock_dir / f"{name}.want"):
+        return False
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -277,9 +298,210 @@ def _taken_now(lock: BaseFileLock) -> bool:
     return True
 
 
+def _want_held(path: Path) -> bool:
+    """Whether anyone holds the want file (a waiter, shared; or a waiter of an older version,
+    exclusively): one non-blocking exclusive try on a file opened for it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no want file: nobody has ever waited here
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a hold just won
+    return False
+
+
+# A waiter in line looks this often whether its turn has come (the head: whether the lock is free).
+_HEAD_POLL_S = 0.01
+_LINE_POLL_S = 0.025
+_STRAY_TEMP_S = 10.0  # a ticket being made is renamed into the line within microseconds
+
+
+class _Line:
+    """The first-come, first-served line of a workspace lock's waiters, across processes (POSIX).
+
+    `<name>.queue/` holds one ticket file per waiter, named by a number one above the highest in
+    line when it was taken (under `flock` of `.seq`), so numbers order arrivals. A waiter holds
+    `flock` on its own ticket from before it is visible (made under a dot name, locked, renamed)
+    until it leaves, so a ticket nobody holds belongs to a process that died: whoever finds one
+    removes it, and a killed waiter never blocks the line. The waiter whose ticket is the lowest
+    live one is the head and alone tries the lock; the others wait for their turn. A waiter that
+    gets the lock writes its ticket to `.turn`, which the others watch: the line has moved.
+    """
+
+    def __init__(self, lock_dir: Path, name: str) -> None:
+        self.folder = lock_dir / f"{name}.queue"
+        self.want_path = lock_dir / f"{name}.want"
+        self._head = False  # whether the last look found no live ticket ahead
+
+    def wait_for(self, lock: BaseFileLock, timeout: float) -> None:
+        """Queue for `lock`, then take it; filelock's Timeout once the line has not moved for
+        `timeout` seconds (negative: wait for ever)."""
+        from filelock import Timeout
+
+        self.folder.mkdir(exist_ok=True)
+        want = os.open(self.want_path, os.O_RDONLY | os.O_CREAT, 0o666)
+        ticket: tuple[int, str, int] | None = None
+        try:
+            saying = _hold_shared(want)  # first: a holder letting go meanwhile queues behind this one
+            ticket = self._take_ticket()
+            moved_at, last_turn = time.monotonic(), self._turn()
+            while True:
+                saying = saying or _hold_shared(want)
+                if self._first(ticket[0]):
+                    try:
+                        lock.acquire(timeout=0)
+                    except Timeout:
+                        pass
+                    else:
+                        self._mark_turn(ticket[1])
+                        return
+                now = time.monotonic()
+                turn = self._turn()
+                if turn != last_turn:
+                    moved_at, last_turn = now, turn
+                elif timeout >= 0 and now - moved_at >= timeout:
+                    raise Timeout(str(lock.lock_file))
+                time.sleep(_HEAD_POLL_S if self._head else _LINE_POLL_S)
+        finally:
+            if ticket is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.folder / ticket[1])
+                os.close(ticket[2])
+            os.close(want)  # drops the shared hold: no longer waiting
+
+    def _take_ticket(self) -> tuple[int, str, int]:
+        """(number, file name, open locked descriptor) of a new ticket behind every one in line."""
+        guard = os.open(self.folder / ".seq", os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(guard, fcntl.LOCK_EX)  # held for microseconds; a killed holder's goes with it
+            number = max((n for n, _ in self._tickets()), default=0) + 1
+            name = f"{number:012d}.{os.getpid()}.{uuid.uuid4().hex[:8]}"  # never a name seen before
+            staged = self.folder / f".{name}.tmp"
+            fd = os.open(staged, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # before the name is visible: a live ticket is always held
+                os.rename(staged, self.folder / name)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(staged)
+                os.close(fd)
+                raise
+        finally:
+            os.close(guard)
+        return number, name, fd
+
+    def _tickets(self) -> list[tuple[int, str]]:
+        found: list[tuple[int, str]] = []
+        try:
+            names = os.listdir(self.folder)
+        except FileNotFoundError:
+            return found
+        for name in names:
+            if name.startswith("."):
+                if name.endswith(".tmp"):
+                    self._drop_stray(name)
+                continue
+            number, _, _rest = name.partition(".")
+            if number.isdigit():
+                found.append((int(number), name))
+        return found
+
+    def _first(self, mine: int) -> bool:
+        """Whether no live ticket is ahead of `mine`, removing the dead ones found ahead."""
+        ahead = sorted((t for t in self._tickets() if t[0] < mine), reverse=True)
+        for _number, name in ahead:  # nearest first: usually alive, and one look settles it
+            if _held_by_someone(self.folder / name):
+                self._head = False
+                return False
+        self._head = True
+        return True
+
+    def _drop_stray(self, name: str) -> None:
+        """Remove a ticket left half made by a killed process (old, and held by nobody)."""
+        path = self.folder / name
+        with contextlib.suppress(OSError):
+            if time.time() - path.stat().st_mtime > _STRAY_TEMP_S:
+                _held_by_someone(path)
+
+    def _turn(self) -> bytes:
+        try:
+            fd = os.open(self.folder / ".turn", os.O_RDONLY)
+        except OSError:
+            return b""
+        try:
+            return os.read(fd, 64)
+        except OSError:
+            return b""
+        finally:
+            os.close(fd)
+
+    def _mark_turn(self, ticket: str) -> None:
+        """Tell the line it moved (only the lock's holder writes here, so writes never interleave)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.folder / ".turn", os.O_WRONLY | os.O_CREAT, 0o666)
+            try:
+                os.pwrite(fd, ticket.encode().ljust(64), 0)
+            finally:
+                os.close(fd)
+
+
+def _hold_shared(fd: int) -> bool:
+    """Say that one waits: a shared hold of the want file. Holders' probes test it exclusively for
+    microseconds, so a try that meets one tries again at once, then at the next look (a waiter of an
+    older version holds it exclusively while it waits)."""
+    for attempt in range(3):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(0.0005 * (attempt + 1))
+        except OSError:
+            return False
+        else:
+            return True
+    return False
+
+
+def _held_by_someone(path: Path) -> bool:
+    """Whether a ticket's waiter still holds it; one that nobody holds (its waiter died) is removed."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # gone: its waiter left
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.stat(path)):  # still the file looked at
+                os.unlink(path)
+        return False
+    finally:
+        os.close(fd)
+
+
+def waiting_in_line(where: WorkspaceLayout | Path | str, name: str) -> int:
+    """How many waiters are in line for `workspace_lock(where, name)` (tickets, counted without
+    checking that their processes live; 0 without a line, as on Windows)."""
+    try:
+        names = os.listdir(_locks_dir(where, name) / f"{name}.queue")
+    except OSError:
+        return 0
+    return sum(1 for entry in names if not entry.startswith("."))
+
+
 def _wait_saying_so(lock: BaseFileLock, want: BaseFileLock, timeout: float) -> None:
-    """Wait for `lock` holding `want` (waiters queue on it; one at a time waits for the lock), both
-    within `timeout` (negative: for ever); filelock's Timeout when it runs out."""
+    """Without `fcntl` (Windows), no `_Line`: wait for `lock` holding `want` (waiters queue on it,
+    unordered; one at a time waits for the lock), both within `timeout` (negative: for ever);
+    filelock's Timeout when it runs out."""
     deadline = time.monotonic() + timeout
     want.acquire(timeout=timeout)
     try:

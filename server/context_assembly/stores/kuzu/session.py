@@ -10,14 +10,18 @@ Cost, measured on the reference machine (2 cores, 12 to 10k nodes, medians, nois
 3–11 ms and closing 2–25 ms (the checkpoint and its fsync). Open → work → close per operation made
 a node lookup cost 9–35 ms and an upsert 13–55 ms; on a database kept open the lookup takes ~0.5 ms
 and the upsert 3–15 ms (two fsyncs). So a process keeps the database (and the lock) while nobody
-else asks for it: a process waiting for the lock says so (`workspace_lock`), and the holder (its
-`WantProbe`) closes once it has been idle for `hold_s`, or after the job at hand once it has held
-the database `max_hold_s` in a row. Nobody waiting, it closes after `idle_hold_s` without work
-(an agent's next turn, seconds later, finds it open: reopening cost ~5 ms of a ~10 ms assembly),
-or when the process is exiting. An idle holder looks for a waiter every `poll_s`, so a waiter's
-turn comes within `hold_s` plus that and the lock's own 50 ms poll. A crash while holding leaves a
-WAL for the next opener to replay; `hold_s=0` gives strict open → work → close for each batch of
-queued calls.
+else asks for it. Processes that want it queue first come, first served and say so
+(`workspace_lock`), and the holder (its `WantProbe`) closes once it has been idle for `hold_s`, or
+after the job at hand once it has held the database for its share of `max_hold_s`: `max_hold_s`
+divided among itself and those in line, never below `min_turn_s`, so one round of turns takes
+about `max_hold_s` however many processes take part (up to `max_hold_s / min_turn_s` of them). A
+holder that lets go with work left queues behind the waiters. Nobody waiting, it closes after
+`idle_hold_s` without work (an agent's next turn, seconds later, finds it open: reopening cost
+~5 ms of a ~10 ms assembly), or when the process is exiting. An idle holder looks for a waiter
+every `poll_s`, so a waiter's turn comes within `hold_s` plus that and the line's 10 ms look. A
+waiter fails ("still busy") only when the lock has not changed hands for `lock_timeout_s`: a holder
+that does not let go, never a long line that moves. A crash while holding leaves a WAL for the next
+opener to replay; `hold_s=0` gives strict open → work → close for each batch of queued calls.
 
 All work of one `KuzuSessions` runs on an owner thread: the file lock is per thread and must be
 released by the thread that took it, and engine connections are then only ever used by one thread.
@@ -48,17 +52,16 @@ T = TypeVar("T")
 
 LOCK_NAME = "kuzu"
 DATABASE_FILE = "graph.kuzu"
-# Longer than filelock's 50 ms poll, so a process waiting for the lock sees it free once.
-_YIELD_S = 0.06
 
 
 @frozen
 class SessionSettings:
     hold_s: float = 0.2  # someone waiting: how long an idle session still waits for work (0: close at once)
-    max_hold_s: float = 2.0  # someone waiting: how long a busy session keeps the database in a row
+    max_hold_s: float = 2.0  # someone waiting: one round of busy turns, shared among holder and waiters
+    min_turn_s: float = 0.25  # someone waiting: the least a busy session keeps the database in a row
     idle_hold_s: float = 60.0  # nobody waiting: how long an idle session keeps the database
     poll_s: float = 0.1  # how often an idle session looks for a waiting process (and the process's exit)
-    lock_timeout_s: float = 10.0
+    lock_timeout_s: float = 10.0  # a waiter fails once the lock has not changed hands this long
     query_timeout_s: float = 10.0
     buffer_pool_bytes: int = 64 * 1024 * 1024  # Kuzu's default is 80% of RAM, per process
     max_threads: int = 2
@@ -134,9 +137,7 @@ class KuzuSessions:
             while True:
                 job = self._next(session, waiting)
                 if isinstance(job, _End):
-                    session = self._end(session)
-                    if job is _End.WANTED and not self._jobs.empty():
-                        time.sleep(_YIELD_S)  # the waiting process's turn before this one's next session
+                    session = self._end(session)  # jobs come meanwhile: the next session queues behind waiters
                     with self._mutex:
                         if self._jobs.empty():
                             self._owner = None
@@ -145,10 +146,8 @@ class KuzuSessions:
                 if job is None:  # close(): end the session; the thread goes once the queue is empty
                     session = self._end(session)
                     continue
-                if session is not None and time.monotonic() - session.since > self.settings.max_hold_s \
-                        and waiting.wanted():
-                    session = self._end(session)
-                    time.sleep(_YIELD_S)  # give the waiting process its turn
+                if session is not None and self._turn_over(session, waiting):
+                    session = self._end(session)  # the next session queues behind the waiters
                 if session is None:
                     try:
                         session = self._begin()
@@ -166,6 +165,16 @@ class KuzuSessions:
             with self._mutex:
                 if self._owner is threading.current_thread():
                     self._owner = None
+
+    def _turn_over(self, session: _Session, waiting: WantProbe) -> bool:
+        """Whether a busy session has had its turn: someone waits, and it has held the database for
+        its share of `max_hold_s` (never less than `min_turn_s`)."""
+        settings = self.settings
+        held = time.monotonic() - session.since
+        least = min(settings.min_turn_s, settings.max_hold_s)
+        if held <= least or not waiting.wanted():
+            return False
+        return held > max(settings.max_hold_s / (1 + waiting.waiting()), least)
 
     def _next(self, session: _Session | None, waiting: WantProbe) -> _Job | _End | None:
         """The next job, None (close), or why the session ends (`_End`)."""

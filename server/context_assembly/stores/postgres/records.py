@@ -1,7 +1,9 @@
 """The event log and episodic turns on PostgreSQL.
 
 The log is append-only in the database itself: triggers refuse UPDATE, DELETE and TRUNCATE on
-`ca_events`, whoever connects. Episodic sequence numbers are allocated under a per-thread
+`ca_events`, whoever connects. Appends to one log instance take turns (a per-instance advisory lock
+held to their commit), so an event without a time is stamped in commit order, never before the
+instance's newest time, as on the embedded log. Episodic sequence numbers are allocated under a per-thread
 advisory lock, so concurrent appends to one thread never collide.
 """
 
@@ -11,7 +13,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..checks import check_event, check_limit, check_turn
+from ..checks import check_event, check_limit, check_turn, event_time
 from ..confine import check_key
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
@@ -27,12 +29,22 @@ class PgEventLog:
 
     def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
                ) -> dict[str, Any]:
-        ts = check_event(instance, event_type, payload, ts)
+        given = check_event(instance, event_type, payload, ts)
         text = encode_value(payload, "/value/payload")
+        project = self.db.project
         with self.db.connection() as conn:
+            # Appends to one instance one at a time, each until its commit: the time taken after the
+            # wait follows commit order, as on the embedded log (`event_time`); ids too.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"log:{project}:{instance}",))
+            if given is None:
+                newest = conn.execute("SELECT max(ts) FROM ca_events WHERE project = %s AND instance = %s",
+                                      (project, instance)).fetchone()
+                ts = event_time(None if newest is None or newest[0] is None else float(newest[0]))
+            else:
+                ts = given
             row = conn.execute("INSERT INTO ca_events(project, instance, event_type, payload, payload_text, ts) "
                                "VALUES (%s, %s, %s, %s::jsonb, %s, %s) RETURNING id",
-                               (self.db.project, instance, event_type, text, text, float(ts))).fetchone()
+                               (project, instance, event_type, text, text, float(ts))).fetchone()
             self.db.bump(conn, "log")
         return {"id": int(row[0]) if row else 0, "instance": instance, "event_type": event_type,
                 "payload": payload, "ts": float(ts)}

@@ -2,7 +2,9 @@
 
 There is deliberately no update or delete: the log is the audit trail and the source of the
 ingestion `onAction` trigger. Ids come from an AUTOINCREMENT key, so they are never reused even
-across processes.
+across processes. An event appended without a time is stamped inside the write transaction (which
+one process at a time holds), never before the newest time of its instance (`event_time`), so
+newest first is commit order and a `since=` tail misses nothing; a time the caller gives is kept.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
-from ..checks import check_event, check_limit
+from ..checks import check_event, check_limit, event_time
 from ..confine import check_key
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
@@ -72,9 +74,14 @@ class SqliteEventLog:
 
     def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
                ) -> dict[str, Any]:
-        ts = check_event(instance, event_type, payload, ts)
+        given = check_event(instance, event_type, payload, ts)
         text = encode_value(payload, "/value/payload")
-        with self.db.transaction() as conn:
+        with self.db.transaction() as conn:  # one writer at a time: the time is taken in commit order
+            if given is None:
+                newest = conn.execute("SELECT last_ts FROM event_instances WHERE instance = ?", (instance,)).fetchone()
+                ts = event_time(None if newest is None else float(newest[0]))
+            else:
+                ts = given
             cursor = conn.execute("INSERT INTO events(instance, event_type, payload, ts) VALUES (?, ?, ?, ?)",
                                   (instance, event_type, text, float(ts)))
             conn.execute("INSERT INTO event_instances VALUES (?, 1, ?) ON CONFLICT(instance) DO UPDATE SET "

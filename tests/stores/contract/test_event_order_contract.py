@@ -1,0 +1,69 @@
+"""On every backend: events appended at once by several sidecars (each its own StoreSet, its own
+connections) read newest first in commit order, and a `since=` tail misses none of them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from context_assembly.stores.store_set import StoreSet
+from tests.postgres import fresh_project
+from tests.stores.contract.conftest import open_backend
+
+SIDECARS, APPENDS = 3, 120
+
+
+@pytest.fixture
+def sidecars(backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+             ) -> Iterator[list[StoreSet]]:
+    monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
+    project = fresh_project()
+    opened = [open_backend(backend, tmp_path / "workspace", request, project) for _ in range(SIDECARS + 1)]
+    yield opened
+    for stores in opened:
+        stores.close()
+
+
+def test_events_appended_by_several_sidecars_follow_commit_order(sidecars: list[StoreSet]) -> None:
+    *writers, reader = sidecars
+    start, done = threading.Barrier(SIDECARS + 1), threading.Event()
+    seen: set[int] = set()
+    failures: list[BaseException] = []
+
+    def append(stores: StoreSet, who: str) -> None:
+        try:
+            start.wait(30)
+            for i in range(APPENDS):
+                stores.events.append("swarm", "tick", {"who": who, "i": i})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    def tail() -> None:
+        newest: float | None = None
+        start.wait(30)
+        while True:
+            finished = done.is_set()
+            events = reader.events.search("swarm", since=newest, limit=1000)
+            seen.update(event["id"] for event in events)
+            if events:
+                newest = max(newest or events[0]["ts"], *(event["ts"] for event in events))
+            if finished:
+                return
+
+    threads = [threading.Thread(target=append, args=(stores, f"s{k}")) for k, stores in enumerate(writers)]
+    tailing = threading.Thread(target=tail)
+    for thread in [*threads, tailing]:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    done.set()
+    tailing.join(120)
+    assert failures == []
+    events = reader.events.search("swarm", limit=SIDECARS * APPENDS)
+    ids = [event["id"] for event in events]
+    assert len(set(ids)) == SIDECARS * APPENDS
+    assert ids == sorted(ids, reverse=True)  # newest first is commit order
+    assert set(ids) - seen == set()
