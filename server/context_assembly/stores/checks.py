@@ -68,8 +68,10 @@ def event_time(newest: float | None) -> float:
     return now if newest is None or newest < now else float(newest)
 
 
-def check_turn(thread_id: str, turn: Any) -> float:
-    """Refuses a malformed turn; returns its time: its own `ts` when that is a finite number, else now."""
+def check_turn(thread_id: str, turn: Any) -> float | None:
+    """Refuses a malformed turn; returns its own `ts` when that is a finite number, else None: the
+    thread stamps it inside its write transaction (`event_time`), so that turns said at once by
+    two processes keep the order of their `seq` (compress_turns orders turns by time)."""
     check_key(thread_id, what="thread id")
     if not isinstance(turn, dict):
         raise refuse("a turn must be a JSON object {role, content, …}", "/value")
@@ -80,7 +82,7 @@ def check_turn(thread_id: str, turn: Any) -> float:
     given = turn.get("ts")
     if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
         return float(given)
-    return time.time()
+    return None
 
 
 def check_limit(limit: Any) -> int:

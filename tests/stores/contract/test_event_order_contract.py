@@ -67,3 +67,34 @@ def test_events_appended_by_several_sidecars_follow_commit_order(sidecars: list[
     assert len(set(ids)) == SIDECARS * APPENDS
     assert ids == sorted(ids, reverse=True)  # newest first is commit order
     assert set(ids) - seen == set()
+
+
+def test_turns_said_at_once_by_several_sidecars_keep_their_order_in_time(sidecars: list[StoreSet]) -> None:
+    """A turn's time was taken before the thread's write lock: turns appended at once got times out
+    of their `seq` order, and compress_turns (which orders a thread's turns by time) mixed them."""
+    *writers, reader = sidecars
+    start = threading.Barrier(SIDECARS)
+    failures: list[BaseException] = []
+
+    def say(stores: StoreSet, who: str) -> None:
+        try:
+            start.wait(30)
+            for i in range(APPENDS // 2):
+                stores.episodic.append("t-swarm", {"role": "user", "content": f"{who} {i}"})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=say, args=(stores, f"s{k}")) for k, stores in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    turns = reader.episodic.recent("t-swarm", SIDECARS * (APPENDS // 2))
+    assert [t["seq"] for t in turns] == list(range(1, SIDECARS * (APPENDS // 2) + 1))
+    times = [t["ts"] for t in turns]
+    assert times == sorted(times)  # in seq order, never going back
+    given = reader.episodic.append("t-swarm", {"role": "user", "content": "dated", "ts": 1.0})
+    assert given["ts"] == 1.0  # a time the caller gives is kept
+    after = reader.episodic.append("t-swarm", {"role": "user", "content": "next"})
+    assert after["ts"] >= times[-1] and after["seq"] == given["seq"] + 1

@@ -105,10 +105,13 @@ class PgEpisodicStore:
         self.db = db
 
     def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-        ts = check_turn(thread_id, turn)
+        given = check_turn(thread_id, turn)
         text = encode_value(turn)
         with self.db.connection() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"episodic:{self.db.project}:{thread_id}",))
+            last = conn.execute("SELECT ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
+                                "ORDER BY seq DESC LIMIT 1", (self.db.project, thread_id)).fetchone()
+            ts = given if given is not None else event_time(float(last[0]) if last else None)
             row = conn.execute("INSERT INTO ca_episodic(project, thread_id, seq, turn, ts) SELECT %s, %s, "
                                "coalesce(max(seq), 0) + 1, %s, %s FROM ca_episodic WHERE project = %s "
                                "AND thread_id = %s RETURNING seq",

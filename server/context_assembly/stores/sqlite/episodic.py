@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..checks import check_limit, check_turn
+from ..checks import check_limit, check_turn, event_time
 from ..confine import check_key
 from ..interfaces import ThreadInfo
 from .database import Database
@@ -25,13 +25,15 @@ class SqliteEpisodicStore:
         db.register("episodic", _migrate)
 
     def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-        ts = check_turn(thread_id, turn)
+        given = check_turn(thread_id, turn)
         text = encode_value(turn)
         with self.db.transaction() as conn:
             # BEGIN IMMEDIATE serialises writers, so max+1 cannot collide across processes.
-            row = conn.execute("SELECT coalesce(max(seq), 0) FROM episodic WHERE thread_id = ?",
+            # the last turn (by the key: one row), whose time the new one's never precedes
+            row = conn.execute("SELECT seq, ts FROM episodic WHERE thread_id = ? ORDER BY seq DESC LIMIT 1",
                                (thread_id,)).fetchone()
-            seq = int(row[0]) + 1
+            seq = (int(row[0]) if row else 0) + 1
+            ts = given if given is not None else event_time(float(row[1]) if row else None)
             conn.execute("INSERT INTO episodic(thread_id, seq, turn, ts) VALUES (?, ?, ?, ?)",
                          (thread_id, seq, text, ts))
             self.db.bump(conn, STORE)
