@@ -296,6 +296,21 @@ def test_the_final_fit_keeps_the_newest_turns(runtime: Runtime) -> None:
     assert not any(h.startswith("Earlier turns") for h in history)  # the summary of the oldest went first
 
 
+def test_a_duplicate_of_a_turn_inside_the_compressed_summary_is_not_said_to_be_left_out(runtime: Runtime) -> None:
+    """A thread read twice: the copies of its older turns are duplicates whose kept copy the
+    summary of compress_turns now stands for; they read "left out by the budget", untrue."""
+    for i in range(12):
+        runtime.memory.write("episodic://t-1", {"role": "user" if i % 2 else "assistant",
+                                                "content": f"Turn {i} discusses the service layout in detail. " * 3})
+    twice = ["episodic://t-1", "episodic://t-1?limit=12"]
+    full = assemble(runtime, explicit_memory=twice)
+    result = assemble(runtime, explicit_memory=twice, constraints={"max_tokens": full["meta"]["token_estimate"] - 100})
+    [summary] = [h for h in result["context"]["history"] if h["metadata"].get("compressed_turns")]
+    folded = set(summary["metadata"]["compressed_turns"])
+    about_folded = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate" and d["by"] in folded]
+    assert about_folded and all(d["reason"] == "the same content is already included" for d in about_folded)
+
+
 def test_the_newest_turns_stay_verbatim_when_a_boost_moves_one_ahead(runtime: Runtime, root: Path) -> None:
     """A boost on the newest turn put it first in the packing order: "the older turns" were taken by
     position, so it was summarised (the summary began with it) and turns 7-10 stayed verbatim."""

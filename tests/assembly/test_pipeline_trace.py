@@ -98,7 +98,8 @@ def test_an_edited_graph_view_is_not_served_from_the_cache(session: Session, exa
 
 
 def test_annotated_fields_survive_the_assembly(session: Session, example_copy: Path) -> None:
-    """The assembly wrote its own `origin` and `title` over what an `annotate` step had set."""
+    """The assembly wrote its own `title` over what an `annotate` step had set. `origin` stays the
+    assembly's (why the memory ran), whatever a step or a stored document calls its origin."""
     (example_copy / ".codebolt/memory/team-notes.md").write_text("The web team reviews every change.")
     (example_copy / ".codebolt/memory/other-notes.md").write_text("Releases go out on Tuesdays.")
     write(example_copy, "PersistentMemory/annotated.json", memory("annotated", [
@@ -110,5 +111,5 @@ def test_annotated_fields_survive_the_assembly(session: Session, example_copy: P
     found = {i["memory_id"]: i for items in result["context"].values() for i in items
              if i.get("memory_id") in ("annotated", "plain")}
     assert {k: found["annotated"]["metadata"][k] for k in ("origin", "title", "team")} == {
-        "origin": "docs", "title": "House style", "team": "web"}
-    assert found["plain"]["metadata"]["origin"] == ["explicit"]  # the assembly's, where nothing else set one
+        "origin": ["explicit"], "title": "House style", "team": "web"}
+    assert found["plain"]["metadata"]["origin"] == ["explicit"]

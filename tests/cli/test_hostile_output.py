@@ -105,3 +105,22 @@ def test_github_format_runs_no_command_a_case_name_carries(example_copy: Path,
     commands = [line for line in lines[:stop] + lines[-1:] if line.startswith("::")]
     assert all("All tests passed" not in line and "hidetoken" not in line.split("::")[1] for line in commands)
     assert not any(line.startswith(("::notice", "::stop-commands::hidetoken")) for line in lines)
+
+
+def test_json_output_and_error_messages_hold_no_raw_control(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    """JSON leaves C1 codes and bidi overrides raw (orjson escapes only C0), and error messages
+    quote what the input holds: both reached the terminal as they were."""
+    ws = ["--workspace", str(tmp_path)]
+    value = "safe\u202eevil\x9b2J\x1b]0;T\x07"
+    assert main(["memory", "write", "kv://ns/evil", json.dumps(value), *ws]) == 0
+    capsys.readouterr()
+    assert main(["memory", "read", "kv://ns/evil", *ws]) == 0
+    out = capsys.readouterr().out
+    assert not RAW.search(out) and json.loads(out)["value"] == value  # the same JSON value
+    (tmp_path / ".codebolt").mkdir(exist_ok=True)
+    hostile = {"context": {}, "trace": {}, "meta": {}, "\x1b]0;PWNED\x07\u202e": 1}
+    (tmp_path / "b.json").write_text(json.dumps(hostile))
+    assert main(["diff", str(tmp_path / "b.json"), str(tmp_path / "b.json"), *ws]) == 2
+    captured = capsys.readouterr()
+    assert "unknown property" in captured.err and not RAW.search(captured.err + captured.out)

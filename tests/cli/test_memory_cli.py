@@ -200,6 +200,10 @@ def test_a_value_after_the_options_is_the_value(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     assert main(["memory", "read", "kv://k", "--workspace", str(tmp_path)]) == 0
     assert json.loads(capsys.readouterr().out)["value"] == {"a": 1}
+    assert main(["memory", "write", "kv://n", "--workspace", str(tmp_path), "-5.5"]) == 0  # a number, not an option
+    capsys.readouterr()
+    assert main(["memory", "read", "kv://n", "--workspace", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == -5.5
     with pytest.raises(SystemExit) as caught:  # more than one left over is still an error
         main(["memory", "write", "kv://k", "--workspace", str(tmp_path), "1", "2"])
     assert caught.value.code == 2 and "unrecognized arguments: 1 2" in capsys.readouterr().err

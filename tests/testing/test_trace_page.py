@@ -166,3 +166,9 @@ def test_a_result_of_the_wrong_shape_is_refused_with_its_path(seeded: Path, tmp_
                    "--html", str(tmp_path / "d.html")])
     captured = capsys.readouterr()
     assert status == 2 and "Traceback" not in captured.err and f"/context/{section}/0/score" in captured.err
+    snapshot = seeded / "bad-snapshot.json"
+    snapshot.write_text(json.dumps({"request": json.loads((seeded / "request.json").read_text()), "result": result}))
+    status = main(["replay", "bad-snapshot.json", "--workspace", str(seeded)])
+    captured = capsys.readouterr()
+    assert status == 2 and "Traceback" not in captured.err
+    assert f"/snapshot/result/context/{section}/0/score" in captured.err

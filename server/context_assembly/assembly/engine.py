@@ -215,8 +215,9 @@ class Assembler:
                 context_item = ContextItem(
                     item.id, item.content, ref.reference if ref.kind == "definition" else None, item.source,
                     section, priority, item.score, run.count(item.content),
-                    # what the pipeline set (an `annotate` step's fields) wins over the assembly's defaults
-                    {**({"title": item.title} if item.title else {}), "origin": ref.origin, **item.metadata},
+                    # a title the pipeline set (an `annotate` step's) wins; `origin` is the assembly's own:
+                    # why the memory ran, whatever a stored document or a step calls its origin
+                    {**({"title": item.title} if item.title else {}), **item.metadata, "origin": ref.origin},
                 )
                 run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
                                                 raw_content=item.raw_content, timestamp=item.timestamp))
@@ -291,7 +292,7 @@ class Assembler:
                                                    item.section, item.tokens, by=strategy,
                                                    preview=preview(item.content)))
         run.trace.ladder = [s for s in packed.steps if note is None or s.item_id != note.item.id]
-        _copies_left_out(run.trace, {item.id for item in packed.kept})
+        _copies_left_out(run.trace, {i for item in packed.kept for i in (item.id, *_compressed(item))})
         _tools_left_out(run.trace)
         _section_traces(run.trace, context)
         meta = Meta(run.assembly_id, packed.tokens, len(packed.kept), packed.truncated, max_tokens=max_tokens,
@@ -307,6 +308,10 @@ def _contribute(run: _Run, merged: Merged, per_source: dict[str, SourceRules]) -
     to the next copy of the same content, and stage 5 runs again (on copies: it shortens and
     boosts candidates) until every removed copy had its successor tried."""
     settled = run.settlement
+    if not merged.copies:  # no duplicates: nothing to promote, stage 5 runs once on the candidates
+        run.candidates = merged.kept
+        return contribute(merged.kept, list(settled.caps.values()), settled.priorities,
+                          list(settled.boosts.values()), per_source, run.count, settled.cap_rules)
     tried: list[DroppedItem] = []  # what removed the copies that gave their place
     while True:
         trial = [evolve(candidate, item=evolve(candidate.item)) for candidate in merged.kept]
@@ -428,6 +433,12 @@ def _left_out_by(decision: DroppedItem) -> str:
     if decision.kind in ("budget", "relevance"):
         return f"the budget ({decision.by}: {decision.reason})"
     return f"{decision.kind} ({decision.reason})"
+
+
+def _compressed(item: ContextItem) -> list[str]:
+    """The turns a `compress_turns` summary stands for: their content is in the context still."""
+    ids = item.metadata.get("compressed_turns")
+    return [str(i) for i in ids] if isinstance(ids, list) else []
 
 
 def _copies_left_out(trace: Trace, kept: set[str]) -> None:

@@ -69,7 +69,7 @@ def replay(document: Any, assemble: Assemble, where: str = "/snapshot",
     """`{request, before, after, drift}`: the stored result, today's, and the diff between them
     (both as `readable` lets the caller see them)."""
     request, before = snapshot_parts(document, where)
-    before = visible(before, readable)
+    before = visible(checked(before, where + "/result"), readable)
     after = visible(unstructure(assemble(request)), readable)
     drift = diff(before, after)
     return {"request": request, "before": before, "after": after, "drift": drift, "drifted": not drift["identical"]}

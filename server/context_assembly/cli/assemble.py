@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..registry.sections import SECTION_NAMES
 from .evaluate import read_json
@@ -15,6 +13,7 @@ from .terminal import (
     Painter,
     add_common,
     counted,
+    json_text,
     one_line,
     painter,
     report_invalid,
@@ -74,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
         report_invalid("assemble", exc.message, exc.errors)
         return 2
     except ContextAssemblyError as exc:
-        print(f"context-assembly assemble: {exc.message}", file=sys.stderr)
+        print(f"context-assembly assemble: {one_line(exc.message)}", file=sys.stderr)
         return 1
     finally:
         runtime.close()
     if args.json:
-        print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
+        print(json_text(unstructure(result)))
     else:
         paint = painter(args, sys.stdout)
         print(paint.finish(render(result, paint)))

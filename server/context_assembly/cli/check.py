@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
-from .terminal import add_common, painter, required_root, visible
+from .terminal import add_common, json_text, painter, required_root, visible
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -46,6 +44,6 @@ def run(args: argparse.Namespace) -> int:
         print(visible(as_github(problems, root)))
     else:
         document = as_json(problems) if args.format == "json" else as_sarif(problems, root)
-        print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        print(json_text(document))
     failing = {"error": ("error",), "warning": ("error", "warning")}[args.fail_level]
     return 1 if any(p.severity.value in failing for p in problems) else 0

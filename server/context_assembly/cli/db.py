@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
 from ..errors import ContextAssemblyError
-from .terminal import add_common, required_root
+from .terminal import add_common, json_text, required_root
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -41,5 +39,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         runtime.close()
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    print(json_text(result))
     return 0

@@ -8,10 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import InvalidParamsError
-from .terminal import Painter, add_common, one_line, painter, report_invalid, workspace_root
+from .terminal import Painter, add_common, json_text, one_line, painter, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..model.evaluation import ConditionResult, EvaluationResult
@@ -55,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     if args.json:
-        print(orjson.dumps(unstructure(result), option=orjson.OPT_INDENT_2).decode())
+        print(json_text(unstructure(result)))
     else:
         paint = painter(args, sys.stdout)
         print(paint.finish(render(result, paint)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from ..errors import ContextAssemblyError, InvalidParamsError
 from ..json_numbers import InexactNumber, loads_exact
 from ..limits import Limits, applied
 from ..methods.memory import check_value_size
-from .terminal import add_common, report_invalid, workspace_root
+from .terminal import add_common, json_text, one_line, report_invalid, workspace_root
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -50,10 +51,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run, adopt_extra=_late_value)
 
 
+_NEGATIVE = re.compile(r"-\d+(\.\d+)?([eE][+-]?\d+)?")  # a JSON number, not an option
+
+
 def _late_value(args: argparse.Namespace, extra: list[str]) -> bool:
     """`memory write URI --workspace DIR VALUE`: argparse gives an optional positional its place
     before the options, so a VALUE after them is left over; it is the VALUE when there is none yet."""
-    if len(extra) == 1 and args.value is None and (extra[0] == "-" or not extra[0].startswith("-")):
+    if len(extra) == 1 and args.value is None and (extra[0] == "-" or not extra[0].startswith("-")
+                                                   or _NEGATIVE.fullmatch(extra[0])):
         args.value = extra[0]
         return True
     return False
@@ -79,10 +84,11 @@ def _import(runtime: Runtime, path: str) -> dict[str, Any]:
 def _export(runtime: Runtime, target: str) -> int:
     from ..stores.exporter import export_memory
 
-    data = orjson.dumps(export_memory(runtime.memory), option=orjson.OPT_INDENT_2) + b"\n"
+    exported = export_memory(runtime.memory)
     if target == "-":
-        sys.stdout.write(data.decode())
+        sys.stdout.write(json_text(exported) + "\n")
         return 0
+    data = orjson.dumps(exported, option=orjson.OPT_INDENT_2) + b"\n"
     try:
         Path(target).write_bytes(data)
     except OSError as exc:
@@ -133,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
     except InvalidParamsError as exc:
         return _fail(exc.message, exc.errors)
     except ContextAssemblyError as exc:
-        print(f"context-assembly memory: {exc.message}", file=sys.stderr)
+        print(f"context-assembly memory: {one_line(exc.message)}", file=sys.stderr)
         return 1
     finally:
         runtime.close()
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    print(json_text(result))
     return 0

@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import ContextAssemblyError, InvalidParamsError
 from .evaluate import read_json
-from .terminal import add_common, one_line, required_root, visible, write_page
+from .terminal import add_common, json_text, one_line, required_root, visible, write_page
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -49,14 +47,14 @@ def _side(text: str) -> Any:
 
 def _fail(command: str, exc: Exception) -> int:
     if isinstance(exc, InvalidParamsError):
-        print(f"context-assembly {command}: {exc.message}", file=sys.stderr)
+        print(f"context-assembly {command}: {one_line(exc.message)}", file=sys.stderr)
         for error in exc.errors:
             if error.get("message") != exc.message:
-                print(f"  {error.get('path') or '/'}: {error.get('message')}", file=sys.stderr)
+                print(one_line(f"  {error.get('path') or '/'}: {error.get('message')}"), file=sys.stderr)
     elif isinstance(exc, ContextAssemblyError):
-        print(f"context-assembly {command}: {exc.message}", file=sys.stderr)
+        print(f"context-assembly {command}: {one_line(exc.message)}", file=sys.stderr)
     else:
-        print(f"context-assembly {command}: {exc}", file=sys.stderr)
+        print(f"context-assembly {command}: {one_line(exc)}", file=sys.stderr)
     return 2
 
 
@@ -77,7 +75,7 @@ def run_replay(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     if args.json:
-        print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        print(json_text(result))
     else:
         before = result["before"].get("meta") or {}
         print(visible(f"Replay of {one_line(before.get('assembly_id'))}: "
@@ -111,7 +109,7 @@ def run_diff(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     if args.json:
-        print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        print(json_text(result))
     else:
         print(visible(render_diff(result)))
     if args.html:

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 CODEBOLT = ".codebolt"
 
 _STYLES = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2", "ok": "32",
@@ -116,6 +118,17 @@ def _escape(match: re.Match[str]) -> str:
     return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
+# what JSON may hold raw but a terminal must not get: DEL, C1 controls, bidirectional overrides
+_JSON_UNSEEN = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(value: Any) -> str:
+    """`value` as indented JSON for the terminal: what orjson writes, with the characters JSON
+    leaves raw but a terminal acts on written as `\\uXXXX` escapes (the same JSON value)."""
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return _JSON_UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def visible(text: str) -> str:
     """`text` with its control characters and bidirectional overrides shown as escapes."""
     return _UNSEEN.sub(_escape, text)
@@ -163,9 +176,9 @@ def report_invalid(command: str, message: str, errors: list[dict[str, Any]]) -> 
             if len(errors) == 1:
                 continue
         lines.append(f"  {path}: {detail}")
-    print(f"context-assembly {command}: {message}", file=sys.stderr)
+    print(visible(f"context-assembly {command}: {one_line(message)}"), file=sys.stderr)
     for line in lines:
-        print(line, file=sys.stderr)
+        print(one_line(line), file=sys.stderr)
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

@@ -6,9 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .terminal import add_common, painter, required_root, shown, visible
+from .terminal import add_common, json_text, painter, required_root, shown, visible
 
 if TYPE_CHECKING:
     from ..testing import TestRun
@@ -57,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         document: Any = as_json(result)
         if args.min_coverage is not None:
             document["coverage"]["min_percent"] = args.min_coverage
-        print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        print(json_text(document))
     elif args.format == "junit":
         print(as_junit(result))
     elif args.format == "github":

@@ -259,10 +259,11 @@ STEP_TYPES: tuple[StepSpec, ...] = (
     ), {"type": "format", "format": "markdown", "template": "### {{title}}\n{{content}}"},
              run=".transform:format_items"),
     StepSpec("annotate", "transform", "Add fields and provenance to each item's metadata.", (
-        _p("fields", OBJECT, "Metadata fields to set (values may be templates).", lazy=True),
+        _p("fields", OBJECT, "Metadata fields to set (values may be templates). An assembly sets `origin` "
+           "itself (why the memory ran): a field of that name is not kept there.", lazy=True),
         _p("provenance", {"type": "boolean"}, "Record the memory, step and store each item came from.",
            default=True),
-    ), {"type": "annotate", "fields": {"origin": "docs"}, "provenance": True}, run=".transform:annotate"),
+    ), {"type": "annotate", "fields": {"topic": "docs"}, "provenance": True}, run=".transform:annotate"),
     # control
     StepSpec("conditional", "control", "Run then_steps when the condition holds, else else_steps.", (
         _p("condition", CONDITIONS, "A condition (or a list, all of which must hold) over variables.",

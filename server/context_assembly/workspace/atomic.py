@@ -488,6 +488,11 @@ def _held_by_someone(path: Path) -> bool:
         os.close(fd)
 
 
+def has_line() -> bool:
+    """Whether waiters for a workspace lock queue in a line here (POSIX `flock`); not on Windows."""
+    return fcntl is not None
+
+
 def waiting_in_line(where: WorkspaceLayout | Path | str, name: str) -> int:
     """How many waiters are in line for `workspace_lock(where, name)` (tickets, counted without
     checking that their processes live; 0 without a line, as on Windows)."""

@@ -44,7 +44,7 @@ import ladybug
 from attrs import define, frozen
 
 from ...errors import ContextAssemblyError, StorageError
-from ...workspace.atomic import WantProbe, workspace_lock
+from ...workspace.atomic import WantProbe, has_line, workspace_lock
 from ...workspace.layout import WorkspaceLayout
 from .migrate import migrate_from_kuzu, written_by_kuzu
 
@@ -52,6 +52,9 @@ T = TypeVar("T")
 
 LOCK_NAME = "kuzu"
 DATABASE_FILE = "graph.kuzu"
+# Without a line (no `fcntl`: Windows) waiters poll the lock every 50 ms: a holder that let go with
+# work left pauses longer than that, so a waiter sees the lock free once (it took it straight back)
+_YIELD_S = 0.06
 
 
 @frozen
@@ -86,6 +89,13 @@ class _Session:
     conn: ladybug.Connection
     since: float  # opened (monotonic)
     last: float  # its last job ended (monotonic)
+
+
+def _give_way() -> None:
+    """After letting go with work left: where waiters stand in line (POSIX) the next session queues
+    behind them by itself; without a line, pause so that a polling waiter finds the lock free."""
+    if not has_line():
+        time.sleep(_YIELD_S)
 
 
 class KuzuSessions:
@@ -138,6 +148,8 @@ class KuzuSessions:
                 job = self._next(session, waiting)
                 if isinstance(job, _End):
                     session = self._end(session)  # jobs come meanwhile: the next session queues behind waiters
+                    if job is _End.WANTED and not self._jobs.empty():
+                        _give_way()
                     with self._mutex:
                         if self._jobs.empty():
                             self._owner = None
@@ -148,6 +160,7 @@ class KuzuSessions:
                     continue
                 if session is not None and self._turn_over(session, waiting):
                     session = self._end(session)  # the next session queues behind the waiters
+                    _give_way()
                 if session is None:
                     try:
                         session = self._begin()
