@@ -1,0 +1,65 @@
+"""The VS Code extension in the real VS Code: code-server (VS Code 1.100.3's own server and web
+workbench, from the npm registry) with the packaged `.vsix` installed, driven by Debian's headless
+Chromium (`editor-clients/vscode/e2e/e2e.mjs`). It opens a rule engine of the example workspace,
+waits for the server's code lens, types an unknown operator and expects the server's diagnostic in
+the editor and the Problems panel, its hover, the operators in completion, and the diagnostic gone
+once fixed.
+
+Everything it needs is required, not optional (CI installs it): a missing piece fails the test. The
+first run installs code-server into the user's cache folder (~1 min); screenshots and logs of each
+run are in the test's temporary folder, named in the failure message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .npm_package import NpmPackage
+
+EXTENSION = Path(__file__).resolve().parent.parent / "editor-clients" / "vscode"
+E2E = EXTENSION / "e2e"
+SETUP_TIMEOUT_S = 900
+RUN_TIMEOUT_S = 300
+
+
+def _vsix() -> Path:
+    """The packaged extension (test_vscode_extension.py makes it too; made here when missing)."""
+    manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
+    vsix = EXTENSION / f"{manifest['name']}-{manifest['version']}.vsix"
+    if not vsix.is_file():
+        package = NpmPackage(EXTENSION, "the VS Code extension", SETUP_TIMEOUT_S, CI="1")
+        package.install()
+        package.run("run", "build")
+        package.run("run", "package")
+    assert vsix.is_file(), f"{vsix.name} was not written"
+    return vsix
+
+
+def _code_server() -> str:
+    done = subprocess.run(["bash", str(E2E / "setup-code-server.sh")], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=SETUP_TIMEOUT_S)
+    assert done.returncode == 0, f"installing code-server failed ({done.returncode}):\n{done.stderr[-10000:]}"
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_extension_in_vs_code_shows_the_servers_diagnostics_hover_and_completion(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium")
+    assert chromium is not None, "Debian's chromium is needed (.ci/run installs it)"
+    server = Path(sys.executable).with_name("context-assembly")
+    assert server.is_file(), f"{server} is not installed (pip install -e .)"
+    NpmPackage(E2E, "the VS Code end-to-end driver", SETUP_TIMEOUT_S).install()
+    env = {**os.environ, "CODE_SERVER": _code_server(), "VSIX": str(_vsix()), "CA_SERVER": str(server),
+           "CHROMIUM": chromium, "OUT": str(tmp_path / "run"), "TIMEOUT_S": str(RUN_TIMEOUT_S - 30)}
+    done = subprocess.run(["node", str(E2E / "e2e.mjs")], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"e2e.mjs exited {done.returncode} (screenshots and logs in {tmp_path / 'run'}):\n" \
+                                 f"{output[-8000:]}"
+    for check in ("diagnostic", "Problems", "hover", "completion"):
+        assert any(line for line in output.splitlines() if "PASS" in line and check.lower() in line.lower()), \
+            f"no passing check about {check}:\n{output[-4000:]}"
