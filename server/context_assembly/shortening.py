@@ -87,8 +87,8 @@ def extractive(text: str, task: str, max_tokens: int, count: Counter) -> str | N
     words = {w.casefold() for w in _WORD.findall(task)}
     overlap = [len(words & {w.casefold() for w in _WORD.findall(s)}) for s in found]
     ranked = [0] + sorted(range(1, len(found)), key=lambda i: (-overlap[i], i))
-    if count(found[0]) > max_tokens:  # even the lead sentence is too long: cut it at a word
-        return shorten(found[0], max_tokens, count)
+    if count(found[0]) > max_tokens:  # even the lead sentence is too long: cut it (the marker tells of the text)
+        return shorten(found[0], max_tokens, count, count(text))
     # sum of the parts (+1 per joining space) bounds the whole for ceil(len/4) and is close for
     # exact encodings; the result is checked once and trimmed from the last choice if need be
     chosen: list[int] = []

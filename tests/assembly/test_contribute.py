@@ -112,3 +112,18 @@ def test_section_order_defaults_and_set_priority() -> None:
                                  "working_memory"]
     assert section_order({"history": "high", "constraints": "low"}) == [
         "state", "warnings", "history", "knowledge", "constraints", "suggestions", "working_memory"]
+
+
+def test_a_limit_cuts_the_item_that_crosses_it_and_no_later_one() -> None:
+    """After the cut item, the next was cut again into the tokens the cut left over (a few words
+    and a marker)."""
+    from context_assembly.assembly.contribute import _limit
+    from context_assembly.assembly.tokens import token_counter
+
+    count = token_counter("estimate")
+    sentence = "word " * 23 + "end."  # 30 tokens: a cut at a sentence leaves room over
+    texts = [" ".join([sentence] * 8), "tiny words here and there " * 40]
+    group = [candidate(text, "m", tokens=count(text)) for text in texts]
+    kept, dropped = _limit(group, None, 120, "limit", "m", count, min_cut=8)
+    assert [d.kind for d in dropped] == ["shortened", "max_tokens"]
+    assert len(kept) == 1 and 120 - kept[0].item.tokens >= 16  # room the old code cut the second into

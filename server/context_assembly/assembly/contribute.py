@@ -16,7 +16,7 @@ from ..model.rules import Boost, Cap
 from ..registry.sections import PRIORITY_WEIGHTS, SECTION_NAMES
 from ..rules.globs import is_pattern, reference_matches
 from .candidates import Candidate
-from .summary import shorten_item
+from .summary import MIN_CUT_TOKENS, shorten_item
 from .tokens import Counter
 
 # seed 001: state highest; warnings, constraints high; knowledge, history medium; the rest low
@@ -81,18 +81,23 @@ def apply_boosts(candidates: Iterable[Candidate], boosts: list[Boost]) -> None:
 
 
 def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int | None, kind: str,
-           by: str, count: Counter | None = None) -> tuple[list[Candidate], list[DroppedItem]]:
+           by: str, count: Counter | None = None,
+           min_cut: int = MIN_CUT_TOKENS) -> tuple[list[Candidate], list[DroppedItem]]:
     """Keep candidates (already in rank order) while both limits hold; report the rest. With a
-    counter, the item that crosses `max_tokens` is shortened to the room left rather than dropped."""
+    counter, the item that crosses `max_tokens` is shortened to the room left rather than dropped
+    (the first that crosses it only, and only when the cut keeps `min_cut` tokens: every later
+    one was cut again to the scraps left, 8 tokens of content and a marker)."""
     kept: list[Candidate] = []
     dropped: list[DroppedItem] = []
     tokens = 0
+    crossed = False
     for candidate in candidates:
         item = candidate.item
         over_items = max_items is not None and len(kept) >= max_items
         over_tokens = max_tokens is not None and tokens + item.tokens > max_tokens
-        if over_tokens and not over_items and count is not None and max_tokens is not None:
-            shortened = shorten_item(item, max_tokens - tokens, count)
+        if over_tokens and not over_items and not crossed and count is not None and max_tokens is not None:
+            crossed = True
+            shortened = shorten_item(item, max_tokens - tokens, count, min_cut)
             if shortened is not None:
                 dropped.append(DroppedItem("shortened", f"max_tokens of {by}: cut to {shortened.tokens} tokens",
                                            item.id, item.memory_id, item.source, item.section, item.tokens, by))
@@ -112,10 +117,11 @@ def _limit(candidates: list[Candidate], max_items: int | None, max_tokens: int |
 
 
 def _apply_limit(sections: dict[str, list[Candidate]], selected: set[int], max_items: int | None,
-                 max_tokens: int | None, kind: str, by: str, count: Counter | None = None) -> list[DroppedItem]:
+                 max_tokens: int | None, kind: str, by: str, count: Counter | None = None,
+                 min_cut: int = MIN_CUT_TOKENS) -> list[DroppedItem]:
     """Apply one limit to the selected candidates across sections (in section rank order)."""
     group = [c for name in SECTION_NAMES for c in sections[name] if id(c) in selected]
-    kept, dropped = _limit(group, max_items, max_tokens, kind, by, count)
+    kept, dropped = _limit(group, max_items, max_tokens, kind, by, count, min_cut)
     keep = {id(c) for c in kept}
     removed = selected - keep
     for name in SECTION_NAMES:
@@ -138,8 +144,9 @@ def _reprioritised(candidate: Candidate, rules: SourceRules) -> list[DroppedItem
 
 def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[str, str],
                boosts: list[Boost], per_source: dict[str, SourceRules], count: Counter | None = None,
-               cap_rules: dict[str, str] | None = None) -> Contribution:
-    """`cap_rules`: each cap target's rule, named in what its cap removes."""
+               cap_rules: dict[str, str] | None = None, min_cut: int = MIN_CUT_TOKENS) -> Contribution:
+    """`cap_rules`: each cap target's rule, named in what its cap removes; `min_cut`: the fewest
+    tokens a cut may keep (budget.min_truncated_tokens), else the item is dropped."""
     apply_boosts(candidates, boosts)
     dropped: list[DroppedItem] = []
     for candidate in candidates:
@@ -156,15 +163,15 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
         if limits.get("max_items") is not None or limits.get("max_tokens") is not None:
             selected = {id(c) for c in candidates if c.reference == reference}
             dropped += _apply_limit(sections, selected, limits.get("max_items"), limits.get("max_tokens"),
-                                    "limit", f"contribution of {reference}", count)
+                                    "limit", f"contribution of {reference}", count, min_cut)
     for cap in caps:
         selected = {id(c) for name in SECTION_NAMES for c in sections[name] if matches_target(cap.target, c)}
         rule = (cap_rules or {}).get(cap.target)
         by = f"cap of {rule} on {cap.target}" if rule else f"cap on {cap.target}"
-        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", by, count)
+        dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap", by, count, min_cut)
     for reference, rules in per_source.items():
         for cap in rules.caps:
             selected = {id(c) for name in SECTION_NAMES for c in sections[name] if c.reference == reference}
             dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap",
-                                    f"per-source cap of {', '.join(rules.rules)} on {reference}", count)
+                                    f"per-source cap of {', '.join(rules.rules)} on {reference}", count, min_cut)
     return Contribution(sections, section_order(set_priority), dropped)

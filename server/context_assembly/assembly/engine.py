@@ -167,7 +167,8 @@ class Assembler:
         max_tokens = request.constraints.max_tokens if request.constraints and request.constraints.max_tokens \
             else settings.max_tokens
         task = request.input.text if request.input and request.input.text else ""
-        summariser = Summariser(self.summaries, run.count, task, llm, settings.budget.summary_timeout_ms / 1000)
+        summariser = Summariser(self.summaries, run.count, task, llm, settings.budget.summary_timeout_ms / 1000,
+                                settings.tokenizer)
         result = self._budget(run, contribution.sections, contribution.order, max_tokens, summariser)
         run.stage("budget")
         result.meta.duration_ms = round((time.perf_counter() - run.started) * 1000, 3)
@@ -264,9 +265,16 @@ class Assembler:
     def _budget(self, run: _Run, sections: dict[str, list[Candidate]], order: list[str],
                 max_tokens: int | None, summariser: Summariser) -> AssembledContext:
         settings = run.workspace.settings.budget
-        warning_items, capped = warning_items_within(run.warnings, run.count, settings.warnings_max_tokens)
+        memories = {c.item.id: c for c in sections["warnings"]}  # what memories put in the section: capped too
+        kept, capped = warning_items_within(run.warnings, run.count, settings.warnings_max_tokens,
+                                            [c.item for c in sections["warnings"]], settings.min_truncated_tokens)
         run.trace.decisions += capped
-        sections["warnings"] = [Candidate(w, "warnings", i) for i, w in enumerate(warning_items)] + sections["warnings"]
+        warning_items = [item for item in kept if item.id not in memories]
+        sections["warnings"] = [Candidate(w, "warnings", i) for i, w in enumerate(warning_items)]
+        for item in kept:
+            if item.id in memories:  # (a cut one is a new item of the same id)
+                memories[item.id].item = item
+                sections["warnings"].append(memories[item.id])
         ordered = [c for name in order for c in sections[name]]
         note = None
         if max_tokens is not None and sum(c.item.tokens for c in ordered) > max_tokens:
@@ -308,15 +316,16 @@ def _contribute(run: _Run, merged: Merged, per_source: dict[str, SourceRules]) -
     to the next copy of the same content, and stage 5 runs again (on copies: it shortens and
     boosts candidates) until every removed copy had its successor tried."""
     settled = run.settlement
+    min_cut = run.workspace.settings.budget.min_truncated_tokens
     if not merged.copies:  # no duplicates: nothing to promote, stage 5 runs once on the candidates
         run.candidates = merged.kept
         return contribute(merged.kept, list(settled.caps.values()), settled.priorities,
-                          list(settled.boosts.values()), per_source, run.count, settled.cap_rules)
+                          list(settled.boosts.values()), per_source, run.count, settled.cap_rules, min_cut)
     tried: list[DroppedItem] = []  # what removed the copies that gave their place
     while True:
         trial = [evolve(candidate, item=evolve(candidate.item)) for candidate in merged.kept]
         contribution = contribute(trial, list(settled.caps.values()), settled.priorities,
-                                  list(settled.boosts.values()), per_source, run.count, settled.cap_rules)
+                                  list(settled.boosts.values()), per_source, run.count, settled.cap_rules, min_cut)
         survivors = {c.order for section in contribution.sections.values() for c in section}
         lost = [c for c in merged.kept if c.order not in survivors and c.order in merged.copies]
         if not lost:

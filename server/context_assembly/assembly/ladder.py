@@ -132,10 +132,12 @@ def _in_time(turns: list[Candidate]) -> list[Candidate]:
 def _compress(ladder: Ladder, source: str, older: list[Candidate]) -> None:
     before = sum(c.item.tokens for c in older)
     text = "\n".join(c.item.content for c in older)
-    summary = ladder.summariser.summarise(text, min(ladder.settings.summary_tokens, before // 2))
+    head = f"Earlier turns ({len(older)}, summarised): "
+    room = min(ladder.settings.summary_tokens, before // 2) - ladder.count(head)  # the head within summary_tokens
+    summary = ladder.summariser.summarise(text, room) if room > 0 else None
     if summary is None:
         return
-    content = f"Earlier turns ({len(older)}, summarised): {summary[0]}"
+    content = head + summary[0]
     tokens = ladder.count(content)
     if tokens >= before:
         return

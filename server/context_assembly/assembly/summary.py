@@ -41,16 +41,18 @@ def shorten_item(item: ContextItem, room: int, count: Counter, min_tokens: int =
 class Summariser:
     """Summaries for one assembly; the cache it fills is shared across assemblies."""
 
-    def __init__(self, cache: SummaryCache, count: Counter, task: str, llm: Llm | None, timeout_s: float) -> None:
+    def __init__(self, cache: SummaryCache, count: Counter, task: str, llm: Llm | None, timeout_s: float,
+                 tokenizer: str = "estimate") -> None:
         self.cache = cache
         self.count = count
+        self.tokenizer = tokenizer  # in the cache key: a summary is sized in its counter's tokens
         self.task = task
         self.llm = llm
         self.timeout_s = timeout_s
 
     def summarise(self, text: str, max_tokens: int) -> tuple[str, str] | None:
         """(summary, method) within `max_tokens`, or None when nothing useful fits."""
-        key = hashlib.sha1(f"{max_tokens}\0{self.task}\0{self.llm is not None}\0{text}".encode(
+        key = hashlib.sha1(f"{self.tokenizer}\0{max_tokens}\0{self.task}\0{self.llm is not None}\0{text}".encode(
             "utf-8", "surrogatepass")).hexdigest()
         hit = self.cache.get(key)
         if hit is not None:
@@ -87,8 +89,8 @@ class Summariser:
             self._why = "the model gave no text"
             return None
         summary = summary.strip()
-        if self.count(summary) > max_tokens:
-            summary = shorten(summary, max_tokens, self.count) or ""
+        if self.count(summary) > max_tokens:  # a longer answer than asked: cut, the marker telling of the item
+            summary = shorten(summary, max_tokens, self.count, self.count(text)) or ""
         return (summary, "llm") if summary else None
 
 

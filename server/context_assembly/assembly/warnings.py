@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.context import ContextItem, DroppedItem
+from ..model.context import ContextItem, DroppedItem, preview
 from .state import warning_item
-from .summary import shorten_item
+from .summary import MIN_CUT_TOKENS, shorten_item
 from .tokens import Counter
 
 # how a group of memory calls with one status is told, by status
@@ -54,25 +54,37 @@ def fold(warnings: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str
     return out
 
 
-def warning_items(warnings: list[tuple[str, dict[str, Any]]], count: Counter,
-                  cap: int) -> tuple[list[ContextItem], list[DroppedItem]]:
-    """The folded warnings as items within `cap` tokens, and what the cap left out."""
-    items = [warning_item(i, message, count, **metadata) for i, (message, metadata) in enumerate(fold(warnings))]
+def warning_items(warnings: list[tuple[str, dict[str, Any]]], count: Counter, cap: int | None,
+                  more: list[ContextItem] | None = None,
+                  min_cut: int = MIN_CUT_TOKENS) -> tuple[list[ContextItem], list[DroppedItem]]:
+    """The folded warnings as items, then `more` (items memories put in the section), within `cap`
+    tokens (None: no cap), and what the cap left out: the cap is the section's, not only the
+    server's own warnings (a memory's 3,000-token item went past a cap of 50)."""
+    own = [warning_item(i, message, count, **metadata) for i, (message, metadata) in enumerate(fold(warnings))]
+    items = own + (more or [])
+    if cap is None:
+        return items, []
     kept: list[ContextItem] = []
     dropped: list[DroppedItem] = []
     used = 0
-    for item in items:
+    for index, item in enumerate(items):
         if used + item.tokens <= cap:
             kept.append(item)
             used += item.tokens
             continue
-        cut = shorten_item(item, cap - used, count) if not dropped else None
+        cut = shorten_item(item, cap - used, count, min_cut) if not dropped else None
         if cut is not None:
             kept.append(cut)
             used += cut.tokens
             dropped.append(DroppedItem("shortened", f"warnings_max_tokens of {cap}: cut to {cut.tokens} tokens",
-                                       item.id, None, item.source, "warnings", item.tokens, "warnings_max_tokens"))
+                                       item.id, item.memory_id, item.source, "warnings", item.tokens,
+                                       "warnings_max_tokens"))
             continue
-        dropped.append(DroppedItem("cap", f"{item.content} (over warnings_max_tokens of {cap})", item.id, None,
-                                   item.source, "warnings", item.tokens, "warnings_max_tokens"))
+        if index < len(own):  # the server's own warning: said whole in the trace
+            dropped.append(DroppedItem("cap", f"{item.content} (over warnings_max_tokens of {cap})", item.id, None,
+                                       item.source, "warnings", item.tokens, "warnings_max_tokens"))
+        else:
+            dropped.append(DroppedItem("cap", f"over warnings_max_tokens of {cap}", item.id, item.memory_id,
+                                       item.source, "warnings", item.tokens, "warnings_max_tokens",
+                                       preview(item.content)))
     return kept, dropped
