@@ -171,7 +171,11 @@ a project (`eglot-lsp-context'), so the server's root is the
 directory that holds `.codebolt/'."
   (when (and (bound-and-true-p eglot-lsp-context)
              (memq major-mode context-assembly-modes))
-    (when-let ((root (context-assembly-workspace-root directory)))
+    ;; From the buffer's own file where there is one: while Eglot connects it asks again with
+    ;; DIRECTORY set to the project root it found, from which `.codebolt/' is not found inside a
+    ;; git repository, and the version-control project would win (the first file got no didOpen).
+    (when-let ((root (context-assembly-workspace-root
+                      (or (and buffer-file-name (file-name-directory buffer-file-name)) directory))))
       (cons 'transient root))))
 
 (add-hook 'project-find-functions #'context-assembly--project)

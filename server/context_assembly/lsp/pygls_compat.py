@@ -52,6 +52,7 @@ import functools
 from collections.abc import MutableMapping
 from concurrent.futures import Future
 from typing import Any
+from urllib.parse import unquote
 
 import cattrs
 
@@ -59,6 +60,18 @@ TESTED_PYGLS = ">=2.1,<2.2"  # keep equal to the pin in pyproject.toml
 
 
 # -- reading protocol state --------------------------------------------------------------------------
+
+
+def open_document(workspace: Any, uri: str) -> Any:
+    """The open document of `uri`, or None. pygls keeps open documents under the URI with its
+    escapes decoded (`file:///tmp/sp%20ace/x.json` under `file:///tmp/sp ace/x.json`): looked up as
+    the client sent it, a document in a folder with a space, `#` or a non-ASCII name was never found,
+    so it got no diagnostics and no code lenses."""
+    return workspace.text_documents.get(unquote(uri))
+
+
+def is_open(workspace: Any, uri: str) -> bool:
+    return unquote(uri) in workspace.text_documents
 
 
 def converter_of(protocol: Any) -> cattrs.Converter:

@@ -90,7 +90,7 @@ def _publish(ls: ContextAssemblyServer, uri: str) -> None:
         if result is None:
             return
         version, found = result
-        open_doc = ls.workspace.text_documents.get(uri)
+        open_doc = compat.open_document(ls.workspace, uri)
         if open_doc is None or (version is not None and open_doc.version != version):
             return  # closed, or a newer version is on its way
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=found,
@@ -148,8 +148,7 @@ def dependents_changed(ls: ContextAssemblyServer, uri: str, relpath: str, now: f
     names = changed_names(before, now)
     if not names:
         return  # almost every keystroke: nothing another document reads has changed
-    open_uris = ls.workspace.text_documents
-    others = ((d.uri, d.text) for d in state.store.all() if d.uri != uri and d.uri in open_uris)
+    others = ((d.uri, d.text) for d in state.store.all() if d.uri != uri and compat.is_open(ls.workspace, d.uri))
     state.pending.update(affected(names, others))
     _flush_later(ls)
 
@@ -180,7 +179,7 @@ def _flush(ls: ContextAssemblyServer) -> None:
         return
     eager = state.eager(ls.require_session().current_limits().eager_documents)
     for uri in sorted(pending & eager):
-        if uri in ls.workspace.text_documents:
+        if compat.is_open(ls.workspace, uri):
             _publish(ls, uri)
 
 

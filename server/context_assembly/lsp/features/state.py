@@ -63,7 +63,7 @@ class Snapshot:
 
 def snapshot(ls: ContextAssemblyServer, uri: str) -> Snapshot:
     """Read pygls' workspace: on the event loop only."""
-    open_doc = ls.workspace.text_documents.get(uri)
+    open_doc = compat.open_document(ls.workspace, uri)
     if open_doc is None:
         return Snapshot(uri, None, None)
     return Snapshot(uri, open_doc.source, open_doc.version)
