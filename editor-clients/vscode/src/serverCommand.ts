@@ -65,7 +65,8 @@ export function splitCommandLine(line: string): string[] {
     } else if (ch === "'" || ch === '"') {
       quote = ch;
       inWord = true;
-    } else if (ch === "\\" && i + 1 < line.length) {
+    } else if (ch === "\\" && i + 1 < line.length && /[\s'"\\]/.test(line[i + 1]!)) {
+      // escapes a space, a quote or a backslash only: a Windows path keeps its backslashes
       current += line[++i];
       inWord = true;
     } else if (/\s/.test(ch)) {

@@ -101,6 +101,8 @@ suite("splitCommandLine", () => {
     assert.deepEqual(splitCommandLine(`py -m "context_assembly" 'serve' --ws "a b"`), ["py", "-m", "context_assembly", "serve", "--ws", "a b"]);
     assert.deepEqual(splitCommandLine(`a\\ b "c\\"d" '' x`), ["a b", 'c"d', "", "x"]);
     assert.deepEqual(splitCommandLine(`C:\\\\Python\\\\python.exe`), ["C:\\Python\\python.exe"]);
+    assert.deepEqual(splitCommandLine(String.raw`C:\Users\me\.venv\Scripts\context-assembly.exe serve`),
+      [String.raw`C:\Users\me\.venv\Scripts\context-assembly.exe`, "serve"]);
     assert.throws(() => splitCommandLine(`"open`), /unterminated/);
   });
 
