@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
+from .controls import BIDI, C1
 from .registry.sections import SECTION_NAMES
 
 # One colour per section: the token bars and the section headings share it.
@@ -32,7 +33,7 @@ PREVIEW_CHARS = 4000
 TITLE_CHARS = 200
 MAX_ROWS = 500  # rows of one table (10,000 decisions made a 5 MB page)
 # controls but tab, newline and carriage return; C1; the bidirectional marks, embeddings and overrides
-_UNSEEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSEEN = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{C1}{BIDI}]")
 KEPT_CHANGED = ("shortened", "priority")  # decisions about items still in the context
 
 STYLE = """

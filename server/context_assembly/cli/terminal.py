@@ -25,6 +25,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from ..controls import BIDI, C1, LINE_BREAKS
+
 CODEBOLT = ".codebolt"
 
 _STYLES = {"error": "1;31", "warning": "1;33", "note": "1;36", "bold": "1", "dim": "2", "ok": "32",
@@ -108,7 +110,7 @@ def colour_wanted(args: argparse.Namespace, stream: TextIO) -> bool:
 
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks and overrides
-_HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_HIDDEN = "\x00-\x08\x0b-\x1f" + C1 + BIDI + LINE_BREAKS
 _UNSEEN = re.compile(f"[{_HIDDEN}]")
 _UNSEEN_OR_BREAK = re.compile(f"[{_HIDDEN}\t\n]")
 
@@ -119,7 +121,7 @@ def _escape(match: re.Match[str]) -> str:
 
 
 # what JSON may hold raw but a terminal must not get: DEL, C1 controls, bidirectional overrides
-_JSON_UNSEEN = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_JSON_UNSEEN = re.compile(f"[{C1}{BIDI}{LINE_BREAKS}]")
 
 
 def json_text(value: Any) -> str:

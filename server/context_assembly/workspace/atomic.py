@@ -241,14 +241,10 @@ class WantProbe:
         fd = self._open()
         if fd is None:  # no want file: nobody has ever waited here
             return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
+        held = _held_elsewhere(fd)
+        if held is False:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return held is True
 
     def waiting(self) -> int:
         """How many wait in line, at least 1 (ask once `wanted`): a holder shares turns among them."""
@@ -298,6 +294,18 @@ def _taken_now(lock: BaseFileLock, lock_dir: Path, name: str) -> bool:
     return True
 
 
+def _held_elsewhere(fd: int) -> bool | None:
+    """One non-blocking exclusive `flock` try on an open file: True when another holds it, False
+    when this try took it (the caller lets go or closes), None when `flock` failed otherwise."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    return False
+
+
 def _want_held(path: Path) -> bool:
     """Whether anyone holds the want file (a waiter, shared; or a waiter of an older version,
     exclusively): one non-blocking exclusive try on a file opened for it."""
@@ -306,14 +314,9 @@ def _want_held(path: Path) -> bool:
     except OSError:  # no want file: nobody has ever waited here
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return _held_elsewhere(fd) is True
     finally:
         os.close(fd)  # closing drops a hold just won
-    return False
 
 
 # A waiter in line looks this often whether its turn has come (the head: whether the lock is free).
@@ -474,16 +477,12 @@ def _held_by_someone(path: Path) -> bool:
     except OSError:  # gone: its waiter left
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        with contextlib.suppress(OSError):
-            if os.path.samestat(os.fstat(fd), os.stat(path)):  # still the file looked at
-                os.unlink(path)
-        return False
+        held = _held_elsewhere(fd)
+        if held is False:
+            with contextlib.suppress(OSError):
+                if os.path.samestat(os.fstat(fd), os.stat(path)):  # still the file looked at
+                    os.unlink(path)
+        return held is True
     finally:
         os.close(fd)
 
