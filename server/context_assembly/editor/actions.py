@@ -10,7 +10,7 @@ from typing import Any
 
 from ..pipelines.shorthand import is_shorthand, normalise_memory
 from ..rules.dialects import normalise_file
-from ..workspace.layout import WorkspaceLayout
+from ..workspace.places import Places
 from .capabilities import QUICKFIX, REWRITE
 from .documents import EditorDocument, Range
 
@@ -69,7 +69,7 @@ def _new_id(document: EditorDocument, pointer: str) -> str:
     return f"rule-{n}"
 
 
-def rewrite_canonical(document: EditorDocument, root: Path, encoding: str) -> dict[str, Any] | None:
+def rewrite_canonical(document: EditorDocument, root: Path | Places, encoding: str) -> dict[str, Any] | None:
     """A context-rule file as a canonical engine (a new file in context-rule-engines/, the old one
     deleted), or a shorthand memory definition rewritten in place."""
     value = document.value
@@ -89,8 +89,7 @@ def rewrite_canonical(document: EditorDocument, root: Path, encoding: str) -> di
         return None
     engine_id = stem.lstrip("0123456789_-") or stem
     engine = {"id": engine_id, "name": engine_id, "enabled": True, "rules": [r.rule for r in rules]}
-    target = WorkspaceLayout(root).rule_engines_dir / f"{engine_id}.json"
-    target_uri = target.as_uri()
+    target_uri = (Places.of(root).layout.rule_engines_dir / f"{engine_id}.json").as_uri()
     text = json.dumps(engine, indent=2, ensure_ascii=False) + "\n"
     start = {"line": 0, "character": 0}
     return {"title": f"Rewrite this file in the canonical format (context-rule-engines/{engine_id}.json)",
@@ -103,7 +102,7 @@ def rewrite_canonical(document: EditorDocument, root: Path, encoding: str) -> di
             ]}}
 
 
-def code_actions(document: EditorDocument, diagnostics: list[dict[str, Any]], root: Path,
+def code_actions(document: EditorDocument, diagnostics: list[dict[str, Any]], root: Path | Places,
                  encoding: str = "utf-16", only: list[str] | None = None) -> list[dict[str, Any]]:
     actions: list[dict[str, Any]] = []
     if not only or any(k.startswith(QUICKFIX) for k in only):

@@ -46,7 +46,7 @@ def source_range(source: SourceFile, problem: Problem, encoding: str) -> Range:
 
 
 def _uri_of(source: SourceFile, document: EditorDocument) -> str:
-    return document.uri if source is document.source else Path(source.path).resolve().as_uri()
+    return document.uri if source is document.source else document.places.uri(source.relpath)
 
 
 def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspace,

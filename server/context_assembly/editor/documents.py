@@ -13,6 +13,7 @@ from ..documents import ParsedDocument, parse_document
 from ..model.problems import Problem
 from ..workspace.layout import DEFINITION_FILES, WorkspaceLayout
 from ..workspace.loader import KINDS, SourceFile, Workspace, collect_memories, prepare_source
+from ..workspace.places import Places
 from ..workspace.uris import uri_to_path
 
 # `$schema` fragments -> kind, for definition files outside their usual directory
@@ -65,6 +66,7 @@ class EditorDocument:
     kind: str  # a kind of workspace/layout.DEFINITION_DIRS or DEFINITION_FILES (settings)
     parsed: ParsedDocument
     source: SourceFile  # as the workspace loader would have read it (dialect, normalised rules)
+    places: Places  # the workspace it was named against: other files' URIs in the client's spelling
     # outside the workspace root (another project's `.codebolt/` open in the same window): never
     # part of this workspace, checked on its own (editor/diagnostics.py)
     outside: bool = False
@@ -94,24 +96,25 @@ class EditorDocument:
         return self.parsed.lines.position_to_offset(position["line"], position["character"], encoding)
 
 
-def build_document(uri: str, text: str, version: int | None, root: Path,
+def build_document(uri: str, text: str, version: int | None, root: Path | Places,
                    previous: EditorDocument | None = None) -> EditorDocument | None:
     """The document when `uri` is a definition file (by path under `.codebolt/`, else by `$schema`).
     `previous`, the same document at an earlier version, makes the work incremental."""
     path = uri_to_path(uri)
     if path is None:
         return None
-    kind = kind_of_path(path, root)
+    places = Places.of(root)
+    relpath = places.relpath(path)
+    # a workspace file's kind by its relpath, whichever spelling (symlinks) the uri took to it
+    kind = kind_of_path(places.path(relpath) if relpath is not None else path, places.client_root)
     parsed = parse_document(text, path.name, previous.parsed if previous is not None else None)
     if kind is None:
         kind = kind_of_schema(parsed.value)
         if kind is None:
             return None
-    outside = False
-    try:
-        relpath = path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        relpath, outside = path.as_posix(), True
+    outside = relpath is None
+    if relpath is None:
+        relpath = path.as_posix()
     # the previous version's per-rule work (structure, schema, meaning) is reused for unchanged rules
     memo = previous.source.memo if previous is not None and previous.kind == kind else None
     source = SourceFile(path, relpath, kind, parsed, (0, 0)) if memo is None \
@@ -122,14 +125,14 @@ def build_document(uri: str, text: str, version: int | None, root: Path,
         source.problems.append(Problem(issue.message, "syntax", path="", line=line, column=column,
                                        end_line=end_line, end_column=end_column))
     prepare_source(source)
-    return EditorDocument(uri, version, text, path, relpath, kind, parsed, source, outside)
+    return EditorDocument(uri, version, text, path, relpath, kind, parsed, source, places, outside)
 
 
 class DocumentStore:
     """Open documents by URI, parsed once per version. Thread-safe."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root.resolve()
+    def __init__(self, root: Path | Places) -> None:
+        self.places = Places.of(root)  # the client's spelling of the root, which documents map through
         self._docs: dict[str, EditorDocument] = {}
         self._lock = threading.Lock()
 
@@ -139,7 +142,7 @@ class DocumentStore:
             if current is not None and current.version == version and version is not None \
                     and current.text == text:
                 return current
-        document = build_document(uri, text, version, self.root, current)
+        document = build_document(uri, text, version, self.places, current)
         with self._lock:
             if document is None:
                 self._docs.pop(uri, None)
@@ -182,7 +185,7 @@ def overlay(workspace: Workspace, documents: list[EditorDocument]) -> Workspace:
     return attrs.evolve(workspace, files=files, memories=memories, memory_sources=memory_sources)
 
 
-def load_document(uri: str, root: Path) -> EditorDocument | None:
+def load_document(uri: str, root: Path | Places) -> EditorDocument | None:
     """A definition file read from disk (for references and rename across closed files)."""
     path = uri_to_path(uri)
     if path is None or not path.is_file():
@@ -190,8 +193,8 @@ def load_document(uri: str, root: Path) -> EditorDocument | None:
     return build_document(uri, path.read_text(encoding="utf-8", errors="replace"), None, root)
 
 
-def document_from_source(source: SourceFile) -> EditorDocument:
-    """A workspace file (not open in the editor) as an editor document."""
-    path = Path(source.path).resolve()
+def document_from_source(source: SourceFile, places: Places) -> EditorDocument:
+    """A workspace file (not open in the editor) as an editor document, named as the client names it."""
+    path = places.path(source.relpath)
     return EditorDocument(path.as_uri(), None, source.document.text, path, source.relpath, source.kind,
-                          source.document, source)
+                          source.document, source, places)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..errors import ConflictError, ContextAssemblyError, InvalidParamsError, RequestFailedError
 from ..schemas.fragments import FILE_ID_PATTERN
 from ..workspace.loader import SourceFile, Workspace
+from ..workspace.places import Places
 from . import context as ctx
 from .documents import EditorDocument, document_from_source
 
@@ -65,31 +67,37 @@ def _inner(document: EditorDocument, span: tuple[int, int]) -> tuple[int, int]:
     return (span[0] + 1, span[1] - 1) if len(text) >= 2 and text[0] in "\"'" and text[-1] == text[0] else span
 
 
-def _document(source: SourceFile, open_docs: dict[str, EditorDocument]) -> EditorDocument:
-    return open_docs.get(source.relpath) or document_from_source(source)
+def _document(source: SourceFile, open_docs: dict[str, EditorDocument], places: Places) -> EditorDocument:
+    return open_docs.get(source.relpath) or document_from_source(source, places)
+
+
+def _places(workspace: Workspace, places: Places | None) -> Places:
+    """The client's spelling of the workspace (`places`); without one, the workspace's own root."""
+    return places if places is not None else Places.of(workspace.root)
 
 
 def definition(memory_id: str, workspace: Workspace, open_docs: dict[str, EditorDocument],
-               encoding: str) -> dict[str, Any] | None:
+               encoding: str, places: Places | None = None) -> dict[str, Any] | None:
     source = workspace.memory_sources.get(memory_id)
     if source is None:
         return None
-    document = _document(source, open_docs)
+    document = _document(source, open_docs, _places(workspace, places))
     pointer = "/id" if isinstance(source.value, dict) and "id" in source.value else "/name"
     span = document.parsed.span(pointer) or (0, 0)
     return _location(document, span, encoding)
 
 
 def references(memory_id: str, workspace: Workspace, open_docs: dict[str, EditorDocument], encoding: str,
-               include_declaration: bool = True) -> list[dict[str, Any]]:
+               include_declaration: bool = True, places: Places | None = None) -> list[dict[str, Any]]:
+    places = _places(workspace, places)
     found = []
     if include_declaration:
-        where = definition(memory_id, workspace, open_docs, encoding)
+        where = definition(memory_id, workspace, open_docs, encoding, places)
         if where is not None:
             found.append(where)
     for source in workspace.files.values():
         if source.kind in RULE_KINDS:
-            document = _document(source, open_docs)
+            document = _document(source, open_docs, places)
             found += [_location(document, span, encoding) for span in _reference_spans(source, memory_id)]
     return found
 
@@ -104,7 +112,7 @@ def _rename_problem(memory_id: str, new_id: str, workspace: Workspace) -> Contex
 
 
 def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[str, EditorDocument],
-           encoding: str, file_renames: bool = False) -> dict[str, Any]:
+           encoding: str, file_renames: bool = False, places: Places | None = None) -> dict[str, Any]:
     """A workspace edit touching the definition's id and every reference, and renaming the
     definition's file where the file's name is its id (the repository finds definitions by file
     name): then `documentChanges`, the text edits followed by the file's rename, which the editor
@@ -113,6 +121,7 @@ def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[st
     problem = _rename_problem(memory_id, new_id, workspace)
     if problem is not None:
         raise problem
+    places = _places(workspace, places)
     changes: dict[str, list[dict[str, Any]]] = {}
 
     def replace(document: EditorDocument, span: tuple[int, int]) -> None:
@@ -123,13 +132,13 @@ def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[st
 
     source = workspace.memory_sources.get(memory_id)
     if source is not None and isinstance(source.value, dict) and source.value.get("id") == memory_id:
-        document = _document(source, open_docs)
+        document = _document(source, open_docs, places)
         span = document.parsed.span("/id")
         if span is not None:
             replace(document, span)
     for rule_source in workspace.files.values():
         if rule_source.kind in RULE_KINDS:
-            document = _document(rule_source, open_docs)
+            document = _document(rule_source, open_docs, places)
             for span in _reference_spans(rule_source, memory_id):
                 replace(document, span)
     if source is None or source.path.stem != memory_id or new_id == memory_id:
@@ -144,8 +153,9 @@ def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[st
     versions = {d.uri: d.version for d in open_docs.values()}
     edits: list[dict[str, Any]] = [{"textDocument": {"uri": uri, "version": versions.get(uri)}, "edits": found}
                                    for uri, found in changes.items()]
-    moved = _document(source, open_docs).uri
-    return {"documentChanges": [*edits, {"kind": "rename", "oldUri": moved, "newUri": target.as_uri()}]}
+    moved = _document(source, open_docs, places).uri
+    new_uri = places.uri(PurePosixPath(source.relpath).with_name(target.name).as_posix())
+    return {"documentChanges": [*edits, {"kind": "rename", "oldUri": moved, "newUri": new_uri}]}
 
 
 def _symbol(document: EditorDocument, name: str, kind: int, pointer: str, encoding: str,

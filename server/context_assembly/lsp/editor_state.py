@@ -16,7 +16,7 @@ from ..workspace.loader import KINDS, SourceFile, Workspace, stamp_or_none
 class EditorState:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.store = DocumentStore(session.root)
+        self.store = DocumentStore(session.places)
         self.timers: dict[str, Any] = {}  # uri -> asyncio.TimerHandle of a pending publish
         # Re-checks of other documents, coalesced per debounce window (see features/diagnostics.py):
         self.contributed: dict[str, frozenset[Any]] = {}  # uri -> what the open version gives others

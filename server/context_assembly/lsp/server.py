@@ -320,7 +320,8 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
         settings = options.get(SETTINGS_OPTION)
         encoding = ls.protocol.workspace.position_encoding
         ls.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
-        ls.open(root.resolve(), settings if isinstance(settings, dict) else {}, llm_offered(params))
+        # the root as the client names it (symlinks kept): its documents are answered under its URIs
+        ls.open(Path(os.path.abspath(root)), settings if isinstance(settings, dict) else {}, llm_offered(params))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ContextAssemblyServer, params: types.InitializedParams) -> None:

@@ -85,7 +85,7 @@ def _draft_uri(session: Session, draft: Any) -> str:
     """Where a draft without a (recognised) document would live: its engine file, as saving writes it."""
     the_id = draft.get("id") if isinstance(draft, dict) else None
     name = the_id if _usable_name(the_id) else "draft"
-    return (session.layout.rule_engines_dir / f"{name}.json").resolve().as_uri()
+    return (session.places.layout.rule_engines_dir / f"{name}.json").as_uri()
 
 
 def _usable_name(the_id: Any) -> bool:
@@ -102,16 +102,16 @@ def _usable_name(the_id: Any) -> bool:
 
 def _editor_document(session: Session, uri: str | None, text: str, draft: Any) -> EditorDocument:
     """The document the editor would build for `uri`; a rule-engine file of the workspace otherwise."""
-    root = session.root.resolve()
+    places = session.places  # the uri maps to a workspace file through the links the client took
     if uri is not None:
-        document = build_document(uri, text, None, root)
+        document = build_document(uri, text, None, places)
         if document is not None and document.kind in RULE_KINDS:
             # the uri only places the draft (its kind, the ranges): it is checked against this
             # workspace wherever the uri points, not on its own as another project's open file is
             return attrs.evolve(document, outside=False) if document.outside else document
     if draft is None:
         draft = parse_document(text, "draft.json").value
-    document = build_document(_draft_uri(session, draft), text, None, root)
+    document = build_document(_draft_uri(session, draft), text, None, places)
     assert document is not None  # a path under context-rule-engines/ is always a rule-engine file
     return document
 

@@ -23,6 +23,7 @@ from ..runtime import Runtime
 from ..schemas import validation_errors
 from ..workspace.atomic import sweep_temp_files
 from ..workspace.loader import Workspace
+from ..workspace.places import Places
 from ..workspace.repository import (
     RuleEngineRepository,
     definition_repository,
@@ -68,6 +69,7 @@ class Session:
     def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
                  text_source: TextSource | None = None, runtimes: SharedRuntimes | None = None) -> None:
         self._runtimes = runtimes  # several sessions (connections) share one runtime and its caches
+        self.places = Places.of(root)  # the root as the client names it: the URIs it is answered with
         self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root, background_compile=True)
         self.layout = self.runtime.layout
         removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
@@ -182,8 +184,8 @@ class Session:
         path = uri_to_path(uri)
         if path is None:
             return None
-        path = path.resolve()
-        if not path.is_relative_to(self.root) or not path.is_file():
+        path = self.places.readable(path)
+        if path is None or not path.is_file():
             return None  # never read outside the workspace
         try:
             return path.read_text(encoding="utf-8", errors="replace")

@@ -20,7 +20,7 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeActionP
     converter = compat.converter_of(ls.protocol)
     diagnostics = [converter.unstructure(d) for d in params.context.diagnostics]
     only = [str(k.value if hasattr(k, "value") else k) for k in params.context.only or []] or None
-    found = code_actions(document, diagnostics, ls.require_session().root, encoding(ls), only)
+    found = code_actions(document, diagnostics, ls.require_session().places, encoding(ls), only)
     return [structure(ls, a, types.CodeAction) for a in found]
 
 

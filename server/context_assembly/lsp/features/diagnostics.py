@@ -232,7 +232,7 @@ def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None 
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
     open_docs = {d.relpath: d for d in state.store.all()}
     for relpath, source in workspace.files.items():
-        document = open_docs.get(relpath) or document_from_source(source)
+        document = open_docs.get(relpath) or document_from_source(source, state.store.places)
         found = [structure(ls, d, types.Diagnostic)
                  for d in document_diagnostics(document, workspace, encoding(ls), ran_on(state, document),
                                                lookup_of)]

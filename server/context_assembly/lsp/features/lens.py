@@ -40,8 +40,8 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str
         test_file.cases = [c for c in test_file.cases if case is None or c.name == case]
     run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False), files=files,
                     lookup_of=session.runtime.lookup)
-    uri = (session.root / file).as_uri()
-    document = current_document(ls, uri) or load_document(uri, session.root)
+    uri = session.places.uri(file)
+    document = current_document(ls, uri) or load_document(uri, session.places)
     if document is not None:  # the failing cases of this text stay on the file until it changes
         state.test_runs[uri] = (document.text, run.results)
     return as_json(run)
@@ -73,7 +73,7 @@ def register(server: ContextAssemblyServer) -> None:
         failed = not result["summary"]["ok"]
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning if failed else types.MessageType.Info, message=_summary(result)))
-        diagnostics.schedule(ls, (ls.require_session().root / file).as_uri(), immediate=True)
+        diagnostics.schedule(ls, ls.require_session().places.uri(file), immediate=True)
         diagnostics.refresh_others(ls, None)
         return result
 

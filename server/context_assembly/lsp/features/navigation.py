@@ -46,8 +46,8 @@ def definition(ls: ContextAssemblyServer, snap: Snapshot, params: types.Definiti
     found = _at(ls, snap, params)
     if found is None:
         return None
-    _doc, memory_id, workspace, open_docs = found
-    where = nav.definition(memory_id, workspace, open_docs, encoding(ls))
+    doc, memory_id, workspace, open_docs = found
+    where = nav.definition(memory_id, workspace, open_docs, encoding(ls), doc.places)
     return structure(ls, where, types.Location) if where else None
 
 
@@ -58,9 +58,9 @@ def references(ls: ContextAssemblyServer, snap: Snapshot, params: types.Referenc
     found = _at(ls, snap, params)
     if found is None:
         return None
-    _doc, memory_id, workspace, open_docs = found
-    return [structure(ls, loc, types.Location) for loc in
-            nav.references(memory_id, workspace, open_docs, encoding(ls), params.context.include_declaration)]
+    doc, memory_id, workspace, open_docs = found
+    return [structure(ls, loc, types.Location) for loc in nav.references(
+        memory_id, workspace, open_docs, encoding(ls), params.context.include_declaration, doc.places)]
 
 
 def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams) -> types.WorkspaceEdit | None:
@@ -69,9 +69,9 @@ def rename(ls: ContextAssemblyServer, snap: Snapshot, params: types.RenameParams
     found = _at(ls, snap, params)
     if found is None:
         return None
-    _doc, memory_id, workspace, open_docs = found
+    doc, memory_id, workspace, open_docs = found
     return structure(ls, nav.rename(memory_id, params.new_name, workspace, open_docs, encoding(ls),
-                                    _renames_files(ls)), types.WorkspaceEdit)
+                                    _renames_files(ls), doc.places), types.WorkspaceEdit)
 
 
 def _renames_files(ls: ContextAssemblyServer) -> bool:
