@@ -12,9 +12,13 @@ import * as path from "node:path";
 
 import * as vscode from "vscode";
 import {
+  CloseAction,
   LanguageClient,
   ResponseError,
   State,
+  type CloseHandlerResult,
+  type DocumentSelector,
+  type ErrorHandler,
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
@@ -28,103 +32,225 @@ import {
   INSTALL_COMMAND,
   MODULE,
   resolveServerCommand,
+  type ServerCommand,
 } from "./serverCommand";
-import { configurationItem, explicitValue, RESTART_SECTIONS, SECTION, type Inspected } from "./settings";
-import { CODEBOLT, documentSelector, DOCUMENT_PATTERN, isCodeboltDocument, chooseRoot } from "./workspace";
+import { ServerProcess, settlesWithin, StartTimeout, withDeadline } from "./serverProcess";
+import { configurationItem, DEFAULT_START_TIMEOUT_S, explicitValue, RESTART_SECTIONS, SECTION, type Inspected } from "./settings";
+import {
+  CODEBOLT,
+  commandTarget,
+  documentSelector,
+  DOCUMENT_PATTERN,
+  isCodeboltDocument,
+  PROJECT_PATTERN,
+  projectOf,
+  projectsOf,
+  startupProjects,
+} from "./workspace";
 
 const CLIENT_ID = "contextAssembly";
 const CLIENT_NAME = "Context Assembly";
 const OPEN_SETTINGS = "Open Settings";
 const COPY_INSTALL = "Copy Install Command";
 const SHOW_OUTPUT = "Show Output";
+const FIND_LIMIT = 2000; // `.codebolt/` files looked at to name the projects a command may run on
+const EXIT_GRACE_MS = 3000; // after `exit`, before the process is ended by a signal
 
-let controller: Controller | undefined;
+let servers: Servers | undefined;
+
+/** Runs a server command (a code lens) on the server of the project named first: see `ProjectClient`. */
+const FORWARD_COMMAND = "contextAssembly.forwardToServer";
+const EXECUTE_COMMAND = "workspace/executeCommand";
+
+/**
+ * A language client that does not register the server's commands with VS Code: command ids are
+ * global, so the second project's client would fail to start on "command already exists". The
+ * commands reach the right server through `FORWARD_COMMAND` instead (see `Controller.forwardLens`).
+ */
+class ProjectClient extends LanguageClient {
+  /** Until the server answered `initialize`, a failed start is reported by the extension, once, with the
+   * server's last words: the library's own notification ("couldn't create connection") goes to the output only. */
+  ran = false;
+
+  override registerFeature(feature: Parameters<LanguageClient["registerFeature"]>[0]): void {
+    const method = (feature as { registrationType?: { method?: string } }).registrationType?.method;
+    if (method !== EXECUTE_COMMAND) super.registerFeature(feature);
+  }
+
+  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+    super.error(message, data, this.ran ? showNotification : false);
+  }
+}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel(CLIENT_NAME);
-  controller = new Controller(output);
-  const current = controller;
+  servers = new Servers(output);
+  const current = servers;
   context.subscriptions.push(
     output,
-    { dispose: () => void current.stop() },
-    vscode.commands.registerCommand("contextAssembly.restartServer", () => current.restart()),
-    vscode.commands.registerCommand("contextAssembly.assemble", () => current.assemble()),
-    vscode.commands.registerCommand("contextAssembly.showTracePage", () => current.showTracePage()),
+    { dispose: () => void current.stopAll() },
+    vscode.commands.registerCommand("contextAssembly.restartServer", () => current.restartAll()),
+    vscode.commands.registerCommand("contextAssembly.assemble", () => current.run((server) => server.assemble())),
+    vscode.commands.registerCommand("contextAssembly.showTracePage", () => current.run((server) => server.showTracePage())),
+    vscode.commands.registerCommand(FORWARD_COMMAND, (project: unknown, command: unknown, ...args: unknown[]) =>
+      current.forward(project, command, args)),
     vscode.workspace.registerTextDocumentContentProvider("urn", new SchemaProvider(context.extensionUri)),
-    vscode.workspace.onDidChangeConfiguration((event) => {
-      if (RESTART_SECTIONS.some((section) => event.affectsConfiguration(section)) && current.started) {
-        output.appendLine("The server settings changed: restarting the server.");
-        void current.restart();
-      }
+    vscode.workspace.onDidChangeConfiguration((event) => current.configurationChanged(event)),
+    // a project's server starts once one of its `.codebolt/` documents opens
+    vscode.workspace.onDidOpenTextDocument((document) => {
+      const project = isOurs(document) ? projectOf(document.uri.fsPath) : undefined;
+      if (project !== undefined) void current.serve(project);
     }),
   );
-
-  if (vscode.workspace.textDocuments.some(isOurs) || (await workspaceHasCodebolt())) {
-    await current.start();
-    return;
-  }
-  // Activated by a JSON/YAML document elsewhere: start once a `.codebolt/` document opens.
-  const waiting = vscode.workspace.onDidOpenTextDocument((document) => {
-    if (isOurs(document)) {
-      waiting.dispose();
-      void current.start();
-    }
-  });
-  context.subscriptions.push(waiting);
+  await Promise.all((await current.startupProjects()).map((project) => current.serve(project)));
 }
 
 export async function deactivate(): Promise<void> {
-  await controller?.stop();
-  controller = undefined;
+  await servers?.stopAll();
+  servers = undefined;
 }
 
 function isOurs(document: vscode.TextDocument): boolean {
   return isCodeboltDocument(document.uri.scheme, document.languageId, document.uri.fsPath);
 }
 
-async function workspaceHasCodebolt(): Promise<boolean> {
-  if (!vscode.workspace.workspaceFolders?.length) return false;
-  const found = await vscode.workspace.findFiles(DOCUMENT_PATTERN, undefined, 1);
-  return found.length > 0;
+/** The `.codebolt/` files of the workspace folders (a bounded search: enough to name the projects). */
+async function codeboltFiles(limit = FIND_LIMIT): Promise<string[]> {
+  if (!vscode.workspace.workspaceFolders?.length) return [];
+  return (await vscode.workspace.findFiles(DOCUMENT_PATTERN, undefined, limit)).map((uri) => uri.fsPath);
 }
 
-/** Owns the language client: start, stop, restart, and the custom requests. */
-class Controller {
-  private client: LanguageClient | undefined;
-  private starting: Promise<void> | undefined;
-  started = false;
+/** One server per project (the folder holding a `.codebolt/`), each serving that project's documents. */
+class Servers {
+  private readonly byProject = new Map<string, Controller>();
 
   constructor(private readonly output: vscode.OutputChannel) {}
 
-  async start(): Promise<void> {
-    this.started = true;
-    if (this.client !== undefined) return;
-    this.starting ??= this.doStart().finally(() => (this.starting = undefined));
+  /** The projects to serve at activation (see `startupProjects` in workspace.ts). */
+  async startupProjects(): Promise<string[]> {
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const open = vscode.workspace.textDocuments.filter(isOurs).map((d) => d.uri.fsPath);
+    const hasCodebolt = (folder: string) => isDirectory(path.join(folder, CODEBOLT));
+    const direct = folders.some(hasCodebolt) || open.length > 0;
+    return startupProjects(folders, hasCodebolt, open, direct ? [] : await codeboltFiles(1));
+  }
+
+  /** The project's server, started (started once; a start that failed is reported, not repeated). */
+  async serve(project: string): Promise<Controller> {
+    let server = this.byProject.get(project);
+    if (server === undefined) {
+      server = new Controller(project, this.output);
+      this.byProject.set(project, server);
+      await server.start();
+    }
+    return server;
+  }
+
+  async restartAll(): Promise<void> {
+    const started = [...this.byProject.values()];
+    if (started.length === 0) {
+      const projects = await this.startupProjects();
+      if (projects.length === 0) return void noProject();
+      await Promise.all(projects.map((project) => this.serve(project)));
+      return;
+    }
+    await Promise.all(started.map((server) => server.restart()));
+  }
+
+  async stopAll(): Promise<void> {
+    const all = [...this.byProject.values()];
+    this.byProject.clear();
+    await Promise.all(all.map((server) => server.stop()));
+  }
+
+  configurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    for (const server of this.byProject.values()) {
+      if (RESTART_SECTIONS.some((section) => event.affectsConfiguration(section, server.folder.uri))) {
+        this.output.appendLine(`The server settings changed: restarting the server of ${server.project}.`);
+        void server.restart();
+      }
+    }
+  }
+
+  /** A server command from one of the project's code lenses, sent to that project's server. */
+  async forward(project: unknown, command: unknown, args: unknown[]): Promise<unknown> {
+    const server = typeof project === "string" ? this.byProject.get(project) : undefined;
+    if (server === undefined || typeof command !== "string") return undefined;
+    return server.execute(command, args);
+  }
+
+  /** Runs a command on the project it is meant for (see `commandTarget`), asking when that is unclear. */
+  async run(command: (server: Controller) => Promise<void>): Promise<void> {
+    const active = vscode.window.activeTextEditor?.document;
+    const activeFile = active !== undefined && isOurs(active) ? active.uri.fsPath : undefined;
+    const target = commandTarget(activeFile, [...this.byProject.keys()], projectsOf(await codeboltFiles()));
+    let project: string | undefined;
+    if (target.kind === "one") project = target.project;
+    else if (target.kind === "choose") {
+      project = await vscode.window.showQuickPick([...target.projects], {
+        title: "Context Assembly: which project?",
+        placeHolder: "The folder whose .codebolt/ definitions and memories are used",
+      });
+    } else return void noProject();
+    if (project !== undefined) await command(await this.serve(project));
+  }
+}
+
+async function noProject(): Promise<void> {
+  await vscode.window.showWarningMessage(
+    "Context Assembly: no project here. Open a folder that holds a .codebolt/ folder (or a file inside one).",
+  );
+}
+
+/** Owns one project's language client and the server process: start, stop, restart, custom requests. */
+class Controller {
+  readonly folder: vscode.WorkspaceFolder;
+  private client: LanguageClient | undefined;
+  private process: ServerProcess | undefined;
+  private starting: Promise<void> | undefined;
+  private generation = 0; // a start begun before the latest stop is abandoned
+
+  constructor(readonly project: string, private readonly output: vscode.OutputChannel) {
+    this.folder = workspaceFolderOf(project);
+  }
+
+  start(): Promise<void> {
+    if (this.client !== undefined) return Promise.resolve();
+    this.starting ??= this.doStart(this.generation).finally(() => (this.starting = undefined));
     return this.starting;
   }
 
+  /** Stops the server: `shutdown`/`exit` when it runs, else (still starting, hung) its process is ended. */
   async stop(): Promise<void> {
-    await this.starting?.catch(() => undefined);
+    this.generation++;
     const client = this.client;
+    const process = this.process;
     this.client = undefined;
-    if (client === undefined) return;
-    try {
-      if (client.state !== State.Stopped) await client.stop(5000);
-    } catch (error) {
-      this.output.appendLine(`Stopping the server failed: ${String(error)}`);
+    this.process = undefined;
+    if (client !== undefined) {
+      try {
+        if (client.state === State.Running) await client.stop(5000);
+      } catch (error) {
+        this.output.appendLine(`Stopping the server failed: ${String(error)}`);
+      }
+      await client.dispose().catch(() => undefined);
     }
-    await client.dispose().catch(() => undefined);
+    if (process !== undefined && !(await settlesWithin(process.exited(), EXIT_GRACE_MS))) await process.terminate();
   }
 
   async restart(): Promise<void> {
     await this.stop();
-    this.started = true;
     await this.start();
   }
 
-  private async doStart(): Promise<void> {
-    const folder = await serverRoot();
-    const resolution = await resolveServerCommand(readServerSettings(folder?.uri), resolveDeps(folder?.uri));
+  private stale(generation: number): boolean {
+    return generation !== this.generation;
+  }
+
+  private async doStart(generation: number): Promise<void> {
+    const scope = this.folder.uri;
+    const resolution = await resolveServerCommand(readServerSettings(scope), resolveDeps(scope));
+    if (this.stale(generation)) return;
     for (const note of resolution.notes) this.output.appendLine(note);
     if (!resolution.ok) {
       this.output.appendLine(resolution.reason);
@@ -132,27 +258,78 @@ class Controller {
       return;
     }
     const server = resolution.server;
-    this.output.appendLine(`Starting ${describe(server)} (from ${server.source})${folder ? ` in ${folder.uri.fsPath}` : ""}`);
-
-    const serverOptions: ServerOptions = {
-      command: server.command,
-      args: [...server.args],
-      options: folder ? { cwd: folder.uri.fsPath } : {},
+    this.output.appendLine(`Starting ${describe(server)} (from ${server.source}) in ${this.project}`);
+    let fallback: ErrorHandler | undefined;
+    const serverOptions: ServerOptions = async () => {
+      if (this.stale(generation)) throw new Error("the start was cancelled");
+      const process = await ServerProcess.start({ command: server.command, args: server.args, cwd: this.project });
+      if (this.stale(generation)) {
+        void process.terminate();
+        throw new Error("the start was cancelled");
+      }
+      this.process = process;
+      return process.child;
     };
-    const clientOptions: LanguageClientOptions = {
-      documentSelector: documentSelector(),
+    const client: ProjectClient = new ProjectClient(CLIENT_ID, CLIENT_NAME, serverOptions, {
+      ...this.clientOptions(),
+      // a server that dies before answering `initialize` would die again: reported once, not restarted
+      errorHandler: {
+        error: (error, message, count) => fallback!.error(error, message, count),
+        // once the server answered `initialize`, a crash restarts it (the library's policy)
+        closed: (): CloseHandlerResult | Promise<CloseHandlerResult> => (client.ran ? fallback!.closed() : { action: CloseAction.DoNotRestart, handled: true }),
+      },
+      initializationFailedHandler: () => false, // reported below, with the server's last words
+    });
+    fallback = client.createDefaultErrorHandler();
+    client.onDidChangeState((event) => (client.ran ||= event.newState === State.Running));
+    this.client = client;
+    const timeout = startTimeout(scope);
+    try {
+      await withDeadline(client.start(), timeout, () => void this.process?.terminate());
+    } catch (error) {
+      if (this.client === client) this.client = undefined;
+      const process = this.process;
+      await client.dispose().catch(() => undefined);
+      await process?.terminate();
+      if (this.stale(generation)) return; // stopped meanwhile: nothing to report
+      this.process = undefined;
+      this.reportFailedStart(server, error, process);
+    }
+  }
+
+  private reportFailedStart(server: ServerCommand, error: unknown, process: ServerProcess | undefined): void {
+    let why = error instanceof StartTimeout ? error.message : errorText(error);
+    if (!(error instanceof StartTimeout) && process?.ending !== undefined) {
+      why = `the server ${process.ending}${process.lastErrorLine ? `: ${process.lastErrorLine}` : ""}`;
+    }
+    const message = `Context Assembly: could not start the server of ${this.project} (${describe(server)}): ${why}`;
+    this.output.appendLine(message);
+    if (error instanceof StartTimeout || process?.ending !== undefined) void failedStart(message, this.output);
+    else void notFound(`${message}. Install it with \`${INSTALL_COMMAND}\` or check "contextAssembly.server.command".`);
+  }
+
+  private clientOptions(): LanguageClientOptions {
+    const folder = this.folder;
+    return {
+      // VS Code's RelativePattern (the protocol's shape is passed to `languages.match` unconverted)
+      documentSelector: documentSelector(new vscode.RelativePattern(folder.uri, PROJECT_PATTERN)) as unknown as DocumentSelector,
       outputChannel: this.output,
       traceOutputChannel: this.output,
       workspaceFolder: folder,
       synchronize: { configurationSection: SECTION },
       middleware: {
+        provideCodeLenses: async (document, token, next) => (await next(document, token))?.map((lens) => this.forwardLens(lens)),
+        resolveCodeLens: async (lens, token, next) => {
+          const resolved = await next(lens, token);
+          return resolved ? this.forwardLens(resolved) : resolved;
+        },
         workspace: {
           // the server pulls `contextAssembly`: answer with only the explicitly set settings, in its keys
           configuration: async (params, token, next) => {
             const answers = await next(params, token);
             if (answers instanceof ResponseError || !Array.isArray(answers)) return answers;
             return params.items.map((item, i) => {
-              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri;
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder.uri;
               const shaped = configurationItem(item.section, (key) => inspectSetting(key, scope));
               return shaped ?? answers[i];
             });
@@ -160,16 +337,26 @@ class Controller {
         },
       },
     };
-    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
-    this.client = client;
+  }
+
+  /** The lens's command, run through FORWARD_COMMAND on this project's server. */
+  private forwardLens(lens: vscode.CodeLens): vscode.CodeLens {
+    const command = lens.command;
+    if (command !== undefined && command.command !== FORWARD_COMMAND) {
+      lens.command = { ...command, command: FORWARD_COMMAND, arguments: [this.project, command.command, ...(command.arguments ?? [])] };
+    }
+    return lens;
+  }
+
+  /** `workspace/executeCommand` on this project's server (what the language client would have done). */
+  async execute(command: string, args: unknown[]): Promise<unknown> {
+    const client = await this.runningClient();
+    if (client === undefined) return undefined;
     try {
-      await client.start();
+      return await client.sendRequest(EXECUTE_COMMAND, { command, arguments: args });
     } catch (error) {
-      this.client = undefined;
-      await client.dispose().catch(() => undefined);
-      const message = `Context Assembly: could not start the server (${describe(server)}): ${errorText(error)}`;
-      this.output.appendLine(message);
-      void notFound(`${message}. Install it with \`${INSTALL_COMMAND}\` or check "contextAssembly.server.command".`);
+      void vscode.window.showErrorMessage(`Context Assembly: ${command} failed: ${errorText(error)}`);
+      return undefined;
     }
   }
 
@@ -184,7 +371,6 @@ class Controller {
     }
     return client;
   }
-
   private async taskText(title: string): Promise<string | undefined> {
     const text = await vscode.window.showInputBox({
       title,
@@ -293,22 +479,22 @@ function readServerSettings(scope: vscode.Uri | undefined): { command?: unknown;
   return { command: config.get<unknown>("command"), python: config.get<unknown>("python") };
 }
 
-/** The server's root as a workspace folder (a synthetic one when the project is not a workspace folder). */
-async function serverRoot(): Promise<vscode.WorkspaceFolder | undefined> {
+/** The project as the client's workspace folder: the workspace folder it is, else a synthetic one. */
+function workspaceFolderOf(project: string): vscode.WorkspaceFolder {
   const folders = vscode.workspace.workspaceFolders ?? [];
-  const files = [
-    ...vscode.workspace.textDocuments.filter(isOurs).map((d) => d.uri.fsPath),
-    ...(folders.length ? (await vscode.workspace.findFiles(DOCUMENT_PATTERN, undefined, 1)).map((u) => u.fsPath) : []),
-  ];
-  const root = chooseRoot(
-    folders.map((f) => f.uri.fsPath),
-    (folder) => isDirectory(path.join(folder, CODEBOLT)),
-    files,
-  );
-  if (root === undefined) return undefined;
-  return (
-    folders.find((f) => f.uri.fsPath === root) ?? { uri: vscode.Uri.file(root), name: path.basename(root), index: 0 }
-  );
+  return folders.find((f) => f.uri.fsPath === project) ?? { uri: vscode.Uri.file(project), name: path.basename(project), index: 0 };
+}
+
+/** `contextAssembly.server.startTimeoutSeconds`: how long the server has to answer `initialize`. */
+function startTimeout(scope: vscode.Uri): number {
+  const value = vscode.workspace.getConfiguration(`${SECTION}.server`, scope).get<unknown>("startTimeoutSeconds");
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : DEFAULT_START_TIMEOUT_S;
+}
+
+async function failedStart(message: string, output: vscode.OutputChannel): Promise<void> {
+  const choice = await vscode.window.showErrorMessage(message, SHOW_OUTPUT, OPEN_SETTINGS);
+  if (choice === SHOW_OUTPUT) output.show(true);
+  else if (choice === OPEN_SETTINGS) await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.server`);
 }
 
 function isDirectory(candidate: string): boolean {

@@ -64,5 +64,8 @@ export function configurationItem(
   return section === SECTION ? serverSettings(explicit) : undefined;
 }
 
+/** How long the server has to answer `initialize` unless `contextAssembly.server.startTimeoutSeconds` says. */
+export const DEFAULT_START_TIMEOUT_S = 30;
+
 /** Does a changed VS Code setting mean the server has to be started again (another command)? */
 export const RESTART_SECTIONS: readonly string[] = [`${SECTION}.server`];

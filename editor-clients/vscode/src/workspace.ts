@@ -4,9 +4,12 @@ export const CODEBOLT = ".codebolt";
 export const DOCUMENT_PATTERN = "**/.codebolt/**";
 export const LANGUAGES: readonly string[] = ["json", "jsonc", "yaml"];
 
-/** The document selector: JSON and YAML files under a `.codebolt/` folder, by pattern. */
-export function documentSelector(): { scheme: string; language: string; pattern: string }[] {
-  return LANGUAGES.map((language) => ({ scheme: "file", language, pattern: DOCUMENT_PATTERN }));
+/** Where a project's server finds its documents, relative to the project: its own `.codebolt/` only. */
+export const PROJECT_PATTERN = ".codebolt/**";
+
+/** A document selector: JSON and YAML files matching `pattern` (a glob, or VS Code's RelativePattern). */
+export function documentSelector<P = string>(pattern: P): { scheme: string; language: string; pattern: P }[] {
+  return LANGUAGES.map((language) => ({ scheme: "file", language, pattern }));
 }
 
 /** Is this file (a file-system path, `/` or `\` separated) inside a `.codebolt/` folder? */
@@ -19,23 +22,49 @@ export function isCodeboltDocument(scheme: string, languageId: string, fsPath: s
   return scheme === "file" && LANGUAGES.includes(languageId) && isCodeboltPath(fsPath);
 }
 
+/** The projects `.codebolt/` files belong to, each once, in the order first seen. */
+export function projectsOf(files: readonly string[]): string[] {
+  const projects: string[] = [];
+  for (const file of files) {
+    const project = projectOf(file);
+    if (project !== undefined && !projects.includes(project)) projects.push(project);
+  }
+  return projects;
+}
+
 /**
- * The directory the server treats as its workspace root: the first workspace folder holding
- * `.codebolt/`, else the project (parent of `.codebolt`) of the first known `.codebolt/` file,
- * else the first workspace folder.
+ * The projects whose servers start when the extension does: every workspace folder holding
+ * `.codebolt/` and the project of every open `.codebolt/` document; failing both, the project of
+ * the first `.codebolt/` file found in the workspace. Other projects start when one of their
+ * documents opens or a command needs them.
  */
-export function chooseRoot(
+export function startupProjects(
   folders: readonly string[],
   hasCodebolt: (folder: string) => boolean,
-  codeboltFiles: readonly string[],
-): string | undefined {
-  const direct = folders.find(hasCodebolt);
-  if (direct !== undefined) return direct;
-  for (const file of codeboltFiles) {
-    const project = projectOf(file);
-    if (project !== undefined) return project;
-  }
-  return folders[0];
+  openFiles: readonly string[],
+  foundFiles: readonly string[],
+): string[] {
+  const projects = folders.filter(hasCodebolt);
+  for (const project of projectsOf(openFiles)) if (!projects.includes(project)) projects.push(project);
+  return projects.length ? projects : projectsOf(foundFiles).slice(0, 1);
+}
+
+export type Target =
+  | { readonly kind: "one"; readonly project: string }
+  | { readonly kind: "choose"; readonly projects: readonly string[] }
+  | { readonly kind: "none" };
+
+/**
+ * Which project a command (assemble, trace page) runs on: the active editor's project, else the
+ * only running one, else the only one known, else the user chooses.
+ */
+export function commandTarget(activeFile: string | undefined, running: readonly string[], known: readonly string[]): Target {
+  const active = activeFile === undefined ? undefined : projectOf(activeFile);
+  if (active !== undefined) return { kind: "one", project: active };
+  if (running.length === 1) return { kind: "one", project: running[0]! };
+  const all = [...running, ...known.filter((project) => !running.includes(project))];
+  if (all.length === 0) return { kind: "none" };
+  return all.length === 1 ? { kind: "one", project: all[0]! } : { kind: "choose", projects: all };
 }
 
 /** The project directory of a `.codebolt/` file: the parent of its innermost `.codebolt` folder. */

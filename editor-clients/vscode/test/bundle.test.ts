@@ -37,6 +37,10 @@ function fakeVscode(options: { openDocuments: unknown[]; choice?: string }) {
         calls.push({ method: "showErrorMessage", args });
         return options.choice;
       },
+      showWarningMessage: async (...args: unknown[]) => {
+        calls.push({ method: "showWarningMessage", args });
+        return undefined;
+      },
     },
     commands: {
       registerCommand: record("registerCommand"),
@@ -103,7 +107,8 @@ suite("the bundled extension", () => {
     const methods = vscode.calls.map((c) => c.method);
     assert.deepEqual(vscode.calls.filter((c) => c.method === "createOutputChannel").map((c) => c.args[0]), ["Context Assembly"]);
     assert.deepEqual(vscode.calls.filter((c) => c.method === "registerCommand").map((c) => c.args[0]),
-      ["contextAssembly.restartServer", "contextAssembly.assemble", "contextAssembly.showTracePage"]);
+      ["contextAssembly.restartServer", "contextAssembly.assemble", "contextAssembly.showTracePage",
+        "contextAssembly.forwardToServer"]); // the last runs a code lens on its own project's server
     assert.ok(!methods.includes("getExtension"), "no server lookup before a .codebolt/ document");
     assert.equal(vscode.openListeners.length, 1, "waits for a .codebolt/ document");
 
@@ -114,6 +119,21 @@ suite("the bundled extension", () => {
     assert.equal(settings, readFileSync(path.join(PACKAGE, "schemas", "settings.schema.json"), "utf8"));
     const rules = JSON.parse(provider.provideTextDocumentContent({ scheme: "urn", path: "context-assembly:schema:rule-engine" })!);
     assert.equal(rules.properties, undefined);
+    await extension.deactivate();
+  });
+
+  test("a command with no project in the window says how to get one, and starts nothing", async () => {
+    const vscode = fakeVscode({ openDocuments: [] });
+    const extension = loadBundle(vscode);
+    await extension.activate(context());
+    for (const id of ["contextAssembly.assemble", "contextAssembly.showTracePage", "contextAssembly.restartServer"]) {
+      const registration = vscode.calls.find((c) => c.method === "registerCommand" && c.args[0] === id)!;
+      await (registration.args[1] as () => Promise<void>)();
+    }
+    const warnings = vscode.calls.filter((c) => c.method === "showWarningMessage").map((c) => String(c.args[0]));
+    assert.equal(warnings.length, 3, JSON.stringify(vscode.calls.map((c) => c.method)));
+    for (const warning of warnings) assert.match(warning, /Open a folder that holds a \.codebolt\/ folder/);
+    assert.ok(!vscode.calls.some((c) => c.method === "getExtension"), "no server looked for");
     await extension.deactivate();
   });
 

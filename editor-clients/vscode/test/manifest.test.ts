@@ -4,7 +4,16 @@ import * as path from "node:path";
 import { describe as suite, test } from "node:test";
 
 import { EDITOR_VALIDATED, schemaFile, schemaForUrn, SERVER_VALIDATED, URN_PREFIX } from "../src/schemas";
-import { chooseRoot, documentSelector, isCodeboltDocument, isCodeboltPath, projectOf } from "../src/workspace";
+import {
+  commandTarget,
+  documentSelector,
+  isCodeboltDocument,
+  isCodeboltPath,
+  PROJECT_PATTERN,
+  projectOf,
+  projectsOf,
+  startupProjects,
+} from "../src/workspace";
 
 const PACKAGE = path.resolve(__dirname, "..", "..");
 const REPO = path.resolve(PACKAGE, "..", "..");
@@ -103,11 +112,12 @@ suite("schemas for VS Code's JSON service", () => {
 });
 
 suite("which documents and folders", () => {
-  test("document selector: JSON and YAML under .codebolt/, by pattern", () => {
-    assert.deepEqual(documentSelector(), [
-      { scheme: "file", language: "json", pattern: "**/.codebolt/**" },
-      { scheme: "file", language: "jsonc", pattern: "**/.codebolt/**" },
-      { scheme: "file", language: "yaml", pattern: "**/.codebolt/**" },
+  test("document selector: JSON and YAML under the project's own .codebolt/, by pattern", () => {
+    assert.equal(PROJECT_PATTERN, ".codebolt/**"); // relative to the project: not a nested project's
+    assert.deepEqual(documentSelector(PROJECT_PATTERN), [
+      { scheme: "file", language: "json", pattern: ".codebolt/**" },
+      { scheme: "file", language: "jsonc", pattern: ".codebolt/**" },
+      { scheme: "file", language: "yaml", pattern: ".codebolt/**" },
     ]);
   });
 
@@ -126,10 +136,23 @@ suite("which documents and folders", () => {
     assert.equal(projectOf("/.codebolt/a.json"), "/");
     assert.equal(projectOf("C:\\w\\.codebolt\\a.json"), "C:\\w");
     assert.equal(projectOf("/w/a.json"), undefined);
-    const has = (folder: string) => folder === "/b";
-    assert.equal(chooseRoot(["/a", "/b"], has, ["/c/.codebolt/x.json"]), "/b");
-    assert.equal(chooseRoot(["/a"], has, ["/a/examples/q/.codebolt/x.json"]), "/a/examples/q");
-    assert.equal(chooseRoot(["/a"], has, []), "/a");
-    assert.equal(chooseRoot([], has, []), undefined);
+  });
+
+  test("the projects served at start: folders holding .codebolt/ and open documents' projects, else the first found", () => {
+    const has = (folder: string) => folder === "/b" || folder === "/d";
+    assert.deepEqual(startupProjects(["/a", "/b", "/d"], has, [], []), ["/b", "/d"]);
+    assert.deepEqual(startupProjects(["/a", "/b"], has, ["/a/n/.codebolt/x.json", "/b/.codebolt/y.json"], []), ["/b", "/a/n"]);
+    assert.deepEqual(startupProjects(["/a"], has, [], ["/a/q/.codebolt/x.json", "/a/r/.codebolt/x.json"]), ["/a/q"]);
+    assert.deepEqual(startupProjects(["/a"], has, [], []), []);
+    assert.deepEqual(projectsOf(["/a/.codebolt/x.json", "/a/.codebolt/y/z.json", "/a/n/.codebolt/x.json", "/x.json"]),
+      ["/a", "/a/n"]);
+  });
+
+  test("the project a command runs on: the active document's, the one running, the one known, else a choice", () => {
+    assert.deepEqual(commandTarget("/b/.codebolt/x.json", ["/a"], ["/a", "/b"]), { kind: "one", project: "/b" });
+    assert.deepEqual(commandTarget(undefined, ["/a"], ["/a", "/b"]), { kind: "one", project: "/a" });
+    assert.deepEqual(commandTarget(undefined, [], ["/b"]), { kind: "one", project: "/b" });
+    assert.deepEqual(commandTarget(undefined, ["/a", "/b"], ["/c", "/a"]), { kind: "choose", projects: ["/a", "/b", "/c"] });
+    assert.deepEqual(commandTarget("/a/README.json", [], []), { kind: "none" });
   });
 });
