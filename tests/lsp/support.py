@@ -122,11 +122,11 @@ def frame(message: Any) -> bytes:
 class RawServer:
     """The server over raw pipes, for input no well-behaved client would send."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *args: str) -> None:
         import subprocess
 
         self.workspace = workspace
-        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, cwd=workspace)
         self.buffer = b""
         self.received: list[dict[str, Any]] = []

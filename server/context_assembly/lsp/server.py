@@ -281,6 +281,13 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
     return Path(params.root_path) if params.root_path else None
 
 
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.is_dir() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def llm_offered(params: types.InitializeParams) -> bool:
     """`initializationOptions.llm: true`, or `capabilities.experimental.contextAssembly.llm: true`."""
     options = params.initialization_options
@@ -316,7 +323,10 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
     def initialize(ls: ContextAssemblyServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.authenticate(options.get(TOKEN_OPTION))
-        root = ls.pinned_root or workspace_root(params) or Path(os.getcwd())
+        named = workspace_root(params)
+        root = ls.pinned_root or named or Path(os.getcwd())
+        if named is not None and ls.pinned_root is not None and _same_folder(named, ls.pinned_root):
+            root = named  # `--workspace` spelled otherwise (a symlink): answer in the client's spelling
         settings = options.get(SETTINGS_OPTION)
         encoding = ls.protocol.workspace.position_encoding
         ls.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
