@@ -44,9 +44,10 @@ const TIMEOUT_S = Number(process.env.TIMEOUT_S ?? 240);
 const RULE_FILE = ".codebolt/context-rule-engines/planning.json";
 const EXPECTED = "unknown operator 'equalz'";
 const HANG_TIMEOUT_S = 4;
-const EXPECTED_CHECKS = 18; // a run that stopped early fails even if what ran passed
+const EXPECTED_CHECKS = 19; // a run that stopped early fails even if what ran passed
 const BASE_SETTINGS = {
-  "contextAssembly.trace.server": "messages",
+  "contextAssembly.trace.server": "verbose", // the traffic in the output log: what the server was sent
+  "contextAssembly.maxTokens": 0, // "no budget": VS Code drops a null written in settings.json
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.enableExperiments": false,
@@ -181,6 +182,13 @@ function processesIn(marker, cwds) {
   return found;
 }
 
+/** The extension's output channel as VS Code writes it to disk (all of it, every window). */
+function outputLog(dirs) {
+  const logs = readdirSync(join(dirs["user-data"], "logs"), { recursive: true })
+    .filter((f) => String(f).endsWith("Context Assembly.log"));
+  return logs.map((f) => readFileSync(join(dirs["user-data"], "logs", String(f)), "utf8")).join("\n");
+}
+
 async function until(probe, ms) {
   const end = Date.now() + ms;
   for (;;) {
@@ -230,6 +238,10 @@ async function projectsAndRestarts(page, env, quickInput, shot) {
     const first = await until(() => both(servers()) && servers(), 30000);
     check("one server per project, each started in its project", both(first || []),
           JSON.stringify(servers().map((s) => s.cwd.slice(env.ws.length))));
+
+    const sent = outputLog(env.dirs);
+    check("maxTokens 0 reaches the server as max_tokens null (no budget)", /"max_tokens": null/.test(sent),
+          (sent.match(/"max_tokens": [^,\n]*/g) ?? ["nothing sent"]).slice(0, 2).join(", "));
 
     // --- a code lens runs on its own project's server (alpha's knows no engine "beta-only")
     let t = Date.now();

@@ -13,7 +13,7 @@ export const SECTION = "contextAssembly";
 
 /** VS Code key (below `contextAssembly.`) → server key (dotted = nested object). */
 export const FORWARDED: ReadonlyArray<readonly [string, string]> = [
-  ["maxTokens", "max_tokens"],
+  ["maxTokens", "max_tokens"], // 0 = no budget: see `serverValue`
   ["tokenizer", "tokenizer"],
   ["pipelineTimeoutMs", "pipeline_timeout_ms"],
   ["cacheTtlS", "cache_ttl_s"],
@@ -39,6 +39,14 @@ export function explicitValue(inspected: Inspected | undefined): unknown {
   return undefined;
 }
 
+/**
+ * A setting's value in the server's terms. VS Code drops a `null` written in settings.json (its
+ * `inspect()` reports nothing), so "no budget" cannot be `null` there: `maxTokens: 0` stands for it.
+ */
+export function serverValue(vscodeKey: string, value: unknown): unknown {
+  return vscodeKey === "maxTokens" && value === 0 ? null : value;
+}
+
 /** The `contextAssembly` section as the server expects it, from the user's explicit values. */
 export function serverSettings(explicit: (vscodeKey: string) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -51,7 +59,7 @@ export function serverSettings(explicit: (vscodeKey: string) => unknown): Record
       const next = target[part];
       target = (target[part] = typeof next === "object" && next !== null ? next : {}) as Record<string, unknown>;
     }
-    target[parts[parts.length - 1]!] = value;
+    target[parts[parts.length - 1]!] = serverValue(vscodeKey, value);
   }
   return out;
 }

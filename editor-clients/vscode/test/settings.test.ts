@@ -28,6 +28,9 @@ suite("settings forwarding", () => {
     });
     assert.deepEqual(serverSettings(() => undefined), {});
     assert.deepEqual(serverSettings((key) => (key === "maxTokens" ? null : undefined)), { max_tokens: null });
+    // VS Code drops a null written in settings.json: 0 is "no budget"
+    assert.deepEqual(serverSettings((key) => (key === "maxTokens" ? 0 : undefined)), { max_tokens: null });
+    assert.deepEqual(serverSettings((key) => (key === "maxTokens" ? 1 : undefined)), { max_tokens: 1 });
   });
 
   test("only the contextAssembly section is shaped; other sections are left to VS Code", () => {
