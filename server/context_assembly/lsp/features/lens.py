@@ -13,20 +13,21 @@ from ...editor.capabilities import EVALUATE_RULE, RUN_TEST
 from ...errors import InvalidParamsError
 from ..server import ContextAssemblyServer
 from . import diagnostics
-from .state import current_document, editor_state, encoding, structure
+from .state import Snapshot, document_of, editor_state, encoding, off_loop, snapshot, structure
 
 
-def compute(ls: ContextAssemblyServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+def compute(ls: ContextAssemblyServer, snap: Snapshot, params: types.CodeLensParams) -> list[types.CodeLens] | None:
     from ...editor.tests import code_lenses  # late: the engine is imported after `initialize`
 
-    document = current_document(ls, params.text_document.uri)
+    document = document_of(ls, snap)
     if document is None:
         return None
     return [structure(ls, lens, types.CodeLens) for lens in code_lenses(document, encoding(ls))]
 
 
-def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str, Any]:
-    """Run one test file (or one case of it) against the workspace as the editor sees it."""
+def run_test(ls: ContextAssemblyServer, file: str, case: str | None, snap: Snapshot) -> dict[str, Any]:
+    """Run one test file (or one case of it) against the workspace as the editor sees it; `snap`: the
+    test file as the editor had it when the command came (pygls' documents are read on the loop)."""
     ls.require_editor()  # before the imports below: the editor's implementations, by one thread
     from ...editor.documents import load_document  # late: the engine is imported after `initialize`
     from ...testing import load_test_files, run_tests
@@ -40,8 +41,8 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None) -> dict[str
         test_file.cases = [c for c in test_file.cases if case is None or c.name == case]
     run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False), files=files,
                     lookup_of=session.runtime.lookup)
-    uri = session.places.uri(file)
-    document = current_document(ls, uri) or load_document(uri, session.places)
+    uri = snap.uri
+    document = document_of(ls, snap) or load_document(uri, session.places)
     if document is not None:  # the failing cases of this text stay on the file until it changes
         state.test_runs[uri] = (document.text, run.results)
     return as_json(run)
@@ -64,12 +65,13 @@ def _arguments(args: tuple[Any, ...], count: int, what: str) -> list[Any]:
 def register(server: ContextAssemblyServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
     async def on_code_lens(ls: ContextAssemblyServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
-        return await asyncio.get_running_loop().run_in_executor(ls.workers, compute, ls, params)
+        return await off_loop(ls, compute, params)
 
     @server.command(RUN_TEST)
     async def on_run_test(ls: ContextAssemblyServer, *args: Any) -> dict[str, Any]:
         file, case = _arguments(args, 2, RUN_TEST)
-        result = await asyncio.get_running_loop().run_in_executor(ls.workers, run_test, ls, file, case)
+        snap = snapshot(ls, ls.require_session().places.uri(file))
+        result = await asyncio.get_running_loop().run_in_executor(ls.workers, run_test, ls, file, case, snap)
         failed = not result["summary"]["ok"]
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning if failed else types.MessageType.Info, message=_summary(result)))
