@@ -308,3 +308,33 @@ def test_nobody_can_be_waiting_where_no_lock_can_be_taken(tmp_path: Path) -> Non
     probe.close()
     with pytest.raises(StorageError, match="cannot lock"), workspace_lock(not_a_folder, "x"):
         pass
+
+
+def test_without_a_line_a_moving_queue_never_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on Windows (no `fcntl`, no line): the second waiter behind a busy holder waits one holder's
+    turn for `want` and the next one's for the lock, longer in all than `timeout`, and still gets it:
+    `timeout` bounds a lock that does not change hands, not the time spent in line."""
+    monkeypatch.setattr(atomic, "fcntl", None)
+    timeout, turn = 2.0, 1.3  # in line 2 × 1.3 s > 2 s; no stage longer than 1.3 s
+    got: dict[str, float] = {}
+    errors: list[str] = []
+
+    def take(name: str, hold: float, after: float) -> None:
+        time.sleep(after)
+        try:
+            with workspace_lock(tmp_path, "x", timeout=timeout):
+                got[name] = time.monotonic()
+                time.sleep(hold)
+        except StorageError as exc:
+            errors.append(f"{name}: {exc}")
+
+    threads = [threading.Thread(target=take, args=args) for args in
+               (("holder", turn, 0.0), ("first", turn, 0.2), ("second", 0.0, 0.4))]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert errors == []
+    assert got["holder"] < got["first"] < got["second"]
+    assert got["second"] - start > timeout  # the test is about waiting longer than `timeout` in all

@@ -504,12 +504,15 @@ def waiting_in_line(where: WorkspaceLayout | Path | str, name: str) -> int:
 
 def _wait_saying_so(lock: BaseFileLock, want: BaseFileLock, timeout: float) -> None:
     """Without `fcntl` (Windows), no `_Line`: wait for `lock` holding `want` (waiters queue on it,
-    unordered; one at a time waits for the lock), both within `timeout` (negative: for ever);
-    filelock's Timeout when it runs out."""
-    deadline = time.monotonic() + timeout
+    unordered; one at a time waits for the lock); filelock's Timeout when a stage runs out.
+
+    Each stage gets the whole `timeout` (negative: for ever): `want` comes free only when the waiter
+    before took the lock, so the lock has changed hands since, and `timeout` bounds a lock that does
+    not change hands, not the time spent in line (one deadline for both stages failed the second
+    of three busy writers: one holder's turn waiting for `want`, the next one's for the lock)."""
     want.acquire(timeout=timeout)
     try:
-        lock.acquire(timeout=timeout if timeout < 0 else max(deadline - time.monotonic(), 0.0))
+        lock.acquire(timeout=timeout)
     finally:
         want.release()
 
