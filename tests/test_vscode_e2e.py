@@ -4,9 +4,10 @@ Chromium (`editor-clients/vscode/e2e/e2e.mjs`). In a window of two projects it o
 waits for the server's code lens, types an unknown operator and expects the server's diagnostic in
 the editor and the Problems panel, its hover, the operators in completion, and the diagnostic gone
 once fixed; then that the second project has its own server (its files checked against its own
-memories, its code lens run there), that a changed server command restarts both without an error,
-that a server never answering `initialize` is reported after the start timeout and its processes
-ended, and that both servers come back.
+memories, its code lens run there), that a changed server command restarts both without an error
+(also when a second change comes while the first restart starts), that a server never answering
+`initialize` is reported after the start timeout and its processes (a wrapper's children too)
+ended, that both servers come back, and that removing a folder stops its project's server.
 
 Everything it needs is required, not optional (CI installs it): a missing piece fails the test. The
 first run installs code-server into the user's cache folder (~1 min); screenshots and logs of each
@@ -72,7 +73,7 @@ def test_the_extension_in_vs_code_serves_each_project_and_survives_restarts_and_
     assert done.returncode == 0, f"e2e.mjs exited {done.returncode} (screenshots and logs in {tmp_path / 'run'}):\n" \
                                  f"{output[-8000:]}"
     for check in ("diagnostic", "Problems", "hover", "completion", "second project", "one server per project",
-                  "code lens of the second project", "restarts both servers", "start timeout",
-                  "processes are ended", "brings both servers"):
+                  "code lens of the second project", "restarts both servers", "change during a start",
+                  "start timeout", "processes are ended", "brings both servers", "removing a folder"):
         assert any(line for line in output.splitlines() if "PASS" in line and check.lower() in line.lower()), \
             f"no passing check about {check}:\n{output[-4000:]}"

@@ -44,7 +44,7 @@ const TIMEOUT_S = Number(process.env.TIMEOUT_S ?? 240);
 const RULE_FILE = ".codebolt/context-rule-engines/planning.json";
 const EXPECTED = "unknown operator 'equalz'";
 const HANG_TIMEOUT_S = 4;
-const EXPECTED_CHECKS = 19; // a run that stopped early fails even if what ran passed
+const EXPECTED_CHECKS = 22; // a run that stopped early fails even if what ran passed
 const BASE_SETTINGS = {
   "contextAssembly.trace.server": "verbose", // the traffic in the output log: what the server was sent
   "contextAssembly.maxTokens": 0, // "no budget": VS Code drops a null written in settings.json
@@ -117,9 +117,15 @@ async function setup() {
   writeFileSync(join(ws, "beta", ".codebolt", "context-rule-engines", "beta-only.json"), JSON.stringify(BETA_ENGINE, null, 2));
   const workspaceFile = join(ws, "both.code-workspace");
   writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: "alpha" }, { path: "beta" }] }));
-  const hang = join(OUT, "hanging-server.sh"); // answers nothing, ever
-  writeFileSync(hang, "#!/bin/sh\nexec sleep 86400\n");
-  chmodSync(hang, 0o755);
+  // answers nothing, ever; a wrapper (no `exec`): ending the shell alone would leave the sleep behind
+  const hang = join(OUT, "hanging-server.sh");
+  writeFileSync(hang, "#!/bin/sh\nsleep 86400\ntrue\n");
+  // a server slow to start (3 s), under two names: a second settings change while the first starts
+  const slow = ["slow-a.sh", "slow-b.sh"].map((name) => join(OUT, name));
+  for (const script of [hang, ...slow]) {
+    if (script !== hang) writeFileSync(script, `#!/bin/sh\nsleep 3\nexec ${JSON.stringify(CA_SERVER)} serve\n`);
+    chmodSync(script, 0o755);
+  }
   // The settings go to User/settings.json and to the "Remote [code-server]" settings
   // (Machine/settings.json): contextAssembly.server.* are machine-overridable, and code-server
   // windows are remote windows, where such a setting from User settings alone was seen to vanish
@@ -166,7 +172,7 @@ async function setup() {
     codeServer.on("exit", (c) => reject(new Error(`code-server exited ${c}:\n${banner}`)));
   });
   log(`code-server listening on 127.0.0.1:${port} (pid ${codeServer.pid})`);
-  return { url: `http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`, ws, dirs, writeSettings, hang };
+  return { url: `http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`, ws, dirs, writeSettings, hang, slow, workspaceFile };
 }
 
 /** Processes whose command line holds `marker`, running in one of `cwds` (Linux: read from /proc). */
@@ -247,8 +253,10 @@ async function projectsAndRestarts(page, env, quickInput, shot) {
     let t = Date.now();
     const lens = page.locator(".editor-instance .codelens-decoration a", { hasText: "Evaluate this rule" }).first();
     await lens.click({ timeout: 15000 }).catch(() => {});
-    const evaluated = await until(() => toasts.since(t).some((x) => x.includes("beta-rule")), 20000);
-    check("a code lens of the second project runs on its server", evaluated, toasts.since(t).join(" | "));
+    // beta's server answers "beta-only/beta-rule fires in …"; alpha's would fail: no engine "beta-only"
+    const evaluated = await until(() => toasts.since(t).some((x) => x.includes("beta-only/beta-rule fires in")), 20000);
+    check("a code lens of the second project runs on its server",
+          evaluated && !toasts.since(t).some((x) => /failed/i.test(x)), toasts.since(t).join(" | "));
     await page.keyboard.press("Escape");
 
     // --- the command changed (same server, string form): both restart, nothing shows an error
@@ -261,6 +269,21 @@ async function projectsAndRestarts(page, env, quickInput, shot) {
     check("a changed server command restarts both servers", Boolean(restarted), JSON.stringify(servers()));
     const shown = toasts.since(t);
     check("...without an error notification", shown.length === 0, shown.join(" | "));
+
+    // --- a second change while the first restart is still starting (a server slow to start): no error,
+    //     and one server per project in the end (a start in progress is abandoned, not left half-done)
+    t = Date.now();
+    const before = new Set(servers().map((s) => s.pid));
+    const fresh = () => both(servers()) && servers().every((s) => !before.has(s.pid));
+    env.writeSettings({ "contextAssembly.server.command": [env.slow[0]] });
+    await sleep(1200);
+    env.writeSettings({ "contextAssembly.server.command": [env.slow[1]] });
+    const settled = await until(() => fresh() && processesIn("sleep 3", projects).length === 0, 40000);
+    await sleep(4000); // a late start of the first change would show up now
+    check("a change during a start ends with one server per project", Boolean(settled) && fresh(),
+          `servers ${JSON.stringify(servers())}, sleeping ${JSON.stringify(processesIn("sleep 3", projects))}`);
+    const quickShown = toasts.since(t);
+    check("...without an error notification", quickShown.length === 0, quickShown.join(" | "));
 
     // --- a server that never answers `initialize`: reported after the timeout, its processes ended
     t = Date.now();
@@ -288,6 +311,13 @@ async function projectsAndRestarts(page, env, quickInput, shot) {
           JSON.stringify(servers().map((s) => s.cwd.slice(env.ws.length))));
     const errors = toasts.since(t);
     check("...without an error notification", errors.length === 0, errors.join(" | "));
+
+    // --- a folder leaves the window: its project's server goes, the other stays
+    const alphaServer = servers().find((s) => s.cwd === projects[0]);
+    writeFileSync(env.workspaceFile, JSON.stringify({ folders: [{ path: "alpha" }] }));
+    const left = await until(() => servers().length === 1 && servers()[0].cwd === projects[0], 30000);
+    check("removing a folder stops its project's server, and only that one",
+          Boolean(left) && servers()[0]?.pid === alphaServer?.pid, JSON.stringify(servers()));
   } finally {
     toasts.stop();
   }

@@ -35,13 +35,14 @@ import {
   type ServerCommand,
 } from "./serverCommand";
 import { ServerProcess, settlesWithin, StartTimeout, withDeadline } from "./serverProcess";
-import { configurationItem, DEFAULT_START_TIMEOUT_S, explicitValue, RESTART_SECTIONS, SECTION, type Inspected } from "./settings";
+import { configurationItem, explicitValue, RESTART_SECTIONS, SECTION, startTimeoutOf, type Inspected } from "./settings";
 import {
   CODEBOLT,
   commandTarget,
   documentSelector,
   DOCUMENT_PATTERN,
   isCodeboltDocument,
+  ownFile,
   PROJECT_PATTERN,
   projectOf,
   projectsOf,
@@ -71,6 +72,8 @@ class ProjectClient extends LanguageClient {
   /** Until the server answered `initialize`, a failed start is reported by the extension, once, with the
    * server's last words: the library's own notification ("couldn't create connection") goes to the output only. */
   ran = false;
+  /** Set when the extension stops the client: what the library says of it then is no news. */
+  quiet = false;
 
   override registerFeature(feature: Parameters<LanguageClient["registerFeature"]>[0]): void {
     const method = (feature as { registrationType?: { method?: string } }).registrationType?.method;
@@ -78,7 +81,7 @@ class ProjectClient extends LanguageClient {
   }
 
   override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
-    super.error(message, data, this.ran ? showNotification : false);
+    super.error(message, data, this.ran && !this.quiet ? showNotification : false);
   }
 }
 
@@ -96,6 +99,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       current.forward(project, command, args)),
     vscode.workspace.registerTextDocumentContentProvider("urn", new SchemaProvider(context.extensionUri)),
     vscode.workspace.onDidChangeConfiguration((event) => current.configurationChanged(event)),
+    vscode.workspace.onDidChangeWorkspaceFolders((event) => void current.foldersChanged(event)),
     // a project's server starts once one of its `.codebolt/` documents opens
     vscode.workspace.onDidOpenTextDocument((document) => {
       const project = isOurs(document) ? projectOf(document.uri.fsPath) : undefined;
@@ -160,7 +164,21 @@ class Servers {
   async stopAll(): Promise<void> {
     const all = [...this.byProject.values()];
     this.byProject.clear();
-    await Promise.all(all.map((server) => server.stop()));
+    await Promise.all(all.map((server) => server.dispose()));
+  }
+
+  /** Folders removed from the window take their projects' servers along; added ones holding `.codebolt/` are served. */
+  async foldersChanged(event: vscode.WorkspaceFoldersChangeEvent): Promise<void> {
+    const removed = event.removed.map((folder) => folder.uri.fsPath);
+    const gone = [...this.byProject.keys()].filter((project) => removed.some((folder) => isWithin(project, folder)));
+    for (const project of gone) {
+      const server = this.byProject.get(project)!;
+      this.byProject.delete(project);
+      this.output.appendLine(`The folder of ${project} left the window: stopping its server.`);
+      void server.dispose();
+    }
+    const added = event.added.map((folder) => folder.uri.fsPath).filter((folder) => isDirectory(path.join(folder, CODEBOLT)));
+    await Promise.all(added.map((project) => this.serve(project)));
   }
 
   configurationChanged(event: vscode.ConfigurationChangeEvent): void {
@@ -205,52 +223,95 @@ async function noProject(): Promise<void> {
 /** Owns one project's language client and the server process: start, stop, restart, custom requests. */
 class Controller {
   readonly folder: vscode.WorkspaceFolder;
-  private client: LanguageClient | undefined;
-  private process: ServerProcess | undefined;
-  private starting: Promise<void> | undefined;
-  private generation = 0; // a start begun before the latest stop is abandoned
+  private client: ProjectClient | undefined;
+  private process: ServerProcess | undefined; // the running server's (a crash restart replaces it)
+  private attempt: Attempt | undefined; // the start in progress
+  private queue: Promise<void> = Promise.resolve(); // starts and stops, one at a time
+  private generation = 0; // bumped by every stop: a start begun before it is abandoned
+  private disposed = false;
 
   constructor(readonly project: string, private readonly output: vscode.OutputChannel) {
     this.folder = workspaceFolderOf(project);
   }
 
+  /** Starts the server unless it runs (waits for a start or stop in progress first). */
   start(): Promise<void> {
-    if (this.client !== undefined) return Promise.resolve();
-    this.starting ??= this.doStart(this.generation).finally(() => (this.starting = undefined));
-    return this.starting;
+    return this.serial(() => (this.client !== undefined || this.disposed ? Promise.resolve() : this.doStart()));
   }
 
-  /** Stops the server: `shutdown`/`exit` when it runs, else (still starting, hung) its process is ended. */
-  async stop(): Promise<void> {
+  /** Stops the server: `shutdown`/`exit` when it runs; a start in progress is abandoned and its process ended. */
+  stop(): Promise<void> {
+    this.abandon();
+    return this.serial(() => this.doStop());
+  }
+
+  async restart(): Promise<void> {
+    this.abandon();
+    return this.serial(async () => {
+      await this.doStop();
+      if (!this.disposed) await this.doStart();
+    });
+  }
+
+  /** Stops for good: nothing starts after this (a restart or command still queued included). */
+  dispose(): Promise<void> {
+    this.disposed = true;
+    return this.stop();
+  }
+
+  private serial(step: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(step, step);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Cuts a start in progress short: its waits end at once, its process is ended. */
+  private abandon(): void {
     this.generation++;
+    const attempt = this.attempt;
+    if (attempt === undefined) return;
+    attempt.cancel();
+    void attempt.process?.terminate();
+  }
+
+  private async doStop(): Promise<void> {
     const client = this.client;
     const process = this.process;
     this.client = undefined;
     this.process = undefined;
+    let exitSent = false;
     if (client !== undefined) {
+      client.quiet = true; // what the library says of a server we stop is no news
       try {
-        if (client.state === State.Running) await client.stop(5000);
+        if (client.state === State.Running) {
+          await client.stop(5000);
+          exitSent = true;
+        }
       } catch (error) {
         this.output.appendLine(`Stopping the server failed: ${String(error)}`);
       }
       await client.dispose().catch(() => undefined);
     }
-    if (process !== undefined && !(await settlesWithin(process.exited(), EXIT_GRACE_MS))) await process.terminate();
+    if (process === undefined) return;
+    // after `exit` the server ends by itself (let it finish its writes); otherwise it is ended now
+    if (!exitSent || !(await settlesWithin(process.exited(), EXIT_GRACE_MS))) await process.terminate();
   }
 
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
+  private async doStart(): Promise<void> {
+    const attempt = new Attempt(this.generation);
+    this.attempt = attempt;
+    try {
+      await this.startAttempt(attempt);
+    } finally {
+      if (this.attempt === attempt) this.attempt = undefined;
+    }
   }
 
-  private stale(generation: number): boolean {
-    return generation !== this.generation;
-  }
-
-  private async doStart(generation: number): Promise<void> {
+  private async startAttempt(attempt: Attempt): Promise<void> {
     const scope = this.folder.uri;
-    const resolution = await resolveServerCommand(readServerSettings(scope), resolveDeps(scope));
-    if (this.stale(generation)) return;
+    const resolution = await attempt.unless(resolveServerCommand(readServerSettings(scope), resolveDeps(scope)))
+      .catch((error: unknown) => (error instanceof Cancelled ? undefined : Promise.reject(error)));
+    if (resolution === undefined || attempt.generation !== this.generation) return;
     for (const note of resolution.notes) this.output.appendLine(note);
     if (!resolution.ok) {
       this.output.appendLine(resolution.reason);
@@ -259,52 +320,71 @@ class Controller {
     }
     const server = resolution.server;
     this.output.appendLine(`Starting ${describe(server)} (from ${server.source}) in ${this.project}`);
-    let fallback: ErrorHandler | undefined;
-    const serverOptions: ServerOptions = async () => {
-      if (this.stale(generation)) throw new Error("the start was cancelled");
-      const process = await ServerProcess.start({ command: server.command, args: server.args, cwd: this.project });
-      if (this.stale(generation)) {
-        void process.terminate();
-        throw new Error("the start was cancelled");
-      }
-      this.process = process;
-      return process.child;
-    };
-    const client: ProjectClient = new ProjectClient(CLIENT_ID, CLIENT_NAME, serverOptions, {
-      ...this.clientOptions(),
-      // a server that dies before answering `initialize` would die again: reported once, not restarted
-      errorHandler: {
-        error: (error, message, count) => fallback!.error(error, message, count),
-        // once the server answered `initialize`, a crash restarts it (the library's policy)
-        closed: (): CloseHandlerResult | Promise<CloseHandlerResult> => (client.ran ? fallback!.closed() : { action: CloseAction.DoNotRestart, handled: true }),
-      },
-      initializationFailedHandler: () => false, // reported below, with the server's last words
-    });
-    fallback = client.createDefaultErrorHandler();
-    client.onDidChangeState((event) => (client.ran ||= event.newState === State.Running));
-    this.client = client;
     const timeout = startTimeout(scope);
+    const client: ProjectClient = new ProjectClient(CLIENT_ID, CLIENT_NAME, this.spawner(server, attempt, () => client, timeout),
+      { ...this.clientOptions(), ...this.failureOptions(() => client) });
+    client.onDidChangeState((event) => (client.ran ||= event.newState === State.Running));
     try {
-      await withDeadline(client.start(), timeout, () => void this.process?.terminate());
+      await attempt.unless(withDeadline(client.start(), timeout, () => void attempt.process?.terminate()));
     } catch (error) {
-      if (this.client === client) this.client = undefined;
-      const process = this.process;
+      const ending = attempt.process?.ending; // before it is ended here: did it die on its own?
+      client.quiet = true;
       await client.dispose().catch(() => undefined);
-      await process?.terminate();
-      if (this.stale(generation)) return; // stopped meanwhile: nothing to report
-      this.process = undefined;
-      this.reportFailedStart(server, error, process);
+      await attempt.process?.terminate();
+      if (error instanceof Cancelled || attempt.generation !== this.generation) return; // stopped: no news
+      this.reportFailedStart(server, error, attempt.process, ending);
+      return;
     }
+    this.client = client;
+    this.process = attempt.process;
   }
 
-  private reportFailedStart(server: ServerCommand, error: unknown, process: ServerProcess | undefined): void {
+  /** The language client's ServerOptions: spawns the server (again after a crash, the library's restart),
+   * each spawn bounded by the start timeout until the server answers `initialize`. */
+  private spawner(server: ServerCommand, attempt: Attempt, client: () => ProjectClient, timeout: number): ServerOptions {
+    return async () => {
+      if (attempt.generation !== this.generation) throw new Cancelled();
+      const process = await ServerProcess.start({ command: server.command, args: server.args, cwd: this.project });
+      if (attempt.generation !== this.generation) {
+        void process.terminate();
+        throw new Cancelled();
+      }
+      attempt.process = process;
+      if (client().ran) {
+        this.process = process; // a restart after a crash: no start() awaits it, so the deadline is here
+        const timer = setTimeout(() => client().state !== State.Running && void process.terminate(), timeout * 1000);
+        void process.exited().then(() => clearTimeout(timer));
+        client().onDidChangeState((event) => event.newState === State.Running && clearTimeout(timer));
+      }
+      return process.child;
+    };
+  }
+
+  /** A server that dies before answering `initialize` would die again: reported once, not restarted.
+   * Once it answered, a crash restarts it (the library's policy); a stopped one is left alone. */
+  private failureOptions(client: () => ProjectClient): Pick<LanguageClientOptions, "errorHandler" | "initializationFailedHandler"> {
+    let fallback: ErrorHandler | undefined;
+    const policy = (): ErrorHandler => (fallback ??= client().createDefaultErrorHandler());
+    return {
+      errorHandler: {
+        error: (error, message, count) => policy().error(error, message, count),
+        closed: (): CloseHandlerResult | Promise<CloseHandlerResult> =>
+          client().ran && !client().quiet ? policy().closed() : { action: CloseAction.DoNotRestart, handled: true },
+      },
+      initializationFailedHandler: () => false, // reported by the extension, with the server's last words
+    };
+  }
+
+  /** `ending`: how the process had ended by itself when the start failed (undefined: it had not). */
+  private reportFailedStart(server: ServerCommand, error: unknown, process: ServerProcess | undefined,
+                            ending: string | undefined): void {
     let why = error instanceof StartTimeout ? error.message : errorText(error);
-    if (!(error instanceof StartTimeout) && process?.ending !== undefined) {
-      why = `the server ${process.ending}${process.lastErrorLine ? `: ${process.lastErrorLine}` : ""}`;
+    if (!(error instanceof StartTimeout) && ending !== undefined) {
+      why = `the server ${ending}${process?.lastErrorLine ? `: ${process.lastErrorLine}` : ""}`;
     }
     const message = `Context Assembly: could not start the server of ${this.project} (${describe(server)}): ${why}`;
     this.output.appendLine(message);
-    if (error instanceof StartTimeout || process?.ending !== undefined) void failedStart(message, this.output);
+    if (error instanceof StartTimeout || ending !== undefined) void failedStart(message, this.output);
     else void notFound(`${message}. Install it with \`${INSTALL_COMMAND}\` or check "contextAssembly.server.command".`);
   }
 
@@ -324,6 +404,9 @@ class Controller {
           return resolved ? this.forwardLens(resolved) : resolved;
         },
         workspace: {
+          // the server watches `**/.codebolt/**` (the whole window): only its own project's files concern it
+          didChangeWatchedFile: (event, next) =>
+            ownFile(this.project, vscode.Uri.parse(event.uri).fsPath) ? next(event) : Promise.resolve(),
           // the server pulls `contextAssembly`: answer with only the explicitly set settings, in its keys
           configuration: async (params, token, next) => {
             const answers = await next(params, token);
@@ -447,6 +530,30 @@ class Controller {
   }
 }
 
+/** A start given up because the server was stopped or restarted meanwhile. */
+class Cancelled extends Error {
+  constructor() {
+    super("the start was cancelled");
+  }
+}
+
+/** One start of a server: its generation, its process once spawned, and a way to cut its waits short. */
+class Attempt {
+  process: ServerProcess | undefined;
+  private readonly cancelled: Promise<never>;
+  cancel: () => void = () => undefined;
+
+  constructor(readonly generation: number) {
+    this.cancelled = new Promise<never>((_, reject) => (this.cancel = () => reject(new Cancelled())));
+    this.cancelled.catch(() => undefined); // nobody may be waiting when it is cancelled
+  }
+
+  /** `work`, or Cancelled as soon as the attempt is. */
+  unless<T>(work: Promise<T>): Promise<T> {
+    return Promise.race([work, this.cancelled]);
+  }
+}
+
 function errorText(error: unknown): string {
   if (error instanceof ResponseError) return `${error.message} (${error.code})`;
   return error instanceof Error ? error.message : String(error);
@@ -488,13 +595,19 @@ function workspaceFolderOf(project: string): vscode.WorkspaceFolder {
 /** `contextAssembly.server.startTimeoutSeconds`: how long the server has to answer `initialize`. */
 function startTimeout(scope: vscode.Uri): number {
   const value = vscode.workspace.getConfiguration(`${SECTION}.server`, scope).get<unknown>("startTimeoutSeconds");
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : DEFAULT_START_TIMEOUT_S;
+  return startTimeoutOf(value);
 }
 
 async function failedStart(message: string, output: vscode.OutputChannel): Promise<void> {
   const choice = await vscode.window.showErrorMessage(message, SHOW_OUTPUT, OPEN_SETTINGS);
   if (choice === SHOW_OUTPUT) output.show(true);
   else if (choice === OPEN_SETTINGS) await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.server`);
+}
+
+/** Is `candidate` the folder `folder` or inside it? */
+function isWithin(candidate: string, folder: string): boolean {
+  const relative = path.relative(folder, candidate);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }
 
 function isDirectory(candidate: string): boolean {

@@ -6,7 +6,11 @@
  * give the start a deadline and always end the process it started.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+
+/** On POSIX the server gets a process group of its own, so that ending it ends what a wrapper
+ * command (`conda run`, `poetry run`, a shell script) started too; Windows ends the tree instead. */
+const OWN_GROUP = process.platform !== "win32";
 
 export interface Launch {
   readonly command: string;
@@ -32,7 +36,8 @@ export class ServerProcess {
   /** Spawns `launch`; rejects with a readable error when the system cannot run it (ENOENT, EACCES). */
   static start(launch: Launch): Promise<ServerProcess> {
     return new Promise((resolve, reject) => {
-      const child = spawn(launch.command, [...launch.args], { cwd: launch.cwd, stdio: "pipe", windowsHide: true });
+      const child = spawn(launch.command, [...launch.args],
+        { cwd: launch.cwd, stdio: "pipe", windowsHide: true, detached: OWN_GROUP });
       const failed = (error: Error): void => reject(new Error(`could not run ${launch.command}: ${error.message}`));
       child.once("error", failed);
       child.once("spawn", () => {
@@ -65,16 +70,54 @@ export class ServerProcess {
     return new Promise((resolve) => this.child.once("exit", () => resolve()));
   }
 
-  /** Ends the process: SIGTERM, SIGKILL after `graceMs`; resolves once it exited (or SIGKILL was sent
-   * `graceMs` ago, so a process the system cannot end does not hang the caller). */
+  /** Ends the process and what it started: SIGTERM, SIGKILL after `graceMs` to whatever is left;
+   * resolves once they are gone (or SIGKILL was sent `graceMs` ago: a process the system cannot end
+   * does not hang the caller). */
   async terminate(graceMs = 2000): Promise<void> {
-    if (!this.alive) return;
-    const exited = this.exited();
-    this.child.kill("SIGTERM");
-    if (await settlesWithin(exited, graceMs)) return;
-    this.child.kill("SIGKILL");
-    await settlesWithin(exited, graceMs);
+    if (!this.alive && !this.groupAlive()) return;
+    this.signal("SIGTERM");
+    if (await until(() => !this.alive && !this.groupAlive(), graceMs)) return;
+    this.signal("SIGKILL");
+    await until(() => !this.alive && !this.groupAlive(), graceMs);
   }
+
+  private signal(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    if (OWN_GROUP) {
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        // the group is gone
+      }
+    } else if (signal === "SIGKILL") {
+      execFile("taskkill", ["/pid", String(pid), "/T", "/F"], { windowsHide: true }, () => undefined);
+    } else {
+      this.child.kill(signal);
+    }
+  }
+
+  /** Whether anything of the server's process group is left (POSIX; elsewhere: the process itself). */
+  private groupAlive(): boolean {
+    const pid = this.child.pid;
+    if (!OWN_GROUP || pid === undefined) return this.alive;
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Whether `condition` holds within `ms` (checked every 25 ms). */
+async function until(condition: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() >= end) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return true;
 }
 
 /** Whether `promise` settles within `ms`. */

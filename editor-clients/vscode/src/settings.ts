@@ -74,6 +74,14 @@ export function configurationItem(
 
 /** How long the server has to answer `initialize` unless `contextAssembly.server.startTimeoutSeconds` says. */
 export const DEFAULT_START_TIMEOUT_S = 30;
+/** The longest start timeout (the manifest's maximum): a timer of more than 2³¹−1 ms fires at once. */
+export const MAX_START_TIMEOUT_S = 3600;
+
+/** The start timeout a setting's value stands for: the default unless a positive number, at most the maximum. */
+export function startTimeoutOf(value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return DEFAULT_START_TIMEOUT_S;
+  return Math.min(value, MAX_START_TIMEOUT_S);
+}
 
 /** Does a changed VS Code setting mean the server has to be started again (another command)? */
 export const RESTART_SECTIONS: readonly string[] = [`${SECTION}.server`];

@@ -78,3 +78,11 @@ export function projectOf(fsPath: string): string | undefined {
   }
   return undefined;
 }
+
+/** Is a changed path (a file, or the `.codebolt` folder itself) in `project`'s own `.codebolt/`,
+ * not in a nested project's nor in another one's? */
+export function ownFile(project: string, fsPath: string): boolean {
+  const parts = fsPath.split(/([\\/])/); // separators kept: the path's own one names a file inside
+  const inside = parts[parts.length - 1] === CODEBOLT ? `${fsPath}${parts[parts.length - 2] ?? "/"}x` : fsPath;
+  return projectOf(inside) === project;
+}

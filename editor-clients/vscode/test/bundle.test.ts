@@ -59,6 +59,7 @@ function fakeVscode(options: { openDocuments: unknown[]; choice?: string }) {
         return { dispose() {} };
       },
       onDidChangeConfiguration: record("onDidChangeConfiguration"),
+      onDidChangeWorkspaceFolders: record("onDidChangeWorkspaceFolders"),
       onDidOpenTextDocument: (listener: Listener) => {
         openListeners.push(listener);
         return { dispose() {} };

@@ -9,6 +9,7 @@ import {
   documentSelector,
   isCodeboltDocument,
   isCodeboltPath,
+  ownFile,
   PROJECT_PATTERN,
   projectOf,
   projectsOf,
@@ -146,6 +147,17 @@ suite("which documents and folders", () => {
     assert.deepEqual(startupProjects(["/a"], has, [], []), []);
     assert.deepEqual(projectsOf(["/a/.codebolt/x.json", "/a/.codebolt/y/z.json", "/a/n/.codebolt/x.json", "/x.json"]),
       ["/a", "/a/n"]);
+  });
+
+  test("a watched change concerns its own project only: not a nested one's, not another's", () => {
+    assert.ok(ownFile("/a", "/a/.codebolt/context-rule-engines/x.json"));
+    assert.ok(ownFile("/a", "/a/.codebolt")); // the folder itself (deleted, replaced)
+    assert.ok(!ownFile("/a", "/a/n/.codebolt/x.json"));
+    assert.ok(!ownFile("/a", "/a/n/.codebolt"));
+    assert.ok(!ownFile("/a", "/b/.codebolt/x.json"));
+    assert.ok(!ownFile("/a", "/a/src/x.json"));
+    assert.ok(ownFile("C:\\w", "C:\\w\\.codebolt\\x.json"));
+    assert.ok(ownFile("C:\\w", "C:\\w\\.codebolt"));
   });
 
   test("the project a command runs on: the active document's, the one running, the one known, else a choice", () => {

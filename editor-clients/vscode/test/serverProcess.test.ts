@@ -13,6 +13,12 @@ const alive = (pid: number) => {
   }
 };
 
+async function until(condition: () => boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!condition() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
+  return condition();
+}
+
 suite("the server process", () => {
   test("a command that does not exist is a readable error, not a crash", async () => {
     await assert.rejects(ServerProcess.start({ command: "/no/such/context-assembly", args: ["serve"] }),
@@ -48,6 +54,16 @@ suite("the server process", () => {
     await server.terminate(5000);
     assert.ok(Date.now() - t0 < 4000);
     assert.equal(server.ending, "was ended by SIGTERM");
+  });
+
+  test("terminate ends what a wrapper started too (its process group), not only the wrapper", async () => {
+    const server = await ServerProcess.start({ command: "/bin/sh", args: ["-c", "sleep 1000 & echo $! >&2; wait"] });
+    const grandchild = await new Promise<number>((resolve) =>
+      server.child.stderr!.once("data", (data: Buffer) => resolve(Number(String(data).trim()))));
+    assert.ok(alive(grandchild));
+    await server.terminate(1000);
+    assert.equal(server.alive, false);
+    assert.equal(await until(() => !alive(grandchild), 3000), true, "the server the wrapper started is gone too");
   });
 
   test("the standard error kept is bounded", async () => {

@@ -3,7 +3,17 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { describe as suite, test } from "node:test";
 
-import { configurationItem, explicitValue, FORWARDED, RESTART_SECTIONS, SECTION, serverSettings } from "../src/settings";
+import {
+  configurationItem,
+  DEFAULT_START_TIMEOUT_S,
+  explicitValue,
+  FORWARDED,
+  MAX_START_TIMEOUT_S,
+  RESTART_SECTIONS,
+  SECTION,
+  serverSettings,
+  startTimeoutOf,
+} from "../src/settings";
 
 const PACKAGE = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8"));
@@ -31,6 +41,19 @@ suite("settings forwarding", () => {
     // VS Code drops a null written in settings.json: 0 is "no budget"
     assert.deepEqual(serverSettings((key) => (key === "maxTokens" ? 0 : undefined)), { max_tokens: null });
     assert.deepEqual(serverSettings((key) => (key === "maxTokens" ? 1 : undefined)), { max_tokens: 1 });
+  });
+
+  test("the start timeout: the default unless a positive number, never past the manifest's maximum", () => {
+    assert.equal(startTimeoutOf(undefined), DEFAULT_START_TIMEOUT_S);
+    assert.equal(startTimeoutOf(0), DEFAULT_START_TIMEOUT_S);
+    assert.equal(startTimeoutOf(-1), DEFAULT_START_TIMEOUT_S);
+    assert.equal(startTimeoutOf("10"), DEFAULT_START_TIMEOUT_S);
+    assert.equal(startTimeoutOf(2.5), 2.5);
+    assert.equal(startTimeoutOf(999999999), MAX_START_TIMEOUT_S); // a timer past 2^31-1 ms would fire at once
+    assert.equal(startTimeoutOf(Infinity), DEFAULT_START_TIMEOUT_S);
+    assert.equal(contributed[`${SECTION}.server.startTimeoutSeconds`]!.default, DEFAULT_START_TIMEOUT_S);
+    assert.equal((contributed[`${SECTION}.server.startTimeoutSeconds`] as { maximum?: number }).maximum, MAX_START_TIMEOUT_S);
+    assert.ok(MAX_START_TIMEOUT_S * 1000 < 2 ** 31 - 1);
   });
 
   test("only the contextAssembly section is shaped; other sections are left to VS Code", () => {
