@@ -207,12 +207,18 @@ async function until(probe, ms) {
 /** The notifications that appeared since a time (polled: a toast is counted when it shows up). */
 function toastWatcher(page) {
   const seen = [];
-  let visible = new Set();
+  let visible = new Map(); // text -> how many toasts show it (a second one with the same text counts)
   const timer = setInterval(async () => {
     const texts = await page.locator(".notifications-toasts .notification-toast").allInnerTexts().catch(() => null);
     if (texts === null) return;
-    const now = new Set(texts.map((raw) => raw.replace(/\s+/g, " ").trim()));
-    for (const text of now) if (!visible.has(text)) seen.push({ t: Date.now(), text });
+    const now = new Map();
+    for (const raw of texts) {
+      const text = raw.replace(/\s+/g, " ").trim();
+      now.set(text, (now.get(text) ?? 0) + 1);
+    }
+    for (const [text, count] of now) {
+      for (let k = visible.get(text) ?? 0; k < count; k++) seen.push({ t: Date.now(), text });
+    }
     visible = now;
   }, 250);
   return { since: (t) => seen.filter((s) => s.t >= t).map((s) => s.text), stop: () => clearInterval(timer) };
