@@ -122,3 +122,43 @@ def test_the_session_reads_a_shared_codebolt_and_nothing_outside(shared_codebolt
         assert session.document_text((proj / ".codebolt" / ".." / "x.json").as_uri()) is None
     finally:
         session.close()
+
+
+def test_another_projects_codebolt_below_the_root_is_not_this_workspace(tmp_path: Path) -> None:
+    """A nested project, or another one linked in below the root: its `.codebolt/` files are its own
+    project's, whichever spelling reaches them (they were laid over this workspace as its files)."""
+    root = tmp_path / "ws"
+    (root / ".codebolt").mkdir(parents=True)
+    (root / "nested" / ".codebolt").mkdir(parents=True)
+    other = tmp_path / "other"
+    (other / ".codebolt").mkdir(parents=True)
+    (root / "vendor").mkdir()
+    (root / "vendor" / "other").symlink_to(other, target_is_directory=True)
+    places = Places.of(root)
+    assert places.relpath(root / ".codebolt" / "x.json") == ".codebolt/x.json"
+    assert places.relpath(root / "nested" / ".codebolt" / "x.json") is None
+    assert places.relpath(root / "vendor" / "other" / ".codebolt" / "x.json") is None
+    assert places.relpath(other / ".codebolt" / "x.json") is None
+    assert places.relpath(root / "docs" / "x.json") == "docs/x.json"  # a `$schema` document of the project
+
+
+@pytest.mark.parametrize("target", ["parent", "filesystem-root"])
+def test_a_codebolt_linked_to_a_folder_holding_the_project_opens_nothing_more(tmp_path: Path, target: str) -> None:
+    """`.codebolt` linked to the project's parent (or `/`): everything below the link's target would
+    have counted as a workspace file, readable by URI."""
+    project = tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    (tmp_path / "home" / "secret.txt").write_text("key")
+    (project / ".codebolt").symlink_to(tmp_path / "home" if target == "parent" else Path("/"), target_is_directory=True)
+    places = Places.of(project)
+    assert places.readable(tmp_path / "home" / "secret.txt") is None
+    assert places.readable(Path("/etc/hostname")) is None
+    assert places.relpath(tmp_path / "home" / "secret.txt") is None
+    assert places.readable(project / "README.md") == (project / "README.md").resolve()  # the project's own
+
+
+def test_a_codebolt_linked_to_a_folder_of_its_own_is_read(shared_codebolt: tuple[Path, Path]) -> None:
+    project, shared = shared_codebolt
+    places = Places.of(project)
+    assert places.readable(shared / "PersistentMemory" / "m.json") is not None
+    assert places.readable(shared.parent / "x.json") is None  # beside the linked folder: not ours

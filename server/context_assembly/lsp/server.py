@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..methods import Session
     from ..methods.access import ForbiddenError
     from ..methods.session import SharedRuntimes
+    from ..workspace.places import Places
     from .editor_state import EditorState
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class ContextAssemblyServer(LanguageServer):
         super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
         self.session: Session | None = None  # built on first use after `initialize` (require_session)
-        self._opening: tuple[Path, dict[str, Any], bool] | None = None  # what `initialize` asked for
+        self._opening: tuple[Places, dict[str, Any], bool] | None = None  # what `initialize` asked for
         self._session_lock = threading.Lock()
         self.position_encoding = "utf-16"  # negotiated at `initialize`
         self.preload: list[Callable[[], None]] = []  # imports before the first editor feature runs (features)
@@ -126,7 +127,7 @@ class ContextAssemblyServer(LanguageServer):
                     self._preloaded = True
         return session
 
-    def _build_session(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> Session:
+    def _build_session(self, root: Places, settings: dict[str, Any], llm_offered: bool) -> Session:
         from ..methods import Session
 
         session = Session(root, llm=self.ask_llm if llm_offered else None, text_source=self.open_document_text,
@@ -145,17 +146,21 @@ class ContextAssemblyServer(LanguageServer):
         """`initialize` named the workspace (or `open` was called): requests may be served."""
         return self._opening is not None or self.session is not None
 
-    def open(self, root: Path, settings: dict[str, Any], llm_offered: bool) -> None:
+    def open(self, root: Path | Places, settings: dict[str, Any], llm_offered: bool) -> None:
         """Serve the workspace at `root` (its session is built on first use)."""
-        if not root.is_dir():
-            raise JsonRpcException(code=-32602, message=f"the workspace root {str(root)!r} is not a directory")
+        from ..workspace.places import Places  # late: not needed to answer before `initialize`
+
+        places = Places.of(root)
+        if not places.root.is_dir():
+            raise JsonRpcException(code=-32602,
+                                   message=f"the workspace root {str(places.client_root)!r} is not a directory")
         with self._session_lock:
             if self.session is not None:  # a second initialize: the new root replaces the old session
                 self.session.close()
                 self.session = None
             self.llm_offered = llm_offered
             self.initial_settings = settings
-            self._opening = (root, settings, llm_offered)
+            self._opening = (places, settings, llm_offered)
 
     @property
     def locked(self) -> bool:
@@ -281,6 +286,19 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
     return Path(params.root_path) if params.root_path else None
 
 
+def _places(pinned: Path | None, named: Path | None) -> Places:
+    """The workspace: `--workspace` when given, else the client's root; in the client's spelling
+    (symlinks kept: its documents are answered under its URIs), resolved here once. A pinned
+    folder stays the one served whatever a link the client named points at later."""
+    from ..workspace.places import Places  # late: not needed to answer before `initialize`
+
+    if pinned is None:
+        return Places.of(named or Path(os.getcwd()))
+    if named is not None and _same_folder(named, pinned):
+        return Places.named(named, pinned)
+    return Places.of(pinned)
+
+
 def _same_folder(a: Path, b: Path) -> bool:
     try:
         return a.is_dir() and os.path.samefile(a, b)
@@ -323,15 +341,11 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
     def initialize(ls: ContextAssemblyServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.authenticate(options.get(TOKEN_OPTION))
-        named = workspace_root(params)
-        root = ls.pinned_root or named or Path(os.getcwd())
-        if named is not None and ls.pinned_root is not None and _same_folder(named, ls.pinned_root):
-            root = named  # `--workspace` spelled otherwise (a symlink): answer in the client's spelling
         settings = options.get(SETTINGS_OPTION)
         encoding = ls.protocol.workspace.position_encoding
         ls.position_encoding = str(getattr(encoding, "value", encoding) or "utf-16")
-        # the root as the client names it (symlinks kept): its documents are answered under its URIs
-        ls.open(Path(os.path.abspath(root)), settings if isinstance(settings, dict) else {}, llm_offered(params))
+        ls.open(_places(ls.pinned_root, workspace_root(params)), settings if isinstance(settings, dict) else {},
+                llm_offered(params))
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ContextAssemblyServer, params: types.InitializedParams) -> None:

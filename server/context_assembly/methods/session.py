@@ -66,11 +66,13 @@ def settings_problems(overrides: Any) -> tuple[dict[str, Any], list[Problem]]:
 class Session:
     """Everything the methods need for one workspace. Thread-safe: handlers run on worker threads."""
 
-    def __init__(self, root: Path | str, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
+    def __init__(self, root: Path | str | Places, *, settings: dict[str, Any] | None = None, llm: Llm | None = None,
                  text_source: TextSource | None = None, runtimes: SharedRuntimes | None = None) -> None:
         self._runtimes = runtimes  # several sessions (connections) share one runtime and its caches
-        self.places = Places.of(root)  # the root as the client names it: the URIs it is answered with
-        self.runtime = runtimes.acquire(root) if runtimes is not None else Runtime(root, background_compile=True)
+        # the root as the client names it (the URIs it is answered with), resolved once: the folder served
+        self.places = Places.of(root)
+        real = self.places.root
+        self.runtime = runtimes.acquire(real) if runtimes is not None else Runtime(real, background_compile=True)
         self.layout = self.runtime.layout
         removed = sweep_temp_files(self.layout.codebolt)  # what writes interrupted by a crash left behind
         if removed:
