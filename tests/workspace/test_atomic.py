@@ -311,30 +311,31 @@ def test_nobody_can_be_waiting_where_no_lock_can_be_taken(tmp_path: Path) -> Non
 
 
 def test_without_a_line_a_moving_queue_never_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As on Windows (no `fcntl`, no line): the second waiter behind a busy holder waits one holder's
-    turn for `want` and the next one's for the lock, longer in all than `timeout`, and still gets it:
-    `timeout` bounds a lock that does not change hands, not the time spent in line."""
+    """As on Windows (no `fcntl`, no line): waiters behind a busy holder wait turn after turn, for
+    `want` and then for the lock, longer in all than `timeout`, and each gets it: `timeout` bounds a
+    lock that does not change hands, not the time spent in line (waiters are served in any order)."""
     monkeypatch.setattr(atomic, "fcntl", None)
-    timeout, turn = 2.0, 1.3  # in line 2 × 1.3 s > 2 s; no stage longer than 1.3 s
+    timeout, turn = 2.0, 1.5  # the last served waits behind two turns of 1.5 s: ≥ 2.4 s in line
+    arrived = {"holder": 0.0, "first": 0.2, "second": 0.4, "third": 0.6}
+    holds = {"holder": turn, "first": turn, "second": turn, "third": 0.0}
     got: dict[str, float] = {}
     errors: list[str] = []
+    start = time.monotonic()
 
-    def take(name: str, hold: float, after: float) -> None:
-        time.sleep(after)
+    def take(name: str) -> None:
+        time.sleep(arrived[name])
         try:
             with workspace_lock(tmp_path, "x", timeout=timeout):
-                got[name] = time.monotonic()
-                time.sleep(hold)
+                got[name] = time.monotonic() - start
+                time.sleep(holds[name])
         except StorageError as exc:
             errors.append(f"{name}: {exc}")
 
-    threads = [threading.Thread(target=take, args=args) for args in
-               (("holder", turn, 0.0), ("first", turn, 0.2), ("second", 0.0, 0.4))]
-    start = time.monotonic()
+    threads = [threading.Thread(target=take, args=(name,)) for name in arrived]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(20)
     assert errors == []
-    assert got["holder"] < got["first"] < got["second"]
-    assert got["second"] - start > timeout  # the test is about waiting longer than `timeout` in all
+    assert len(got) == 4 and min(got, key=got.__getitem__) == "holder"
+    assert max(got[name] - arrived[name] for name in got) > timeout  # someone waited longer than `timeout`

@@ -194,9 +194,12 @@ def workspace_lock(
         lock = FileLock(lock_path, is_singleton=True)
         if not _taken_now(lock, lock_dir, name):
             if fcntl is None:
-                _wait_saying_so(lock, FileLock(lock_dir / f"{name}.want", is_singleton=True), timeout)
+                _wait_saying_so(lock, FileLock(lock_dir / f"{name}.want", is_singleton=True),
+                                lock_dir / f"{name}.turn", timeout)
             else:
                 _Line(lock_dir, name).wait_for(lock, timeout)
+        if fcntl is None and lock.lock_counter == 1:  # taken (not nested use): the lock changed hands
+            _mark_turn(lock_dir / f"{name}.turn")
     except Timeout as exc:
         raise StorageError(f"workspace lock {name!r} still busy: it has not changed hands for {timeout:g} s",
                            {"lock": str(lock_path)}) from exc
@@ -287,6 +290,8 @@ def _taken_now(lock: BaseFileLock, lock_dir: Path, name: str) -> bool:
         return True
     if fcntl is not None and _want_held(lock_dir / f"{name}.want"):
         return False
+    if fcntl is None and lock_wanted(lock_dir, name):  # no line: still, the one waiting goes first
+        return False
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -321,6 +326,7 @@ def _want_held(path: Path) -> bool:
 
 # A waiter in line looks this often whether its turn has come (the head: whether the lock is free).
 _HEAD_POLL_S = 0.01
+_TURN_SLICE_S = 0.05  # without a line: how often a waiter looks whether the lock changed hands
 _LINE_POLL_S = 0.025
 _STRAY_TEMP_S = 10.0  # a ticket being made is renamed into the line within microseconds
 
@@ -502,19 +508,48 @@ def waiting_in_line(where: WorkspaceLayout | Path | str, name: str) -> int:
     return sum(1 for entry in names if not entry.startswith("."))
 
 
-def _wait_saying_so(lock: BaseFileLock, want: BaseFileLock, timeout: float) -> None:
+def _wait_saying_so(lock: BaseFileLock, want: BaseFileLock, turn: Path, timeout: float) -> None:
     """Without `fcntl` (Windows), no `_Line`: wait for `lock` holding `want` (waiters queue on it,
-    unordered; one at a time waits for the lock); filelock's Timeout when a stage runs out.
-
-    Each stage gets the whole `timeout` (negative: for ever): `want` comes free only when the waiter
-    before took the lock, so the lock has changed hands since, and `timeout` bounds a lock that does
-    not change hands, not the time spent in line (one deadline for both stages failed the second
-    of three busy writers: one holder's turn waiting for `want`, the next one's for the lock)."""
-    want.acquire(timeout=timeout)
+    unordered; the one holding it waits for the lock, and newcomers let it go first); filelock's
+    Timeout once the lock has not changed hands (`turn`, rewritten by every taker) for `timeout`
+    (negative: for ever), never while it does, however long the wait in line."""
+    _acquire_while_moving(want, turn, timeout)
     try:
-        lock.acquire(timeout=timeout)
+        _acquire_while_moving(lock, turn, timeout)
     finally:
         want.release()
+
+
+def _acquire_while_moving(lock: BaseFileLock, turn: Path, timeout: float) -> None:
+    from filelock import Timeout
+
+    if timeout < 0:
+        lock.acquire(timeout=-1)
+        return
+    seen, since = _turn_of(turn), time.monotonic()
+    while True:
+        try:
+            lock.acquire(timeout=min(_TURN_SLICE_S, timeout))
+            return
+        except Timeout:
+            now = _turn_of(turn)
+            if now != seen:
+                seen, since = now, time.monotonic()
+            elif time.monotonic() - since >= timeout:
+                raise
+
+
+def _mark_turn(turn: Path) -> None:
+    """Say that the lock changed hands (no line: what waiters watch to tell a moving queue from a stuck one)."""
+    with contextlib.suppress(OSError):
+        turn.write_bytes(os.urandom(8))
+
+
+def _turn_of(turn: Path) -> bytes:
+    try:
+        return turn.read_bytes()
+    except OSError:
+        return b""
 
 
 def _write_all(fd: int, data: bytes) -> None:
