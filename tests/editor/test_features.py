@@ -133,6 +133,21 @@ def test_shorthand_memory_is_rewritten_canonically(root: Path) -> None:
     assert written["label"] == "notes" and written["retrieval"]["pipeline"][0]["type"] == "markdown_read"
 
 
+def test_another_projects_rules_file_is_rewritten_into_its_own_project(root: Path, tmp_path: Path) -> None:
+    """A context-rules file of another project open in the same window: the canonical engine goes to
+    that project's `context-rule-engines/`, not into this workspace (the old file was deleted there)."""
+    source = root / ".codebolt" / "ContextRuleEngine" / "01_base-rules.json"
+    other = tmp_path / "other" / ".codebolt" / "ContextRuleEngine" / "10-style.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(source.read_text())
+    doc = build_document(other.as_uri(), other.read_text(), 1, root)
+    assert doc is not None and doc.outside
+    rewrite = next(a for a in code_actions(doc, [], root, "utf-16", None) if "canonical" in a["title"])
+    created, _edit, deleted = rewrite["edit"]["documentChanges"]
+    assert created["uri"] == (tmp_path / "other" / ".codebolt" / "context-rule-engines" / "style.json").as_uri()
+    assert deleted["uri"] == other.as_uri()
+
+
 # -- navigation
 
 

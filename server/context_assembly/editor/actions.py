@@ -10,7 +10,8 @@ from typing import Any
 
 from ..pipelines.shorthand import is_shorthand, normalise_memory
 from ..rules.dialects import normalise_file
-from ..workspace.places import Places
+from ..workspace.layout import WorkspaceLayout
+from ..workspace.places import CODEBOLT, Places
 from .capabilities import QUICKFIX, REWRITE
 from .documents import EditorDocument, Range
 
@@ -87,9 +88,12 @@ def rewrite_canonical(document: EditorDocument, root: Path | Places, encoding: s
     _dialect, rules, problems = normalise_file(value, stem, document.path.suffix)
     if problems:
         return None
+    engines_dir = _engines_dir(document, Places.of(root))
+    if engines_dir is None:
+        return None
     engine_id = stem.lstrip("0123456789_-") or stem
     engine = {"id": engine_id, "name": engine_id, "enabled": True, "rules": [r.rule for r in rules]}
-    target_uri = (Places.of(root).layout.rule_engines_dir / f"{engine_id}.json").as_uri()
+    target_uri = (engines_dir / f"{engine_id}.json").as_uri()
     text = json.dumps(engine, indent=2, ensure_ascii=False) + "\n"
     start = {"line": 0, "character": 0}
     return {"title": f"Rewrite this file in the canonical format (context-rule-engines/{engine_id}.json)",
@@ -100,6 +104,15 @@ def rewrite_canonical(document: EditorDocument, root: Path | Places, encoding: s
                  "edits": [{"range": {"start": start, "end": start}, "newText": text}]},
                 {"kind": "delete", "uri": document.uri},
             ]}}
+
+
+def _engines_dir(document: EditorDocument, places: Places) -> Path | None:
+    """Where the rewritten engine goes: beside the file, in its own project's `context-rule-engines/`
+    (another project's file open in the window stays in that project), None when it has no project."""
+    codebolt = next((parent for parent in document.path.parents if parent.name == CODEBOLT), None)
+    if codebolt is not None:
+        return WorkspaceLayout(codebolt.parent).rule_engines_dir
+    return None if document.outside else places.layout.rule_engines_dir
 
 
 def code_actions(document: EditorDocument, diagnostics: list[dict[str, Any]], root: Path | Places,
