@@ -156,3 +156,21 @@ async def test_a_test_run_lands_on_the_file_opened(client: LanguageClient, root:
 async def test_every_publish_is_in_the_client_spelling(client: LanguageClient, root: Path) -> None:
     published = [p.uri for p in client.protocol.published]  # type: ignore[attr-defined]
     assert published and [u for u in published if not in_client_spelling(root, u)] == []
+
+
+async def test_a_test_run_lands_on_the_file_opened_by_its_other_spelling(client: LanguageClient, root: Path) -> None:
+    """The test file open under the resolved path (not the root the client named): the run's failure
+    is still put on that open file (results were kept under the URI the server spelled)."""
+    path = codebolt(root, "tests", "running-too.json")
+    path.write_text(FAILING)
+    uri = open_doc(client, path.resolve())
+    await diagnostics_for(client, uri, version=1)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="contextAssembly.runTest", arguments=[".codebolt/tests/running-too.json"]))
+    assert result["summary"]["failed"] == 1
+    for _ in range(100):
+        if any("budget" in d.message for d in await diagnostics_for(client, uri)):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the test run's failure did not reach the file the editor has open")

@@ -162,3 +162,17 @@ def test_a_codebolt_linked_to_a_folder_of_its_own_is_read(shared_codebolt: tuple
     places = Places.of(project)
     assert places.readable(shared / "PersistentMemory" / "m.json") is not None
     assert places.readable(shared.parent / "x.json") is None  # beside the linked folder: not ours
+
+
+def test_an_older_version_never_replaces_a_newer_open_text(tmp_path: Path) -> None:
+    """A worker done late (a test run) hands back the snapshot it started from: the store keeps the
+    newer text the editor sent meanwhile."""
+    from context_assembly.editor.documents import DocumentStore
+
+    (tmp_path / ".codebolt" / "PersistentMemory").mkdir(parents=True)
+    uri = (tmp_path / MEMORY).as_uri()
+    store = DocumentStore(tmp_path)
+    store.update(uri, MEMORY_TEXT, 1)
+    newer = store.update(uri, MEMORY_TEXT.replace('"m"', '"m2"'), 2)
+    assert store.update(uri, MEMORY_TEXT, 1) is newer
+    assert store.get(uri) is newer

@@ -142,6 +142,9 @@ class DocumentStore:
             if current is not None and current.version == version and version is not None \
                     and current.text == text:
                 return current
+            if current is not None and current.version is not None and version is not None \
+                    and current.version > version:
+                return current  # an older snapshot (a worker done late) never replaces a newer text
         document = build_document(uri, text, version, self.places, current)
         with self._lock:
             if document is None:

@@ -71,7 +71,7 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list
 
 def ran_on(state: Any, document: Any) -> list[Any]:
     """Results of "Run test" on exactly this text of the document (none once it changed)."""
-    text, results = state.test_runs.get(document.uri, ("", []))
+    text, results = state.test_runs.get(document.relpath, ("", []))
     return results if text == document.text else []
 
 

@@ -44,8 +44,13 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None, snap: Snaps
     uri = snap.uri
     document = document_of(ls, snap) or load_document(uri, session.places)
     if document is not None:  # the failing cases of this text stay on the file until it changes
-        state.test_runs[uri] = (document.text, run.results)
+        state.test_runs[document.relpath] = (document.text, run.results)
     return as_json(run)
+
+
+def _open_uri(ls: ContextAssemblyServer, relpath: str) -> str | None:
+    """The URI the editor has the test file open under (its own spelling: `c:` or `c%3A`, a link)."""
+    return next((d.uri for d in editor_state(ls).store.all() if d.relpath == relpath), None)
 
 
 def _summary(result: dict[str, Any]) -> str:
@@ -70,7 +75,7 @@ def register(server: ContextAssemblyServer) -> None:
     @server.command(RUN_TEST)
     async def on_run_test(ls: ContextAssemblyServer, *args: Any) -> dict[str, Any]:
         file, case = _arguments(args, 2, RUN_TEST)
-        snap = snapshot(ls, ls.require_session().places.uri(file))
+        snap = snapshot(ls, _open_uri(ls, file) or ls.require_session().places.uri(file))
         result = await asyncio.get_running_loop().run_in_executor(ls.workers, run_test, ls, file, case, snap)
         failed = not result["summary"]["ok"]
         ls.window_show_message(types.ShowMessageParams(
