@@ -149,3 +149,22 @@ def test_found_from_a_subfolder_and_a_page_that_cannot_be_written(
     monkeypatch.chdir(tmp_path)
     assert main(["replay", assembly_id]) == 2
     assert "no .codebolt/ folder in" in capsys.readouterr().err
+
+
+def test_a_snapshot_in_a_linked_codebolt_is_read_and_nothing_beside_it(tmp_path: Path) -> None:
+    """`.codebolt` linked to a shared folder: its snapshots are read by assembly id; a path leaving
+    the linked folder stays refused."""
+    from context_assembly.assembly.replay import read_snapshot
+    from context_assembly.errors import InvalidParamsError
+
+    shared = tmp_path / "shared" / "cb"
+    (shared / "memory" / "context").mkdir(parents=True)
+    (shared / "memory" / "context" / "asm-1.json").write_text(json.dumps({"request": {}, "result": {}}))
+    (tmp_path / "shared" / "beside.json").write_text("{}")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".codebolt").symlink_to(shared, target_is_directory=True)
+    assert read_snapshot(project, "asm-1") == {"request": {}, "result": {}}
+    for escape in (".codebolt/../beside.json", ".codebolt/../../shared/beside.json"):
+        with pytest.raises(InvalidParamsError):
+            read_snapshot(project, escape)

@@ -19,6 +19,7 @@ from ..model.converter import unstructure
 from ..pipelines.items import Readable, may_read_item
 from ..stores.confine import resolve_inside
 from ..workspace.layout import WorkspaceLayout
+from ..workspace.places import CODEBOLT
 from ..workspace.repository import is_safe_id
 from .diff import diff
 
@@ -80,8 +81,12 @@ def _refuse(message: str, where: str) -> InvalidParamsError:
 
 
 def read_json_inside(root: Path, relative: Any, where: str, what: str = "file") -> Any:
-    """A JSON file named relative to the workspace root (never outside it)."""
-    path = resolve_inside(root, relative, what=what, pointer=where)
+    """A JSON file named relative to the workspace root (never outside it; one under `.codebolt/`
+    never outside that folder, wherever a link puts it)."""
+    base, rest = root, relative
+    if isinstance(relative, str) and relative.startswith(CODEBOLT + "/"):
+        base, rest = root / CODEBOLT, relative[len(CODEBOLT) + 1:]
+    path = resolve_inside(base, rest, what=what, pointer=where)
     try:
         return orjson.loads(path.read_bytes())
     except FileNotFoundError:
