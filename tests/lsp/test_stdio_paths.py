@@ -262,3 +262,13 @@ def test_the_output_pipe_is_widened_so_a_large_answer_goes_out_in_one_write(tmp_
         os.close(w)
     with (tmp_path / "file").open("wb") as regular:
         widen_pipe(regular.fileno())  # not a pipe: left alone, no error
+
+
+def test_an_oversized_body_is_skipped_even_without_a_handler() -> None:
+    """A reader given no `on_oversized` read the refused body as header lines (a problem reported per
+    64 KiB of it, and a JSON body inside it could be taken for a message)."""
+    problems: list[str] = []
+    big = b'{"pretty": true}\r\n\r\n' + framed(b'{"smuggled": true}') + b" " * 5000  # lines inside the body
+    got = read_all([framed(b'{"a":1}'), framed(big), framed(b'{"b":2}')], max_body=1000, on_problem=problems.append)
+    assert got == [b'{"a":1}', b'{"b":2}']
+    assert len(problems) == 1 and "refused a body" in problems[0]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 import sys
 import uuid
@@ -28,6 +29,8 @@ from typing import Any
 from ..errors import ConflictError, TimeoutError_
 from .compact_trace import TraceLayouts
 from .connection import Connection, Listener, freeze_once
+
+logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 Items = list[JSON]  # an alias: the `list` methods shadow the builtin in class bodies
@@ -290,7 +293,10 @@ class ContextAssemblyClient:
         try:
             await self.start()
         except BaseException:
-            await self.close()
+            try:
+                await self.close()
+            except Exception:  # noqa: BLE001 - never in place of why the start failed
+                logger.debug("closing after a failed start failed", exc_info=True)
             raise
         return self
 
@@ -341,7 +347,8 @@ class ContextAssemblyClient:
         """`contextAssembly/assemble`. `on_event(method, params)` gets this assembly's notifications
         (started, rulesEvaluated, pipelineComplete…, complete or error), all before this returns."""
         params = dict(request)
-        params.setdefault("assembly_id", uuid.uuid4().hex)
+        if params.get("assembly_id") is None:  # absent or null: the events are routed by the id given here
+            params["assembly_id"] = uuid.uuid4().hex
         with self._routed(ASSEMBLY_EVENTS, "assembly_id", params["assembly_id"], on_event):
             return await self.request("contextAssembly/assemble", params)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import gc
 import inspect
 import itertools
@@ -53,6 +54,10 @@ RequestHandler = Callable[[Any], Any]  # params -> result (or an awaitable of it
 CANCEL_REQUEST = "$/cancelRequest"
 CANCELLED_KEPT = 1024  # cancelled requests whose late answers are recognised (and dropped)
 READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach megabytes)
+# The sidecar is the client's own: an answer of any size is read (a full trace of 140k rules passes
+# 64 MiB, the server's limit for what it is sent)
+MAX_ANSWER = 1 << 62
+EXIT_GRACE_S = 0.5  # a sidecar never initialized: from stdin closed to killed
 PAUSE_COLLECTOR_FROM = 64 << 10  # bytes of a message decoded with the cyclic collector paused
 
 
@@ -152,7 +157,9 @@ class PlainJsonProtocol(compat.SendDataHook, compat.HandlerHook, compat.Notifica
         if not data or self.writer is None:
             return
         if isinstance(data, JsonRPCRequestMessage):
-            message: Any = {"jsonrpc": "2.0", "id": data.id, "method": data.method, "params": data.params}
+            message: Any = {"jsonrpc": "2.0", "id": data.id, "method": data.method}
+            if data.params is not None:  # JSON-RPC 2.0: params are structured, or left out
+                message["params"] = data.params
         elif isinstance(data, JsonRPCNotification):
             message = {"jsonrpc": "2.0", "method": data.method}
             if data.params is not None:
@@ -221,7 +228,7 @@ class Connection(JsonRPCClient):
         self._reader = asyncio.ensure_future(self._read(reader))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
-        reader = FrameReader(StreamSource(stream, READ_SIZE),
+        reader = FrameReader(StreamSource(stream, READ_SIZE), max_body=MAX_ANSWER,
                              on_problem=lambda m: logger.warning("sidecar output: %s", m))
         try:
             while (body := await reader.next_body()) is not None:
@@ -341,6 +348,17 @@ class Connection(JsonRPCClient):
 
     # -- closing ----------------------------------------------------------------------------------
 
+    async def _reap(self, timeout: float) -> int:
+        """The process's exit status: waited for `timeout` (at least EXIT_GRACE_S), killed after."""
+        assert self.process is not None
+        if self.process.returncode is None:
+            try:
+                return await asyncio.wait_for(self.process.wait(), max(timeout, EXIT_GRACE_S))
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+                    self.process.kill()
+        return await self.process.wait()
+
     async def close(self, timeout: float = 5.0) -> int | None:
         """`shutdown` + `exit`, then wait for the process (killed when it does not exit in time)."""
         if self.lost is None and self._reader is not None:
@@ -351,11 +369,9 @@ class Connection(JsonRPCClient):
                 pass
         code = None
         if self.process is not None:
-            try:
-                code = await asyncio.wait_for(self.process.wait(), timeout)
-            except TimeoutError:
-                self.process.kill()
-                code = await self.process.wait()
+            if self._transport_writer is not None:  # end of input: a sidecar (or a wrapper) reading it stops
+                self._transport_writer.close()
+            code = await self._reap(timeout)
         if self._transport_writer is not None:
             self._transport_writer.close()
         if self._reader is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
@@ -21,6 +22,8 @@ from typing import Any, TypeVar
 from ..lsp.polling import DEFAULT_MS
 from .client import ContextAssemblyClient
 from .event_loop import event_loop_factory
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -86,7 +89,10 @@ class SyncContextAssemblyClient:
         try:
             self._run(self.client.start())
         except BaseException:
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - never in place of why the start failed
+                logger.debug("closing after a failed start failed", exc_info=True)
             raise
         return self
 

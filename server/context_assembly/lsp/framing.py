@@ -243,9 +243,11 @@ class FrameReader:
             if line is None:
                 return None
             if not line.strip():
-                if oversized is not None and self.on_oversized is not None:
-                    head = await self._exactly(min(oversized, OVERSIZED_HEAD)) or b""
-                    self.on_oversized(head, oversized, self._limit())
+                if oversized is not None:  # skipped, never read as headers (a reader without a handler too)
+                    head = b""
+                    if self.on_oversized is not None:
+                        head = await self._exactly(min(oversized, OVERSIZED_HEAD)) or b""
+                        self.on_oversized(head, oversized, self._limit())
                     if not await self._skip(oversized - len(head)):
                         return None
                     oversized = None
