@@ -280,3 +280,11 @@ async def test_start_up_gives_up_after_the_timeout(workspace: Path) -> None:
         async with ContextAssemblyClient(workspace, command=hung, timeout=1):
             pass
     assert time.monotonic() - started < 10
+
+
+async def test_assembly_id_null_still_routes_the_calls_events(client: ContextAssemblyClient) -> None:
+    """`assembly_id: None` (a field left empty) was kept: the server chose its own id, and the call's
+    `on_event` heard nothing."""
+    mine: list[str] = []
+    await client.assemble(dict(REQUEST, assembly_id=None), on_event=lambda method, params: mine.append(method))
+    assert mine[0] == "contextAssembly/started" and mine[-1] == "contextAssembly/complete"
