@@ -49,6 +49,12 @@ class ConflictError(ContextAssemblyError):
     code = -32003
 
 
+class ForbiddenError(ContextAssemblyError):
+    """The caller's token does not allow this (or there is no valid token)."""
+
+    code = -32004
+
+
 class RequestFailedError(ContextAssemblyError):
     """A valid request the server will not carry out as asked (LSP RequestFailed: a rename the
     editor could not apply whole)."""

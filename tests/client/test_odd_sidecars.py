@@ -98,3 +98,22 @@ async def test_close_ends_the_input_so_a_sidecar_reading_it_to_the_end_exits(tmp
     async with client:
         pass
     assert client.returncode == 0
+
+
+def test_every_error_code_of_the_server_has_its_exception() -> None:
+    """-32004 (a shared sidecar refusing a token) came back as a bare RpcError."""
+    from context_assembly.client import ForbiddenError, RpcError, error_from
+    from context_assembly.errors import (
+        CancelledError,
+        ConflictError,
+        InvalidParamsError,
+        NotFoundError,
+        StorageError,
+        TimeoutError_,
+    )
+
+    for cls in (ForbiddenError, NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError,
+                InvalidParamsError):
+        error = error_from(cls.code, "no", {"errors": []})
+        assert type(error) is cls, cls
+    assert type(error_from(-32099, "other", None)) is RpcError

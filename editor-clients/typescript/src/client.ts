@@ -70,6 +70,7 @@ const ASSEMBLY_EVENTS = "contextAssembly/";
 const INGESTION_EVENTS = "memoryIngestion/";
 const STDERR_KEEP = 64 * 1024; // how much of the sidecar's stderr `stderr` keeps (its tail)
 const EXIT_WAIT_MS = 1000; // a call failing on a lost connection waits this long for the exit status
+const UNINITIALIZED_GRACE_MS = 500; // a sidecar that never answered `initialize`: input ended → killed
 
 /**
  * Answers the server's `llm/complete` requests: the sidecar holds no API keys, the agent runs the model.
@@ -395,6 +396,7 @@ export class ContextAssemblyClient {
   private spawnError: Error | undefined;
   private closed = false;
   private closing: Promise<ExitStatus> | undefined;
+  private initialized = false;
 
   /** Spawn the sidecar and initialise it on `options.workspace` (`initialize` + `initialized`). */
   static async start(options: StartOptions): Promise<ContextAssemblyClient> {
@@ -492,6 +494,7 @@ export class ContextAssemblyClient {
       );
     }
     this.initializeResult = isObject(result) ? result : {};
+    this.initialized = true;
     await this.connection.sendNotification("initialized", {});
   }
 
@@ -533,7 +536,13 @@ export class ContextAssemblyClient {
   }
 
   private async close(timeoutMs: number): Promise<ExitStatus> {
-    if (!this.closed && this.exitStatus === undefined) {
+    // a sidecar that never answered `initialize` is not asked to shut down: its input is ended and,
+    // after a short grace, it is killed (asking would wait out the timeout twice more)
+    const initialized = this.initialized;
+    if (!initialized) {
+      timeoutMs = Math.min(timeoutMs, UNINITIALIZED_GRACE_MS);
+    }
+    if (!this.closed && this.exitStatus === undefined && initialized) {
       try {
         const answered = await withTimeout(this.request("shutdown"), timeoutMs);
         if (answered !== TIMED_OUT) {
@@ -542,6 +551,8 @@ export class ContextAssemblyClient {
       } catch {
         // the sidecar is gone or refused: it is made to stop below
       }
+    }
+    if (!this.closed && this.exitStatus === undefined) {
       this.process.stdin?.end();
     }
     let status = await withTimeout(this.exited, timeoutMs);

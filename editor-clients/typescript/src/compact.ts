@@ -75,20 +75,20 @@ function condition(entry: unknown, index: number): Condition {
   if (!isObject(entry)) {
     throw new LayoutError(`malformed trace layout: condition ${index} is not an object`);
   }
-  if ("group" in entry) {
+  if (Object.hasOwn(entry, "group")) {
     if (!isIndexList(entry.conditions, index)) {
       throw new LayoutError(`condition ${index}: a group's conditions must come before it`);
     }
     return { kind: "group", group: entry.group, children: entry.conditions };
   }
-  if (!("variable" in entry)) {
+  if (!Object.hasOwn(entry, "variable")) {
     return { kind: "broken", template: { result: false, ...entry } };
   }
   const head: JsonObject = { result: false, field: entry.field, operator: entry.operator };
-  if ("value" in entry) {
+  if (Object.hasOwn(entry, "value")) {
     head.value = entry.value;
   }
-  const tail: JsonObject = "ignore_case" in entry ? { ignore_case: entry.ignore_case } : {};
+  const tail: JsonObject = Object.hasOwn(entry, "ignore_case") ? { ignore_case: entry.ignore_case } : {};
   return {
     kind: "leaf",
     absent: { ...head, present: false, ...tail },
@@ -110,12 +110,12 @@ function rule(entry: unknown, conditions: number): PreparedRule {
   }
   const unmatched: JsonObject = { rule_id: entry.rule_id, matched: false };
   for (const key of ["name", "priority"]) {
-    if (key in entry) {
+    if (Object.hasOwn(entry, key)) {
       unmatched[key] = entry[key];
     }
   }
   Object.assign(unmatched, { conditions: null, memories: null, excluded: null, per_source: entry.per_source });
-  if ("error" in entry) {
+  if (Object.hasOwn(entry, "error")) {
     unmatched.error = entry.error;
   }
   const matched = { ...unmatched, matched: true, memories: entry.memories, excluded: entry.excluded };
@@ -233,16 +233,17 @@ function conditions(layout: Prepared, outcomes: boolean[], values: JsonObject): 
     const result = outcomes[i];
     if (spec.kind === "leaf") {
       let leaf: JsonObject;
-      if (!(spec.variable in values)) {
+      // own keys only: a field named `constructor` or `toString` is no member of Object.prototype here
+      if (!Object.hasOwn(values, spec.variable)) {
         leaf = { ...spec.absent, result };
       } else {
         const actual = values[spec.variable];
         leaf = actual === null ? { ...spec.nullActual, result } : { ...spec.present, result, actual };
       }
-      if ("value" in leaf) {
+      if (Object.hasOwn(leaf, "value")) {
         leaf.value = fresh(leaf.value);
       }
-      if ("ignore_case" in leaf) {
+      if (Object.hasOwn(leaf, "ignore_case")) {
         leaf.ignore_case = fresh(leaf.ignore_case);
       }
       made.push(leaf);

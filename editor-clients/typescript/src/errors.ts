@@ -10,6 +10,8 @@ export const ErrorCodes = {
   NotFound: -32001,
   /** An id that already exists (create). */
   Conflict: -32003,
+  /** The token presented does not allow this call (a shared sidecar with tokens). */
+  Forbidden: -32004,
   /** A pipeline or an `llm/complete` took too long. */
   Timeout: -32005,
   /** A store could not be read or written. */

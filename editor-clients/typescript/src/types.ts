@@ -21,6 +21,13 @@ export type ScopeFields = { [field: string]: unknown };
 
 export type ScopeVariables = { [scope in ScopeName]?: ScopeFields };
 
+/** One tool schema (`{name, description, parameters | input_schema, …}`): extra fields are kept. */
+export interface Tool {
+  name: string;
+  description?: string;
+  [field: string]: unknown;
+}
+
 export interface AssemblyRequest {
   scope_variables: ScopeVariables;
   additional_variables?: { [name: string]: unknown };
@@ -32,6 +39,14 @@ export interface AssemblyRequest {
   thread_id?: string | null;
   /** A caller-chosen id for this assembly (1-128 letters, digits, `_`, `.`, `-`); generated when absent. */
   assembly_id?: string;
+  /** The agent's system prompt: packed first, in `constraints` (critical), and counted in the budget. */
+  system_prompt?: string | null;
+  /** Tool schemas as the agent's model API takes them: the most relevant go to `knowledge` (high). */
+  tools?: Tool[] | null;
+  /** LSP progress token: `$/progress` notifications report the call's stages. */
+  workDoneToken?: number | string;
+  /** LSP partial-result token. */
+  partialResultToken?: number | string;
   /**
    * evaluateRules / contextRuleEngine/evaluate: every rule with its per-condition trace (`"all"`, the
    * default), the matched ones with theirs (`"matched"`), or the matched ones without (`"none"`).

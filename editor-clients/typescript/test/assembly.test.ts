@@ -1,6 +1,8 @@
 /** contextAssembly/*: assemble with its events, per-call routing, the other assembly methods, cancellation. */
 
 import { strict as assert } from "node:assert";
+import { writeFileSync } from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
 
 import {
@@ -223,7 +225,10 @@ test("$/progress for a workDoneToken reaches on() and \"*\"", { timeout: TEST_TI
     const unsubscribeAll = client.on("*", (_params, method) => {
       all.push(method);
     });
-    await client.assemble({ ...REQUEST, workDoneToken: "tok-1" } as typeof REQUEST);
+    // every field of the request schema type-checks (workDoneToken, system_prompt and tools needed a cast)
+    const assembled = await client.assemble({ ...REQUEST, workDoneToken: "tok-1", system_prompt: "Answer briefly.",
+      tools: [{ name: "grep", description: "search the code for text", parameters: { type: "object" } }] });
+    assert.ok(JSON.stringify(assembled).includes("Answer briefly."));
     unsubscribe();
     unsubscribeAll();
     assert.ok(progress.length >= 2, `progress seen: ${progress.length}`);
@@ -231,3 +236,21 @@ test("$/progress for a workDoneToken reaches on() and \"*\"", { timeout: TEST_TI
     assert.ok(all.includes("$/progress"));
   }),
 );
+
+test("compact answers expand exactly for fields named like Object.prototype's members", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client, workspace) => {
+    // `field in values` followed the prototype chain: `constructor` and `toString` counted as present
+    const engine = { id: "proto", enabled: true, rules: [
+      { id: "r1", when: [{ field: "constructor", operator: "not_exists" }], then: { add_memories: ["m1"] } },
+      { id: "r2", when: [{ field: "toString", operator: "exists" }], then: { add_memories: ["m2"] } },
+      { id: "r3", when: [{ field: "__proto__", operator: "not_exists" }], then: { add_memories: ["m3"] } },
+      { id: "r4", when: [{ field: "valueOf", operator: "eq", value: 1 }], then: { add_memories: ["m4"] } },
+    ] };
+    writeFileSync(path.join(workspace, ".codebolt", "context-rule-engines", "proto.json"), JSON.stringify(engine));
+    const request = { scope_variables: {}, additional_variables: { constructor: 1 }, rule_engine_ids: ["proto"] };
+    for (const explain of ["all", "matched", "none"] as const) {
+      const full = await client.evaluateRules({ ...request, explain });
+      const expanded = await client.evaluateRules({ ...request, explain }, { compactTrace: true });
+      assert.equal(JSON.stringify(expanded), JSON.stringify(full), `explain ${explain}`);
+    }
+  }));

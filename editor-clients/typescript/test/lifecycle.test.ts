@@ -135,6 +135,21 @@ test("start-up failures are reported", { timeout: TEST_TIMEOUT_MS }, async () =>
   }
 });
 
+test("a sidecar that never answers initialize fails the start after timeoutMs, and is killed", { timeout: TEST_TIMEOUT_MS }, async () => {
+  const { root, cleanup } = makeWorkspace();
+  const pidFile = path.join(root, "hung.pid");
+  try {
+    const hung = [process.execPath, "-e", "require('fs').writeFileSync(process.argv[1], String(process.pid)); setInterval(() => {}, 1000)", pidFile];
+    const started = Date.now();
+    await assert.rejects(ContextAssemblyClient.start({ workspace: root, command: hung, timeoutMs: 1500 }), hasCode(ErrorCodes.Timeout));
+    // it asked the hung sidecar to shut down (another timeoutMs) and waited for its exit (another): 3 × timeoutMs
+    assert.ok(Date.now() - started < 2.5 * 1500, `${Date.now() - started} ms`);
+    assert.equal(alive(Number(readFileSync(pidFile, "utf8"))), false);
+  } finally {
+    cleanup();
+  }
+});
+
 test("VERSION is the package version", () => {
   const manifest = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string };
   assert.equal(VERSION, manifest.version);

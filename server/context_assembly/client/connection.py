@@ -38,6 +38,7 @@ from ..errors import (
     CancelledError,
     ConflictError,
     ContextAssemblyError,
+    ForbiddenError,
     InvalidParamsError,
     NotFoundError,
     StorageError,
@@ -74,7 +75,7 @@ class ConnectionLost(ContextAssemblyError):
 
 
 _BY_CODE: dict[int, type[ContextAssemblyError]] = {
-    cls.code: cls for cls in (NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError)
+    cls.code: cls for cls in (NotFoundError, ConflictError, ForbiddenError, TimeoutError_, StorageError, CancelledError)
 }
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from attrs import define, frozen
 
-from ..errors import ContextAssemblyError
+from ..errors import ContextAssemblyError, ForbiddenError
 from ..rules.globs import reference_matches
 from ..stores.uri import DEFAULT, parse_uri, render
 
@@ -48,12 +48,6 @@ SETTINGS_FILE = ".codebolt/context-assembly.json"
 
 # The method being served on this thread, for the refusal log of checks deep in a call (ingestion routes).
 current_method: contextvars.ContextVar[str | None] = contextvars.ContextVar("current_method", default=None)
-
-
-class ForbiddenError(ContextAssemblyError):
-    """The caller's token does not allow this (or there is no valid token)."""
-
-    code = -32004
 
 
 # -- patterns --------------------------------------------------------------------------------------
