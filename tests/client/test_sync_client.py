@@ -52,3 +52,23 @@ def test_sync_client_exits_cleanly_when_the_block_raises(workspace: Path) -> Non
         pid = client.client.pid
         raise KeyError("boom")
     assert pid is not None and gone(pid)
+
+
+def test_plain_methods_write_to_the_sidecar_from_the_loop_thread_only(workspace: Path) -> None:
+    """`set_settings` (a notification) was written from the caller's thread while the loop thread
+    wrote requests: two writers on one pipe. Every write now comes from the loop's thread."""
+    with SyncContextAssemblyClient(workspace) as client:
+        writers: set[str] = set()
+        connection = client.client.connection
+        send = connection.protocol.send_data
+
+        def recording(data: Any) -> None:
+            writers.add(threading.current_thread().name)
+            send(data)
+
+        connection.protocol.send_data = recording  # type: ignore[method-assign]
+        client.set_settings({"max_tokens": 1234})
+        assert client.memory_types()  # a request after it
+        unsubscribe = client.on("contextAssembly/started", lambda method, params: None)
+        unsubscribe()
+    assert writers == {"context-assembly-client"}

@@ -39,7 +39,15 @@ class _Blocking:
         value = getattr(self._target, name)
         if inspect.iscoroutinefunction(value):
             return lambda *args, **kwargs: self._owner._run(value(*args, **kwargs))
+        if callable(value) and not isinstance(value, type):
+            # a plain method (set_settings, on, a notification) runs on the loop's thread too: the
+            # sidecar's pipe is written by that thread only (two writers could interleave bytes)
+            return lambda *args, **kwargs: self._owner._run(_called(value, args, kwargs))
         return value
+
+
+async def _called(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return function(*args, **kwargs)
 
 
 class SyncContextAssemblyClient:
