@@ -4,6 +4,7 @@ than 64 MiB, reads its input to the end before leaving. A scripted stand-in play
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
 
@@ -112,8 +113,22 @@ def test_every_error_code_of_the_server_has_its_exception() -> None:
         TimeoutError_,
     )
 
-    for cls in (ForbiddenError, NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError,
-                InvalidParamsError):
+    for cls in (NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError, InvalidParamsError):
         error = error_from(cls.code, "no", {"errors": []})
         assert type(error) is cls, cls
+    forbidden = error_from(-32004, "no", None)
+    assert isinstance(forbidden, ForbiddenError) and isinstance(forbidden, RpcError) and forbidden.code == -32004
     assert type(error_from(-32099, "other", None)) is RpcError
+
+
+@pytest.mark.asyncio
+async def test_a_lost_sidecar_says_how_it_ended_and_its_last_words(tmp_path: Path) -> None:
+    """It said only "the sidecar closed the connection"."""
+    with pytest.raises(ConnectionLost, match="exited with code 3$"):
+        async with ContextAssemblyClient(tmp_path, command=EXITS):
+            pass
+    client = ContextAssemblyClient(tmp_path, command=EXITS, stderr=subprocess.PIPE)
+    with pytest.raises(ConnectionLost, match="exited with code 3: ModuleNotFoundError: pygls"):
+        async with client:
+            pass
+    assert "ModuleNotFoundError" in client.stderr_tail

@@ -233,7 +233,8 @@ class ContextAssemblyClient:
                  stderr: Any = None, timeout: float = 10.0, freeze_imports: bool = True) -> None:
         """`workspace`: the root holding `.codebolt/`. `command`: how to start the sidecar (default
         `python -m context_assembly serve` with this interpreter). `settings`: overrides of
-        `.codebolt/context-assembly.json`. `stderr`: where the sidecar's log goes (default: inherited).
+        `.codebolt/context-assembly.json`. `stderr`: where the sidecar's log goes (default: inherited;
+        `subprocess.PIPE`: read on, its tail in `stderr_tail`, its last line in a ConnectionLost).
         `timeout`: for start-up and shutdown. `freeze_imports`: once the sidecar answered, move the
         objects alive in this process out of the cyclic collector's way, once per process (see
         `connection.freeze_once`; False leaves the collector as it is)."""
@@ -307,6 +308,11 @@ class ContextAssemblyClient:
     @property
     def pid(self) -> int | None:
         return self.connection.process.pid if self.connection.process else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The tail of the sidecar's stderr (64 KiB) when started with `stderr=subprocess.PIPE`, else ""."""
+        return self.connection.stderr
 
     @property
     def returncode(self) -> int | None:

@@ -59,6 +59,8 @@ READ_SIZE = 1 << 20  # bytes per read of the sidecar's output (its answers reach
 # 64 MiB, the server's limit for what it is sent)
 MAX_ANSWER = 1 << 62
 EXIT_GRACE_S = 0.5  # a sidecar never initialized: from stdin closed to killed
+EXIT_WAIT_S = 1.0  # once its output closed, how long the reason waits for the sidecar's exit status
+STDERR_KEPT = 64 * 1024  # of a piped stderr, the tail kept (`stderr_tail`)
 PAUSE_COLLECTOR_FROM = 64 << 10  # bytes of a message decoded with the cyclic collector paused
 
 
@@ -70,12 +72,16 @@ class RpcError(ContextAssemblyError):
         self.code = code
 
 
+class ForbiddenRpcError(RpcError, ForbiddenError):
+    """-32004: the token does not allow the call. A ForbiddenError, and an RpcError as it always was."""
+
+
 class ConnectionLost(ContextAssemblyError):
     """The sidecar went away (exited, closed its output) before answering."""
 
 
 _BY_CODE: dict[int, type[ContextAssemblyError]] = {
-    cls.code: cls for cls in (NotFoundError, ConflictError, ForbiddenError, TimeoutError_, StorageError, CancelledError)
+    cls.code: cls for cls in (NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError)
 }
 
 
@@ -87,6 +93,8 @@ def error_from(code: int, message: str, data: Any) -> ContextAssemblyError:
         exc: ContextAssemblyError = InvalidParamsError(message, errors if isinstance(errors, list) else [])
         exc.data = details
         return exc
+    if code == ForbiddenError.code:
+        return ForbiddenRpcError(code, message, data)
     cls = _BY_CODE.get(code)
     return cls(message, details) if cls is not None else RpcError(code, message, data)
 
@@ -206,6 +214,7 @@ class Connection(JsonRPCClient):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancelled: deque[int] = deque(maxlen=CANCELLED_KEPT)  # ids whose late answers are dropped
         self._transport_writer: asyncio.StreamWriter | None = None
+        self.stderr = ""  # the tail of the sidecar's stderr when it was piped (`stderr=subprocess.PIPE`)
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -216,7 +225,26 @@ class Connection(JsonRPCClient):
             *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=cwd, env=env,
             limit=READ_SIZE)  # asyncio pauses reading past twice this: a large answer arrives in few reads
         assert self.process.stdin is not None and self.process.stdout is not None
+        if self.process.stderr is not None:  # piped: read on, or a chatty sidecar blocks on a full pipe
+            self.schedule(self._drain(self.process.stderr))
         self._attach(self.process.stdout, self.process.stdin)
+
+    async def _drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(READ_SIZE):
+            self.stderr = (self.stderr + chunk.decode("utf-8", "replace"))[-STDERR_KEPT:]
+
+    async def _why_lost(self) -> str:
+        """What became of the sidecar whose output closed: its exit status, and its last words."""
+        process = self.process
+        if process is None:
+            return "the sidecar closed the connection"
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), EXIT_WAIT_S)
+        code = process.returncode
+        how = "closed its output" if code is None else \
+            f"exited with code {code}" if code >= 0 else f"was ended by signal {-code}"
+        last = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        return f"the sidecar {how}" + (f": {last[-1]}" if last else "")
 
     async def connect_tcp(self, host: str, port: int, ssl: Any = None) -> None:
         """Connect to `serve --tcp` (`ssl`: an ssl.SSLContext for a server with --tls-cert)."""
@@ -231,6 +259,7 @@ class Connection(JsonRPCClient):
     async def _read(self, stream: asyncio.StreamReader) -> None:
         reader = FrameReader(StreamSource(stream, READ_SIZE), max_body=MAX_ANSWER,
                              on_problem=lambda m: logger.warning("sidecar output: %s", m))
+        ended = False
         try:
             while (body := await reader.next_body()) is not None:
                 try:
@@ -252,8 +281,11 @@ class Connection(JsonRPCClient):
                     self.protocol.handle_message(self.protocol.structure_message(data))
                 except Exception:
                     logger.exception("cannot handle a message from the sidecar")
+            ended = True
         finally:
-            self._fail_pending(ConnectionLost("the sidecar closed the connection"))
+            if not ended:  # cancelled (close), or failed: no waiting here
+                self._fail_pending(ConnectionLost("the sidecar closed the connection"))
+        self._fail_pending(ConnectionLost(await self._why_lost()))
 
     def _answer(self, data: dict[str, Any]) -> bool:
         """Hand a response to the request waiting for it (False: no request of ours has that id)."""
