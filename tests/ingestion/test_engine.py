@@ -206,3 +206,31 @@ def test_input_defaults_to_the_previous_output(tmp_path: Path) -> None:
     with engine_over(tmp_path, definition) as (engine, runtime):
         assert engine.execute("p", {"doc": "a: 1\nb: null\n"})["status"] == "ok"
         assert runtime.memory.read("json://doc")["value"] == {"a": 1}
+
+
+def test_a_run_whose_routes_all_failed_is_failed_not_partial(tmp_path: Path) -> None:
+    """Nothing was stored: `partial` let a client believe something was."""
+    definition = pipeline("p", routing=[{"from": "payload", "write_to": "kv://x/{{payload.missing}}"},
+                                        {"from": "payload", "write_to": "json://nodoc#/a"}])
+    with engine_over(tmp_path, definition) as (engine, runtime):
+        result = engine.execute("p", {"a": 1})
+        assert [route["status"] for route in result["routes"]] == ["failed", "failed"]
+        assert result["status"] == "failed" and "every route failed" in result["error"]
+        [event] = runtime.memory.read(f"log://ingestion?event_type={LOG_EVENT_TYPE}")["value"]
+        assert event["payload"]["status"] == "failed"
+
+
+def test_a_value_no_key_can_hold_fails_its_route_and_the_run_goes_on_recorded(tmp_path: Path) -> None:
+    """A lone surrogate (a YAML parser's output, a client's string) filled into a destination raised
+    out of the run: the routes before it written, the ones after never run, nothing recorded."""
+    definition = pipeline("p", routing=[{"from": "payload.ok", "write_to": "kv://a/{{payload.ok}}"},
+                                        {"from": "payload", "write_to": "kv://b/{{payload.sid}}"},
+                                        {"from": "payload.ok", "write_to": "kv://c/{{payload.ok}}"}])
+    with engine_over(tmp_path, definition) as (engine, runtime):
+        result = engine.execute("p", {"ok": "fine", "sid": "\ud800"})
+        assert [route["status"] for route in result["routes"]] == ["ok", "failed", "ok"]
+        assert "lone surrogate" in result["routes"][1]["errors"][0]["message"]
+        assert result["status"] == "partial"
+        assert keys(runtime, "kv://a") == ["kv://a/fine"] and keys(runtime, "kv://c") == ["kv://c/fine"]
+        [event] = runtime.memory.read(f"log://ingestion?event_type={LOG_EVENT_TYPE}")["value"]
+        assert event["payload"]["status"] == "partial"

@@ -97,7 +97,7 @@ def test_hostile_template_values_are_refused_and_nothing_is_written(tmp_path: Pa
     with engine_over(tmp_path, pipeline("p", routing=[route])) as (engine, runtime):
         result = engine.execute("p", {"id": value, "text": "content"})
         [run] = result["routes"]
-        assert result["status"] == "partial" and run["status"] == "failed" and run["written"] == []
+        assert result["status"] == "failed" and run["status"] == "failed" and run["written"] == []  # nothing stored
         assert run["errors"][0]["variable"] == "payload.id"
         assert "{{payload.id}}" in run["errors"][0]["message"]
         for prefix in ("kv://", "markdown://", "blob://"):

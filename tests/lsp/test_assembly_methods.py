@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from lsprotocol import types
@@ -216,8 +217,15 @@ async def test_end_turn_clears_the_threads_working_memory(client: LanguageClient
     assert after["exists"] is False and after.get("value") is None
     assert (await call(client, "memory/read", {"uri": "working://other-t/plan"}))["exists"] is True  # untouched
     assert (await call(client, "contextAssembly/endTurn", {"thread_id": "turn-t"}))["cleared"] == 0
-    error = await error_of(client, "contextAssembly/endTurn", {"thread_id": "../x"})
-    assert error.code == -32602
+    for bad in ("", "a\x00b", 7):
+        error = await error_of(client, "contextAssembly/endTurn", {"thread_id": bad})
+        assert error.code == -32602, bad
+    # any thread id an assembly takes, `/`, `#`, `%` and `..` included: its URI encodes it
+    for thread in ("acme/shop#42", "a%2Fb", "../x", "t?x"):
+        encoded = quote(thread, safe="")
+        await call(client, "memory/write", {"uri": f"working://{encoded}/plan", "value": 1})
+        assert (await call(client, "contextAssembly/endTurn", {"thread_id": thread}))["cleared"] == 1, thread
+        assert (await call(client, "memory/read", {"uri": f"working://{encoded}/plan"}))["exists"] is False
     error = await error_of(client, "contextAssembly/endTurn", {})
     assert error.code == -32602 and "thread_id" in str(error.data)
     assert (await call(client, "memory/read", {"uri": "working://turn-t"}))["exists"] is False

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from context_assembly.errors import InvalidParamsError
 from context_assembly.stores.memory import MemoryRouter
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -89,13 +91,32 @@ def test_concurrent_appends_read_newest_first_in_commit_order_and_a_since_tail_m
 def test_a_given_time_is_kept_and_later_events_without_one_never_go_before_the_newest(tmp_path: Path) -> None:
     memory = MemoryRouter(tmp_path)
     try:
-        future = memory.events.append("audit", "scheduled", {}, ts=4_000_000_000.0)  # given: kept as given
+        ahead = time.time() + 3600
+        future = memory.events.append("audit", "scheduled", {}, ts=ahead)  # given: kept as given
         past = memory.events.append("audit", "imported", {}, ts=10.0)
         stamped = memory.events.append("audit", "login", {})
-        assert (future["ts"], past["ts"]) == (4_000_000_000.0, 10.0)
+        assert (future["ts"], past["ts"]) == (ahead, 10.0)
         assert stamped["ts"] == future["ts"]  # not before the instance's newest time
         assert [e["event_type"] for e in memory.events.search("audit")] == ["login", "scheduled", "imported"]
         other = memory.events.append("other", "login", {})  # another instance keeps its own clock
         assert other["ts"] < future["ts"]
+    finally:
+        memory.close()
+
+
+def test_a_time_more_than_a_day_ahead_is_refused_not_kept_for_good(tmp_path: Path) -> None:
+    """Milliseconds given for seconds: every later event and turn without `ts` was stamped 56,000
+    years ahead, for good. Refused, with what to do instead; nothing is written."""
+    memory = MemoryRouter(tmp_path)
+    try:
+        in_ms = time.time() * 1000
+        for write in (lambda: memory.events.append("audit", "login", {}, ts=in_ms),
+                      lambda: memory.write("log://audit", {"event_type": "login", "ts": in_ms}),
+                      lambda: memory.write("episodic://t-1", {"role": "user", "content": "hi", "ts": in_ms})):
+            with pytest.raises(InvalidParamsError, match="not milliseconds"):
+                write()
+        assert memory.events.search("audit") == []
+        stamped = memory.events.append("audit", "login", {})
+        assert abs(stamped["ts"] - time.time()) < 60
     finally:
         memory.close()

@@ -216,8 +216,13 @@ class IngestionEngine:
             run.error = "the pipeline definition is invalid: " + "; ".join(
                 f"{e['path'] or '/'}: {e['message']}" for e in prepared.errors)
         else:
-            self._process(run, prepared, payload, scope_variables or {}, additional_variables or {},
-                          cancelled or (lambda: False))
+            try:
+                self._process(run, prepared, payload, scope_variables or {}, additional_variables or {},
+                              cancelled or (lambda: False))
+            except Exception as exc:  # noqa: BLE001 - a run always ends recorded and reported, never half-silent
+                _log.exception("ingestion pipeline %s failed unexpectedly", pipeline_id)
+                run.status = "partial" if any(r["written"] for r in run.routes) else "failed"
+                run.error = f"the run stopped: {type(exc).__name__}: {exc}"
         result = run.result()
         self._record(run, result)
         run.notify("executionCompleted", {
@@ -267,6 +272,7 @@ class IngestionEngine:
         if stopped:
             return
         router = Router(self.memory, variables, lookup, cancelled)
+        wrote = False
         for index, route in enumerate(definition.routing or []):
             source = route.from_ or "payload"
             if source.split(".")[0] in skipped_outputs:
@@ -276,12 +282,16 @@ class IngestionEngine:
                 value = resolve_reference(source, payload, outputs)
                 route_run = router.run(index, route, value, prepared.conditions[index])
             run.routes.append(route_run.result())
+            wrote |= bool(route_run.written)
             if route_run.status == "cancelled":
                 run.status = "cancelled"
                 run.warnings.append("the execution was cancelled")
                 return
             if route_run.status in ("failed", "partial"):
                 run.status = "partial"
+        if run.status == "partial" and not wrote:  # routes failed and none wrote anything: nothing stored
+            run.status = "failed"
+            run.error = "no route wrote anything: every route failed"
 
     def _run_processor(self, run: _Execution, spec: Processor, entry: dict[str, Any], source: str,
                        payload: dict[str, Any], outputs: dict[str, Any], lookup: Mapping[str, Any],

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -122,6 +121,10 @@ class Router:
         except TemplateError as exc:
             run.error(exc.message, index=position, variable=exc.variable or None)
             return
+        except Exception as exc:  # noqa: BLE001 - a value no template check foresaw: this write fails, not the run
+            _log.warning("ingestion route destination %s could not be filled", run.write_to, exc_info=True)
+            run.error(f"the destination could not be filled: {type(exc).__name__}: {exc}", index=position)
+            return
         try:
             parsed = parse_uri(uri)
             if parsed.scheme == "graph" and len(parsed.parts) == 1 and _is_graph(item):
@@ -150,6 +153,9 @@ class Router:
                 run.written.append(uri)
             except ContextAssemblyError as exc:
                 run.error(exc.message, uri=uri)
+            except Exception as exc:  # noqa: BLE001 - this node or edge fails, not the others
+                _log.warning("ingestion graph write to %s failed", uri, exc_info=True)
+                run.error(f"{type(exc).__name__}: {exc}", uri=uri)
 
 
 def _is_graph(value: Any) -> bool:
@@ -172,7 +178,8 @@ def shape(scheme: str, item: Any, variables: TemplateVariables) -> Any:
     if scheme == "episodic":
         if isinstance(item, Mapping) and "role" in item:
             return dict(item)
-        return {"role": "system", "content": item if isinstance(item, str) else as_text(item), "ts": time.time()}
+        # no `ts`: the thread stamps it inside its write transaction, in the order of `seq` (several sidecars)
+        return {"role": "system", "content": item if isinstance(item, str) else as_text(item)}
     if scheme == "blob":
         if isinstance(item, Mapping) and isinstance(item.get("base64"), str):
             return item["base64"]

@@ -34,6 +34,7 @@ FIXED_ROOTS: tuple[str, ...] = (
 )
 _FORBIDDEN = {"/": "'/'", "\\": "a backslash", "?": "'?'", "#": "'#'"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # Characters kept as they are in a filled URI part; everything else is percent-encoded.
 _SAFE = "-._~!$&'()*+,;=:@"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -121,6 +122,8 @@ def safe_value(name: str, value: Any) -> str:
 
     if not text:
         raise refused("it is empty")
+    if _SURROGATE.search(text):  # no UTF-8 for it: it could never name a key (it aborted the run)
+        raise refused("it contains a lone surrogate (not a Unicode character)")
     if len(text) > MAX_KEY_LENGTH:
         raise refused(f"it is longer than {MAX_KEY_LENGTH} characters")
     try:

@@ -303,7 +303,7 @@ class GuardedMemory:
         return {"items": items if limit is None else items[:limit]}
 
     def clear_working(self, thread_id: str) -> int:
-        self._access().check_uri("write", f"working://{thread_id}")
+        self._access().check_uri("write", render("working", (thread_id,)))
         return int(self._memory.clear_working(thread_id))
 
     def __getattr__(self, name: str) -> Any:

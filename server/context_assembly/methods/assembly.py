@@ -13,6 +13,7 @@ from ..model.definitions import Contribution
 from ..model.request import AssemblyRequest
 from ..rules.explicit import mentions
 from ..schemas.fragments import FILE_ID_RULE
+from ..stores.confine import check_key
 from ..stores.uri import parse_uri
 from ..workspace.loader import Workspace
 from ..workspace.repository import is_safe_id
@@ -122,12 +123,11 @@ def memory_types(session: Session, params: dict[str, Any], ctx: CallContext) -> 
 def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """Seed 002: working memory is discarded once the turn is complete. Clears the thread's scratchpad."""
     thread_id = params["thread_id"]
-    try:  # one segment of a working:// URI, exactly as given
-        problem = None if parse_uri(f"working://{thread_id}").parts == (thread_id,) else "must be one plain segment"
+    try:  # any thread id an assembly takes (`acme/shop#42`): its working:// URI encodes it
+        check_key(thread_id, what="thread id", pointer="/thread_id")
     except ContextAssemblyError as exc:
-        problem = exc.message
-    if problem is not None:
-        raise InvalidParamsError(f"invalid thread_id: {problem}", [{"path": "/thread_id", "message": problem}])
+        raise InvalidParamsError(f"invalid thread_id: {exc.message}",
+                                 [{"path": "/thread_id", "message": exc.message}]) from None
     return {"thread_id": thread_id, "cleared": session.memory.clear_working(thread_id)}
 
 

@@ -13,6 +13,8 @@ from typing import Any
 from ..limits import LOG_LIMIT, current
 from .confine import check_key, refuse
 
+MAX_AHEAD_S = 86_400.0  # how far ahead of this machine's clock a given `ts` may be (a day: clocks, time zones)
+
 MAX_BLOB_BYTES = 64 * 1024 * 1024
 MAX_EVENTS = LOG_LIMIT  # the default; a read checks against its session's `current()` limits
 MAX_TURNS = LOG_LIMIT
@@ -55,7 +57,19 @@ def check_event(instance: str, event_type: str, payload: Any, ts: Any) -> float 
         return None
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise refuse("an event timestamp must be a finite number of epoch seconds", "/value/ts")
-    return float(ts)
+    return not_ahead(float(ts), "/value/ts")
+
+
+def not_ahead(ts: float, pointer: str) -> float:
+    """A given time at most a day ahead of now. One ahead holds the later stamped entries of its log
+    or thread at that time (`event_time` never stamps before the newest) until the clock passes it:
+    milliseconds given for seconds, or a wrong clock, would hold them for good."""
+    ahead = ts - time.time()
+    if ahead > MAX_AHEAD_S:
+        raise refuse(f"the timestamp {ts:g} is {ahead:,.0f} s ahead of this machine's clock (at most a day): "
+                     "a time is in epoch seconds, not milliseconds; a time planned ahead belongs in the "
+                     "payload", pointer)
+    return ts
 
 
 def event_time(newest: float | None) -> float:
@@ -81,7 +95,7 @@ def check_turn(thread_id: str, turn: Any) -> float | None:
         raise refuse("a turn needs 'content'", "/value/content")
     given = turn.get("ts")
     if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
-        return float(given)
+        return not_ahead(float(given), "/value/ts")
     return None
 
 
