@@ -402,3 +402,20 @@ def test_a_ladder_setting_naming_an_unknown_strategy_is_reported_and_ignored(tmp
                                        "stores": {"dns": "x"}})
     assert good == {"budget": {"ladder": ["truncate"]}}  # stores whole: it is strict
     assert {p.path for p in refused} == {"/budget/warnings_max_tokens", "/stores"}
+
+
+def test_the_same_words_said_twice_are_two_turns_and_two_events(runtime: Runtime) -> None:
+    """A user answering "yes" twice, two identical deploy events: each was dropped as a duplicate of
+    the first, so history ended on the assistant's question. The same turn read twice is still one."""
+    for role, content in (("user", "yes"), ("assistant", "Run the tests?"), ("user", "yes")):
+        runtime.memory.write("episodic://t-2", {"role": role, "content": content})
+    for _ in range(2):
+        runtime.memory.write("log://deploys", {"event_type": "deploy", "payload": {"env": "prod"}})
+    result = assemble(runtime, explicit_memory=["episodic://t-2", "episodic://t-2?limit=3", "log://deploys"])
+    history = [h["content"] for h in result["context"]["history"]]
+    assert [h for h in history if h.startswith(("user:", "assistant:"))] == \
+        ["user: yes", "assistant: Run the tests?", "user: yes"]
+    everything = [i["content"] for section in result["context"].values() for i in section]
+    assert sum(c.startswith("deploy") for c in everything) == 2
+    duplicates = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
+    assert len(duplicates) == 3  # the second read of the thread: its three turns, each a copy of one kept

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipelines.items import Item, render_value
+from ..pipelines.items import Item, render_value, turn_key
 from ..stores.uri import DEFAULT, parse_uri
 
 VECTOR_TOP_K = 5
@@ -22,7 +22,8 @@ class Miss(Exception):
 def _turn(uri: str, index: int, turn: Any) -> Item:
     if isinstance(turn, dict):
         content = f"{turn.get('role', 'turn')}: {render_value(turn.get('content', ''))}"
-        return Item.create(content, uri, index, timestamp=turn.get("ts"), metadata={"role": turn.get("role")})
+        return Item.create(content, uri, turn_key(turn, index), timestamp=turn.get("ts"),
+                           metadata={"role": turn.get("role")})
     return Item.create(render_value(turn), uri, index)
 
 

@@ -45,16 +45,29 @@ class Merged:
                 for order, copies in self.copies.items() for c in copies]
 
 
+OCCURRENCES = ("episodic://", "log://")  # turns and events: the same words said twice are two facts
+
+
+def _dedupe_key(candidate: Candidate) -> str:
+    """Copies are the same content; but a turn or an event is one occurrence, its thread or log and
+    its time: a user answering "yes" twice, or two identical deploy events, are kept (the same turn
+    read twice, `episodic://t` and `episodic://t?limit=12`, is still one)."""
+    item, text = candidate.item, content_hash(candidate.dedupe_text)
+    if item.source.startswith(OCCURRENCES) and candidate.timestamp is not None:
+        return f"occurrence\x00{item.source.partition('?')[0]}\x00{float(candidate.timestamp)!r}\x00{text}"
+    return text
+
+
 def deduplicate(candidates: list[Candidate]) -> Merged:
     best: dict[str, Candidate] = {}
     for candidate in candidates:
-        key = content_hash(candidate.dedupe_text)
+        key = _dedupe_key(candidate)
         kept = best.get(key)
         if kept is None or candidate.rank_key < kept.rank_key:
             best[key] = candidate
     copies: dict[int, list[Candidate]] = {}
     for candidate in candidates:
-        winner = best[content_hash(candidate.dedupe_text)]
+        winner = best[_dedupe_key(candidate)]
         if winner is not candidate:
             copies.setdefault(winner.order, []).append(candidate)
     for group in copies.values():

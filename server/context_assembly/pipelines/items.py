@@ -23,6 +23,15 @@ def item_id(source: str, key: Any) -> str:
     return digest.hexdigest()[:16]
 
 
+def turn_key(turn: dict[str, Any], fallback: Any) -> Any:
+    """What tells a thread's turn from the others: its id, else its `seq` (the same whichever way it
+    was read), else `fallback` (a position would shift as turns arrive)."""
+    for name in ("id", "seq"):
+        if turn.get(name) is not None:
+            return turn[name]
+    return fallback
+
+
 Readable = Callable[[str], bool]  # may the caller read this source? (its token's access policy)
 
 

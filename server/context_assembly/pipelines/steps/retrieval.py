@@ -26,7 +26,7 @@ from ..context import (
     text_param,
     texts_param,
 )
-from ..items import Item, render_value
+from ..items import Item, render_value, turn_key
 
 
 def _score(value: Any) -> float | None:
@@ -192,8 +192,7 @@ def episodic_recent(params: dict[str, Any], ctx: StepContext) -> None:
             continue
         role = str(turn.get("role") or "turn")
         content = render_value(turn.get("content", ""))
-        # the turn's own id, else what it said and when (a position would shift as turns arrive)
-        key = turn["id"] if turn.get("id") is not None else f"{turn.get('ts')}|{role}|{content}"
+        key = turn_key(turn, f"{turn.get('ts')}|{role}|{content}")
         items.append(Item.create(f"{role}: {content}", f"episodic://{thread_id}", key, title=role,
                                  timestamp=_timestamp(turn.get("ts")),
                                  metadata={"role": role, "thread_id": thread_id, "turn": index}))
