@@ -41,12 +41,17 @@ def _checked(literal: str) -> int:
     return value
 
 
+def might_be_inexact(raw: bytes) -> bool:
+    """Whether `raw` has a run of digits orjson may read as a float (20+, or a minus and 19)."""
+    mapped = raw.translate(_DIGITS)
+    return _LONG_RUN in mapped or _LONG_NEGATIVE in mapped
+
+
 def inexact_integer(data: bytes | str) -> InexactNumber | None:
     """The first integer literal of the JSON `data` (already known to parse) that orjson reads as a
     float, or None."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    mapped = raw.translate(_DIGITS)
-    if _LONG_RUN not in mapped and _LONG_NEGATIVE not in mapped:
+    if not might_be_inexact(raw):
         return None
     try:
         json.loads(raw, parse_int=_checked)

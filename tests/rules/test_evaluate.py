@@ -175,3 +175,15 @@ def test_explaining_matched_rules_only() -> None:
     result = evaluate(engines, request({"phase": "planning"}), explain="matched")
     [only] = result.engine_results[0].rules
     assert only.rule_id == "yes" and only.conditions[0].actual == "planning"
+
+
+def test_a_null_turn_count_leaves_the_count_to_the_server() -> None:
+    """`"turn_count": null` counts as absent (§4.3): it kept the thread's own count out as well."""
+    from context_assembly.rules.lookup import request_lookup
+
+    for variables in ({}, {"turn_count": None}):
+        req = request(variables, scopes={"thread": {"thread_id": "t-1"}})
+        lookup, derived = request_lookup(req, lambda thread: 7)
+        assert lookup["addVar.turn_count"] == 7 and derived, variables
+    lookup, _ = request_lookup(request({"turn_count": 2}, scopes={"thread": {"thread_id": "t-1"}}), lambda thread: 7)
+    assert lookup["addVar.turn_count"] == 2  # a value the caller gives wins

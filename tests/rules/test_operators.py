@@ -167,6 +167,10 @@ def test_a_pattern_remembers_its_answers_within_a_bound() -> None:
     for n in range(patterns._MEMO_LIMIT + 5):
         counted[f"text {n}"]
     assert len(counted) <= patterns._MEMO_LIMIT and counted["fix"] is True
+    # a long text (a prompt, a file) is searched and answered, never kept: 20 patterns remembering a
+    # 100 KB task text each grew a session by ~300 MB
+    long_text = "we fixed it " + "x" * 100_000
+    assert counted[long_text] is True and long_text not in counted  # dict membership: no search
     # both matchers agree on it, with a value the memo has and has not seen
     for text, expected in (("fix", True), ("a fix", True), ("affix", False), ("FIX", False)):
         assert holds({"field": "addVar.x", "operator": "regex", "value": r"\bfix\b"}, {"x": text}) is expected

@@ -29,6 +29,7 @@ import orjson
 import tree_sitter_json
 from tree_sitter import Language, Node, Parser, Tree
 
+from ..json_numbers import might_be_inexact
 from .document import ParsedDocument, Span, SyntaxIssue
 from .json_stack import ARRAY, EXPECT_KEY, EXPECT_VALUE, OBJECT, SpanRecord, TokenStack
 from .json_tokens import (
@@ -70,7 +71,6 @@ def parse_tree(data: bytes, edited: Tree | None = None) -> Tree:
 
 # -- strict value ------------------------------------------------------------------------------
 
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 @attrs.define
@@ -83,8 +83,9 @@ class StrictOutcome:
 
 def strict_load(text: str, data: bytes) -> StrictOutcome:
     """Parse `text` as strict JSON. orjson turns integers beyond 64 bits into floats; when the
-    text has a run of 20+ digits anywhere (cheap to check on the bytes) the stdlib parses it."""
-    if b"0" * 20 not in data.translate(_DIGITS_TO_ZERO):
+    text may hold one (a run of 20+ digits, or a minus and 19: cheap to check on the bytes) the
+    stdlib parses it, exactly."""
+    if not might_be_inexact(data):
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError as error:

@@ -15,6 +15,9 @@ import re2
 # A cap on the compiled program size: a pathological pattern is refused instead of eating memory.
 _MAX_MEM = 8 << 20
 _MEMO_LIMIT = 4096
+# Texts remembered at most this long: short values (a phase, a path) repeat; a 100 KB task text
+# remembered by each of 20 patterns kept ~300 MB alive in a long session
+_MEMO_TEXT = 256
 
 
 class PatternError(ValueError):
@@ -44,7 +47,7 @@ class Search(dict[str, bool]):
     strings meet the same pattern turn after turn, and RE2's Python wrapper costs about a
     microsecond a call. Call it, or subscript it (what the generated matchers do: a remembered
     answer is then a dict lookup in C, no Python call); a text not seen before is searched by
-    `__missing__`. At most `_MEMO_LIMIT` answers are kept."""
+    `__missing__`. At most `_MEMO_LIMIT` answers are kept, of texts up to `_MEMO_TEXT` characters."""
 
     __slots__ = ("_search",)
 
@@ -57,6 +60,8 @@ class Search(dict[str, bool]):
             hit = self._search(text) is not None
         except UnicodeEncodeError:  # a text with a lone surrogate: RE2 reads UTF-8 only
             hit = self._search(text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")) is not None
+        if len(text) > _MEMO_TEXT:  # a prompt, a file: rarely seen twice, and kept it costs its size
+            return hit
         if len(self) >= _MEMO_LIMIT:
             self.clear()
         self[text] = hit

@@ -62,8 +62,9 @@ def derived_variables(request: AssemblyRequest, count_turns: Callable[[str], int
     """Values the server knows when the caller does not pass them: the thread's episodic turn
     count (`addVar.turn_count`, seed-004 `session.turnCount`)."""
     thread = request.thread_id or (request.scope_variables.thread or {}).get("thread_id")
-    if count_turns is None or "turn_count" in request.additional_variables or not isinstance(thread, str) \
-            or not thread:
+    # a null turn_count counts as absent (§4.3): the server's count stands in for it too
+    if count_turns is None or request.additional_variables.get("turn_count") is not None \
+            or not isinstance(thread, str) or not thread:
         return {}
     try:
         return {TURN_COUNT: count_turns(thread)}
