@@ -59,3 +59,38 @@ def test_a_fractional_chunk_size_is_an_error_at_its_path() -> None:
     chunker = {"id": "c", "type": "chunker", "input": "payload", "chunk_size": 200.5}
     errors = validate_pipeline(pipeline("p", [chunker], [{"from": "c", "write_to": "kv://x/y"}]))["errors"]
     assert [e["path"] for e in errors] == ["/processors/0/chunk_size"]
+
+
+def test_a_name_deeper_than_eight_levels_is_read_as_templates_read_it() -> None:
+    """A `where` on `payload.event.data.object.metadata.labels.team.owner.id.value` never held
+    (names stopped at 8 levels) while a template reached the same value."""
+    from context_assembly.ingestion.lookup import event_lookup
+
+    deep: dict[str, object] = {"value": "u-7"}
+    path = ["event", "data", "object", "metadata", "labels", "team", "owner", "id"]
+    for key in reversed(path):
+        deep = {key: deep}
+    lookup = event_lookup(deep, "onAction", None, None)
+    assert lookup["payload." + ".".join([*path, "value"])] == "u-7"
+
+
+def test_keys_holding_dots_at_every_level_cannot_make_a_lookup_explode() -> None:
+    """Every way of splitting a long name into keys (`a`, `a.a`, … at each level) is tried at most
+    once per value: an event's own keys choose the splits (the name comes from the definition), and
+    3 keys at each of 12 levels were 3**12 ways for a name that is not there."""
+    from context_assembly.ingestion.lookup import event_lookup
+    from context_assembly.registry.values import MISSING
+
+    looked: list[str] = []
+
+    class Counting(dict[str, Any]):
+        def __contains__(self, key: object) -> bool:
+            looked.append(str(key))
+            return super().__contains__(key)
+
+    level: dict[str, Any] = Counting()
+    for _ in range(12):
+        level = Counting({"a": level, "a.a": level, "a.a.a": level})
+    lookup = event_lookup(level, "onAction", None, None)
+    assert lookup.get("payload." + ".".join(["a"] * 14) + ".missing", MISSING) is MISSING
+    assert len(looked) < 2_000, len(looked)

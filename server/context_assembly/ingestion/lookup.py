@@ -6,8 +6,9 @@ A trigger's `where` and a route's `condition` read `payload.<path>`, `trigger`,
 resolved when a condition reads it, by walking the value: a payload of any size is matched whole.
 (Flattening every value first stopped at 5,000 names, so in a conversation of 1,700 messages
 `payload.thread_id`, which came after them, was absent: the trigger did not fire and routes
-filtered every element out.) A null counts as absent; a name reaches at most MAX_DEPTH levels
-below its root.
+filtered every element out.) A null counts as absent. A name is resolved however deep it reaches
+(at most MAX_PATH parts, deeper than any request may nest), as templates resolve it; iterating the
+lookup lists the names down to MAX_DEPTH levels.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from ..registry.values import MISSING
 
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # levels the names listed when iterating reach
+MAX_PATH = 256  # parts a name may have (a condition 9 levels deep silently never held; templates reached it)
 Layer = Mapping[str, Any] | tuple[str, Any]  # plain names, or (prefix, value): `prefix.<path>` into the value
 
 
@@ -56,26 +58,37 @@ def _under(prefix: str, value: Any, name: str) -> Any:
             return MISSING
         name = name[len(prefix) + 1:]
     parts = name.split(".")
-    return _resolve(value, parts) if 0 < len(parts) <= MAX_DEPTH else MISSING
+    return _resolve(value, parts) if 0 < len(parts) <= MAX_PATH else MISSING
 
 
 def _resolve(value: Any, parts: Sequence[str]) -> Any:
     """`value` along `parts`; an object key may itself hold dots (`{"a.b": 1}` answers `a.b`)."""
+    return _walk(value, tuple(parts), 0, set())
+
+
+def _walk(value: Any, parts: tuple[str, ...], start: int, failed: set[tuple[int, int]]) -> Any:
+    # Each (value, position) is tried once: keys holding dots at every level (`a`, `a.a`, …, an
+    # event's own keys) would otherwise make the ways to split a long name exponential.
     if value is None:
         return MISSING
-    if not parts:
+    if start == len(parts):
         return value
+    if (id(value), start) in failed:
+        return MISSING
     if isinstance(value, Mapping):
-        for end in range(1, len(parts) + 1):
-            key = ".".join(parts[:end])
+        for end in range(start + 1, len(parts) + 1):
+            key = ".".join(parts[start:end])
             if key in value:
-                found = _resolve(value[key], parts[end:])
+                found = _walk(value[key], parts, end, failed)
                 if found is not MISSING:
                     return found
-        return MISSING
-    if isinstance(value, list) and parts[0].isdigit() and str(int(parts[0])) == parts[0] \
-            and int(parts[0]) < len(value):
-        return _resolve(value[int(parts[0])], parts[1:])
+    elif isinstance(value, list):
+        part = parts[start]
+        if part.isdigit() and str(int(part)) == part and int(part) < len(value):
+            found = _walk(value[int(part)], parts, start + 1, failed)
+            if found is not MISSING:
+                return found
+    failed.add((id(value), start))
     return MISSING
 
 
