@@ -144,3 +144,12 @@ def test_processor_specs() -> None:
         assert validate_pipeline(pipeline("p", [example], routes))["errors"] == [], spec["name"]
     assert [t["name"] for t in trigger_specs()] == trigger_names()
     assert {r["name"] for r in specs()["routing"]} == {"id", "from", "foreach", "condition", "write_to"}
+
+
+def test_a_dollar_placeholder_in_a_destination_is_reported() -> None:
+    """`kv://sessions/${payload.n}` (memory steps' syntax) validated clean and wrote the key
+    `${payload.n}` for every event, each overwriting the last."""
+    definition = pipeline("p", routing=[{"from": "payload", "write_to": "kv://sessions/${payload.n}"}])
+    found = validate_pipeline(definition)
+    messages = [e["message"] for e in found["errors"]]
+    assert any("'${payload.n}' is written as it is: a destination fills {{payload.n}}" in m for m in messages), found

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -238,9 +239,17 @@ def _fill_dummy(template: str) -> str:
     return PLACEHOLDER.sub(_DUMMY, template)
 
 
+_DOLLAR = re.compile(r"\$\{\s*([^{}]*?)\s*\}")
+
+
 def _template_names(template: str, pointer: str, walk: _Walk) -> bool:
-    """Check every `{{variable}}` root; False when one is unknown."""
+    """Check every `{{variable}}` root; False when one is unknown (or written `${…}`, the syntax of
+    memory steps, which a destination writes literally: every event then wrote one key)."""
     ok = True
+    for match in _DOLLAR.finditer(template):
+        walk.add(f"'{match.group(0)}' is written as it is: a destination fills {{{{{match.group(1)}}}}}",
+                 "unknown-variable", pointer)
+        ok = False
     for name in names(template):
         head, *rest = name.split(".")
         problem = None
