@@ -131,3 +131,15 @@ def json_size(value: Any) -> int:
 def too_large(what: str, size: int, limit: int, name: str) -> str:
     """The one wording of a refusal: what, how big, the limit and the setting that holds it."""
     return f"{what} is {size} bytes; at most {limit} (limits.{name})"
+
+
+def check_value_size(value: Any, limit: int | None = None) -> None:
+    """Refuse a value whose JSON is larger than `limit` bytes (default: the call's
+    write_value_bytes), before any store sees it."""
+    from .errors import InvalidParamsError
+
+    limit = current().write_value_bytes if limit is None else limit
+    size = json_size(value)
+    if size > limit:
+        message = too_large("the value's JSON", size, limit, "write_value_bytes")
+        raise InvalidParamsError(message, [{"path": "/value", "message": message}])

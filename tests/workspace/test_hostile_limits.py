@@ -175,6 +175,23 @@ def test_a_value_at_the_write_limit_is_stored_one_byte_more_is_refused(session: 
     assert call(session, "memory/read", {"uri": "kv://v/past"})["exists"] is False
 
 
+def test_the_write_limit_holds_for_what_an_ingestion_writes_too(session: Session) -> None:
+    """memory/write refused a value over the limit, and memory/event wrote it through a route."""
+    session.set_settings({"limits": {"write_value_bytes": 1024}})
+    pipelines = session.root / ".codebolt" / "MemoryIngestion"
+    pipelines.mkdir(parents=True, exist_ok=True)
+    (pipelines / "big.json").write_text(json.dumps({
+        "id": "big", "label": "big", "status": "active", "trigger": "onAction", "processors": [],
+        "routing": [{"from": "payload.text", "write_to": "kv://v/{{payload.n}}"}]}))
+    result = call(session, "memory/event", {"trigger": "onAction", "payload": {"text": "x" * 5000, "n": "big"}})
+    [run] = [e for e in result["executions"] if e["pipeline_id"] == "big"]
+    assert run["status"] == "failed"
+    assert "at most 1024 (limits.write_value_bytes)" in run["routes"][0]["errors"][0]["message"]
+    assert call(session, "memory/read", {"uri": "kv://v/big"})["exists"] is False
+    small = call(session, "memory/event", {"trigger": "onAction", "payload": {"text": "x" * 100, "n": "small"}})
+    assert [e["status"] for e in small["executions"] if e["pipeline_id"] == "big"] == ["ok"]
+
+
 # -- graph and search ------------------------------------------------------------------------------
 
 

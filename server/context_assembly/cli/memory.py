@@ -12,8 +12,7 @@ import orjson
 
 from ..errors import ContextAssemblyError, InvalidParamsError
 from ..json_numbers import InexactNumber, loads_exact
-from ..limits import Limits, applied
-from ..methods.memory import check_value_size
+from ..limits import Limits, applied, check_value_size
 from .terminal import add_common, json_text, one_line, report_invalid, workspace_root
 
 if TYPE_CHECKING:

@@ -36,6 +36,7 @@ from typing import Any
 from attrs import define, frozen
 
 from ..errors import ContextAssemblyError, ForbiddenError
+from ..limits import check_value_size
 from ..rules.globs import reference_matches
 from ..stores.uri import DEFAULT, parse_uri, render
 
@@ -289,6 +290,7 @@ class GuardedMemory:
 
     def write(self, uri: str, value: Any) -> dict[str, Any]:
         self._access().check_uri("write", uri)
+        check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
         return dict(self._memory.write(uri, value))
 
     def delete(self, uri: str) -> dict[str, Any]:

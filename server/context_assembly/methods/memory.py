@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidParamsError
-from ..limits import json_size, too_large
 from .call import CallContext, MethodSpec
 from .params import shape
 from .session import Session
@@ -18,16 +16,7 @@ def read(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
 
 
 def write(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    check_value_size(params["value"], session.limits().write_value_bytes)
-    return session.memory.write(params["uri"], params["value"])
-
-
-def check_value_size(value: Any, limit: int) -> None:
-    """Refuse a value whose JSON is larger than `limit` bytes, before any store sees it."""
-    size = json_size(value)
-    if size > limit:
-        message = too_large("the value's JSON", size, limit, "write_value_bytes")
-        raise InvalidParamsError(message, [{"path": "/value", "message": message}])
+    return session.memory.write(params["uri"], params["value"])  # the size is checked there, for every writer
 
 
 def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
