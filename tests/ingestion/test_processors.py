@@ -240,6 +240,17 @@ def test_blob_store_stores_text_and_base64(tmp_path: Path) -> None:
         assert hostile["status"] == "failed" and "payload.task" in hostile["processors"][0]["error"]
 
 
+def test_blob_store_checks_every_key_before_storing_any(tmp_path: Path) -> None:
+    """The third key refused: the first two were stored, and the run said nothing was written."""
+    definition = pipeline("p", [{"id": "b", "type": "blob_store", "input": "payload.files", "bucket": "att",
+                                 "key": "{{item.name}}"}])
+    with engine_over(tmp_path, definition) as (engine, runtime):
+        files = [{"name": "a.txt", "text": "a"}, {"name": "b.txt", "text": "b"}, {"name": "../x", "text": "x"}]
+        result = engine.execute("p", {"files": files})
+        assert result["status"] == "failed" and "nothing was stored" in result["processors"][0]["error"]
+        assert keys(runtime, "blob://") == []
+
+
 def test_blob_store_names_a_blob_by_its_content_by_default(tmp_path: Path) -> None:
     result = run_one(tmp_path, {"id": "b", "type": "blob_store", "input": "payload.text", "bucket": "raw"},
                      {"text": "same"})

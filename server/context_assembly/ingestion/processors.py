@@ -366,9 +366,10 @@ def vector_embed(value: Any, params: dict[str, Any], ctx: ProcessorContext) -> l
         if settings.embedding_model != model:
             raise ProcessorError(f"collection {collection!r} is embedded with {settings.embedding_model!r}, "
                                  f"not {model!r}")
+    written: list[str] = []
     for document in documents:
         uri = render("vector", (collection, content_name(document["text"])))
-        ctx.memory.write(uri, {"text": document["text"], "metadata": document["metadata"]})
+        _write_saying_what(ctx, uri, {"text": document["text"], "metadata": document["metadata"]}, written)
         document["uri"] = uri
     return documents
 
@@ -516,7 +517,8 @@ def blob_store(value: Any, params: dict[str, Any], ctx: ProcessorContext) -> Any
         bucket = safe_value("bucket", params["bucket"])
     except TemplateError as exc:
         raise ProcessorError(exc.message) from None
-    stored = []
+    # every key first: a refused one stores nothing (it left the elements before it stored, unreported)
+    planned = []
     for index, element in enumerate(elements(value)):
         data = _blob_bytes(element)
         digest = hashlib.sha256(data).hexdigest()
@@ -524,11 +526,24 @@ def blob_store(value: Any, params: dict[str, Any], ctx: ProcessorContext) -> Any
         try:
             key = fill_key(template, ctx.variables.with_item(element, index)) if template else digest
         except TemplateError as exc:
-            raise ProcessorError(f"key: {exc.message}") from None
+            raise ProcessorError(f"key of element {index}: {exc.message} (nothing was stored)") from None
         uri = render("blob", (bucket, key))
-        ctx.memory.write(uri, base64.b64encode(data).decode("ascii"))
-        stored.append({"uri": uri, "bucket": bucket, "key": key, "size": len(data), "sha256": digest})
+        planned.append((uri, data, {"uri": uri, "bucket": bucket, "key": key, "size": len(data), "sha256": digest}))
+    written: list[str] = []
+    for uri, data, _entry in planned:
+        _write_saying_what(ctx, uri, base64.b64encode(data).decode("ascii"), written)
+    stored = [entry for _uri, _data, entry in planned]
     return stored if isinstance(value, list) else stored[0]
+
+
+def _write_saying_what(ctx: ProcessorContext, uri: str, value: Any, written: list[str]) -> None:
+    """One of a processor's writes; when it fails, the error says what the ones before stored."""
+    try:
+        ctx.memory.write(uri, value)
+    except ContextAssemblyError as exc:
+        done = f"{len(written)} stored before it: {', '.join(written)}" if written else "nothing was stored"
+        raise ProcessorError(f"{uri}: {exc.message} ({done})") from None
+    written.append(uri)
 
 
 # -- custom
