@@ -174,5 +174,6 @@ def test_an_older_version_never_replaces_a_newer_open_text(tmp_path: Path) -> No
     store = DocumentStore(tmp_path)
     store.update(uri, MEMORY_TEXT, 1)
     newer = store.update(uri, MEMORY_TEXT.replace('"m"', '"m2"'), 2)
-    assert store.update(uri, MEMORY_TEXT, 1) is newer
+    older = store.update(uri, MEMORY_TEXT, 1)
+    assert older is not None and older.version == 1 and older.text == MEMORY_TEXT  # answered for its own version
     assert store.get(uri) is newer

@@ -142,10 +142,12 @@ class DocumentStore:
             if current is not None and current.version == version and version is not None \
                     and current.text == text:
                 return current
-            if current is not None and current.version is not None and version is not None \
-                    and current.version > version:
-                return current  # an older snapshot (a worker done late) never replaces a newer text
-        document = build_document(uri, text, version, self.places, current)
+            # an older snapshot (a worker done late) is answered for, but never replaces a newer text
+            stale = current is not None and current.version is not None and version is not None \
+                and current.version > version
+        document = build_document(uri, text, version, self.places, None if stale else current)
+        if stale:
+            return document
         with self._lock:
             if document is None:
                 self._docs.pop(uri, None)
