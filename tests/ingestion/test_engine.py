@@ -234,3 +234,31 @@ def test_a_value_no_key_can_hold_fails_its_route_and_the_run_goes_on_recorded(tm
         assert keys(runtime, "kv://a") == ["kv://a/fine"] and keys(runtime, "kv://c") == ["kv://c/fine"]
         [event] = runtime.memory.read(f"log://ingestion?event_type={LOG_EVENT_TYPE}")["value"]
         assert event["payload"]["status"] == "partial"
+
+
+def test_a_status_change_keeps_the_comments_of_a_yaml_pipeline(tmp_path: Path) -> None:
+    """Pipeline files are edited by people and kept in version control: disabling one rewrote it
+    whole and its comments were gone."""
+    text = (
+        "# team-owned pipeline: ask #data before changing\n"
+        "id: notes\n"
+        "label: Notes\n"
+        "status: active  # on in production\n"
+        "trigger: onAction\n"
+        "processors: []\n"
+        "routing:\n"
+        "  # latest only\n"
+        "  - from: payload\n"
+        "    write_to: kv://notes/latest\n"
+    )
+    folder = tmp_path / ".codebolt" / "MemoryIngestion"
+    folder.mkdir(parents=True)
+    (folder / "notes.yaml").write_text(text)
+    with engine_over(tmp_path) as (engine, _runtime):
+        assert engine.set_status("notes", "disabled")["status"] == "disabled"
+        after = (folder / "notes.yaml").read_text()
+        assert "# team-owned pipeline: ask #data before changing" in after and "# latest only" in after
+        assert "status: disabled" in after and "status: active" not in after
+        assert engine.get("notes")["routing"] == [{"from": "payload", "write_to": "kv://notes/latest"}]
+        assert engine.set_status("notes", "active")["status"] == "active"
+        assert "# latest only" in (folder / "notes.yaml").read_text()

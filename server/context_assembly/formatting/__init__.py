@@ -13,7 +13,7 @@ from ..documents import parse_document
 from ..documents.formats import document_kind
 from .json_text import FormatError, dump_json, load_json
 from .order import schema
-from .yaml_text import dump_yaml, format_yaml
+from .yaml_text import dump_yaml, format_yaml, merge_yaml
 
 __all__ = ["FormatError", "format_text", "format_value", "schema_of_path"]
 
@@ -49,6 +49,20 @@ def format_value(value: Any, schema_name: str | None, *, yaml: bool) -> str:
     if parsed.syntax_errors or parsed.value != value:
         raise FormatError("this value cannot be written without changing it")
     return text
+
+
+def update_text(text: str, before: dict[str, Any], after: dict[str, Any], schema_name: str | None) -> str:
+    """A YAML definition file's `text` (its value `before`) rewritten to hold `after`, changing only
+    the top-level keys that differ: the others keep their comments. FormatError when it cannot."""
+    root = schema(schema_name) if schema_name else {}
+    changed = {key: value for key, value in after.items() if key not in before or before[key] != value}
+    removed = [key for key in before if key not in after]
+    body = text.replace("\r\n", "\n")
+    updated = merge_yaml(body, changed, removed, root, root)
+    parsed = parse_document(updated, "value.yaml")
+    if parsed.syntax_errors or parsed.value != after:
+        raise FormatError("this value cannot be written over the file without changing it")
+    return updated.replace("\n", "\r\n") if "\r\n" in text else updated
 
 
 def schema_of_path(path: Path) -> str | None:

@@ -44,6 +44,30 @@ def format_yaml(text: str, node: Schema | None, root: Schema) -> str:
     return out
 
 
+def merge_yaml(text: str, changed: dict[str, Any], removed: list[str], node: Schema | None, root: Schema) -> str:
+    """`text` (a YAML mapping) with the top-level keys `changed` set and `removed` dropped, through
+    the round trip: every other key keeps its comments, quoting and layout (a status toggled by
+    `memoryIngestion/disable` rewrote the whole human-edited file without them)."""
+    yaml = _yaml()
+    try:
+        data = yaml.load(text)
+    except YAMLError as exc:
+        raise FormatError(str(exc)) from exc
+    if not isinstance(data, CommentedMap):
+        raise FormatError("not a YAML mapping")
+    for key in removed:
+        data.pop(key, None)
+    for key, value in changed.items():
+        data[key] = yaml.load(dump_yaml(value, None, {})) if isinstance(value, dict | list) else value
+    _reorder(data, node, root)
+    stream = io.StringIO()
+    try:
+        yaml.dump(data, stream)
+    except YAMLError as exc:
+        raise FormatError(str(exc)) from exc
+    return stream.getvalue()
+
+
 def dump_yaml(value: Any, node: Schema | None, root: Schema) -> str:
     """A plain value (as the server builds it) written as a formatted YAML document."""
     # PyYAML writes it first: it quotes what YAML 1.1 readers (PyYAML, the loader) would otherwise

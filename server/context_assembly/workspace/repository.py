@@ -129,7 +129,7 @@ class DefinitionRepository:
         with self._locked():
             path, current = self._load(def_id)
             stored = self._prepare({**current, **updates})
-            self._write(path, stored)
+            self._write(path, stored, before=current)
         return stored
 
     def delete(self, def_id: str) -> dict[str, Any]:
@@ -193,7 +193,9 @@ class DefinitionRepository:
             base = f"{self.id_prefix}-{uuid.uuid4().hex[:8]}"
         return unique_name(base, lambda candidate: self._find(candidate) is not None)
 
-    def _write(self, path: Path, doc: Document) -> None:
+    def _write(self, path: Path, doc: Document, before: Document | None = None) -> None:
+        """`before`: the file's value now: a YAML file then changes only where `doc` differs (its
+        comments stay)."""
         limits = self.limits()
         rules = doc.get("rules")
         if isinstance(rules, list) and len(rules) > limits.rules_per_engine:
@@ -201,7 +203,8 @@ class DefinitionRepository:
                            "limits.rules_per_engine)", "/rules", "too many rules")
         if self.validate is not None and (problems := self.validate(doc)):
             raise InvalidParamsError(f"invalid {self.kind}", problems)
-        data = _serialise(doc, yaml_format=path.suffix in _YAML_SUFFIXES, schema=_SCHEMAS.get(self.kind))
+        data = _serialise(doc, yaml_format=path.suffix in _YAML_SUFFIXES, schema=_SCHEMAS.get(self.kind),
+                          over=(path, before) if before is not None else None)
         if len(data) > limits.definition_file_bytes:
             message = too_large(f"the {self.kind} file", len(data), limits.definition_file_bytes,
                                 "definition_file_bytes")
@@ -324,10 +327,17 @@ def _parse(path: Path) -> Document:
 _SCHEMAS = {label: kind for kind, (label, _prefix) in REPOSITORY_KINDS.items()}
 
 
-def _serialise(doc: Document, *, yaml_format: bool, schema: str | None = None) -> bytes:
-    """The file text, laid out as `context-assembly format` would (so saved files stay formatted)."""
-    from ..formatting import FormatError, format_value
+def _serialise(doc: Document, *, yaml_format: bool, schema: str | None = None,
+               over: tuple[Path, Document] | None = None) -> bytes:
+    """The file text, laid out as `context-assembly format` would (so saved files stay formatted);
+    `over`: the YAML file written over and its value, whose unchanged keys keep their comments."""
+    from ..formatting import FormatError, format_value, update_text
 
+    if yaml_format and over is not None:
+        try:
+            return update_text(over[0].read_text(encoding="utf-8"), over[1], doc, schema).encode()
+        except (OSError, UnicodeDecodeError, TypeError, FormatError):
+            pass  # written whole, as a new file is
     try:
         return format_value(doc, schema, yaml=yaml_format).encode()
     except (TypeError, FormatError) as exc:
