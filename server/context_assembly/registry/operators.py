@@ -281,8 +281,8 @@ OPERATORS: tuple[Operator, ...] = (
              _example("not_in", "addVar.env", ["prod"]), _not(_member_of), absent_matches=True,
              inline=_inline_member(True), cost=4),
     Operator("contains", (), ValueKind.SCALAR,
-             "A string field contains the value (case-insensitive unless ignore_case is false); "
-             "an array field contains an element equal to the value.",
+             "A string field contains the value; an array field contains an element equal to the value. "
+             "Case-insensitive unless ignore_case is false (for an array's string elements too).",
              _example("contains", "input.text", "refactor"), _contains, ignore_case_default=True,
              inline=_inline_contains(False)),
     Operator("not_contains", (), ValueKind.SCALAR, "The negation of contains; true when the field is absent.",
@@ -309,7 +309,9 @@ OPERATORS: tuple[Operator, ...] = (
              inline=_inline_compare("<=")),
     Operator("regex", ("matches",), ValueKind.PATTERN,
              "The string field matches the regular expression anywhere (a search, not a full match); "
-             "RE2 syntax, linear time, no backreferences or lookaround.",
+             "RE2 syntax, linear time, no backreferences or lookaround. `\\d`, `\\w` and `\\b` are ASCII "
+             "(use `\\p{N}`, `\\p{L}`); with ignore_case, letters fold one to one (ß does not match SS, "
+             "as it does for the string operators).",
              _example("regex", "input.text", r"\b(fix|bug)\b"), _regex, inline=_inline_regex),
 )
 
