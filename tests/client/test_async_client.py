@@ -206,6 +206,23 @@ async def test_llm_callback_answers_llm_complete(workspace: Path) -> None:
     assert plain.pid is not None and gone(plain.pid)
 
 
+async def test_an_llm_callback_may_answer_with_the_text_itself(workspace: Path) -> None:
+    """A sync callback returning a plain string (as the TypeScript client allows) failed the step
+    with "answer is not an object"."""
+    def model(request: dict[str, Any]) -> str:
+        return '[{"decision": "use JWT"}]'
+
+    pipeline = {"id": "facts-text", "trigger": "manual", "processors": [
+        {"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
+        "routing": [{"from": "facts", "write_to": "kv://facts/plain"}]}
+    async with ContextAssemblyClient(workspace, llm=model) as client:
+        await client.ingestion.create(pipeline)
+        result = await client.ingestion.execute("facts-text", {"text": "We decided to use JWT."})
+        assert result["status"] == "ok", result
+        assert (await client.memory.read("kv://facts/plain"))["value"] == [{"decision": "use JWT"}]
+        await client.ingestion.delete("facts-text")
+
+
 async def test_a_tight_budget_asks_the_clients_model_for_summaries(workspace: Path) -> None:
     asked: list[dict[str, Any]] = []
 

@@ -9,7 +9,8 @@ custom method of SPEC §8 as an async method returning plain JSON.
 Errors come back as the domain exceptions of `context_assembly.errors` (InvalidParamsError with
 `.errors`, NotFoundError, ConflictError, TimeoutError_, StorageError, CancelledError), each with
 `.code`, `.message` and `.data`; other JSON-RPC errors as `RpcError`. An `llm` callback, when
-given, answers the server's `llm/complete` requests (`{prompt, system?, schema?}` → `{text}`):
+given, answers the server's `llm/complete` requests (`{prompt, system?, schema?}` → `{text}`, or
+the text as a string):
 the client advertises it with `initializationOptions.llm = true`.
 """
 
@@ -34,7 +35,20 @@ logger = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 Items = list[JSON]  # an alias: the `list` methods shadow the builtin in class bodies
-LlmCallback = Callable[[JSON], Any]  # request -> {"text": ...} (or an awaitable of it)
+LlmCallback = Callable[[JSON], Any]  # request -> {"text": ...} or the text itself (or an awaitable of either)
+
+
+def _llm_answer(llm: LlmCallback) -> Callable[[JSON], Any]:
+    """`llm` answering `llm/complete`: a plain string is the answer's text (as the TypeScript client
+    takes it; it failed the step with "answer is not an object")."""
+
+    async def answer(request: JSON) -> Any:
+        result = await llm(request) if inspect.iscoroutinefunction(llm) else await asyncio.to_thread(llm, request)
+        if inspect.isawaitable(result):
+            result = await result
+        return {"text": result} if isinstance(result, str) else result
+
+    return answer
 
 ASSEMBLY_EVENTS = "contextAssembly/"
 INGESTION_EVENTS = "memoryIngestion/"
@@ -264,7 +278,7 @@ class ContextAssemblyClient:
         env = None if self.env is None else {**os.environ, **self.env}
         await self.connection.spawn(self.command, cwd=self.workspace, env=env, stderr=self.stderr)
         if self.llm is not None:
-            self.connection.handle("llm/complete", self.llm)
+            self.connection.handle("llm/complete", _llm_answer(self.llm))
         initialize = self.request("initialize", {
             "processId": os.getpid(),
             "clientInfo": {"name": "context-assembly-python-client"},
