@@ -184,7 +184,10 @@ test("endTurn clears the thread's working memory and only that thread's", { time
     assert.deepEqual((await client.memory.read("working://ts-other/plan")).value, ["keep me"]);
     assert.deepEqual(await client.endTurn("ts-turn"), { thread_id: "ts-turn", cleared: 0 });
 
-    await assert.rejects(client.endTurn("a/b"), (error: unknown) =>
+    // any thread id an assembly takes (`/` and `#` included); an empty one is refused
+    await client.memory.write(`working://${encodeURIComponent("acme/shop#42")}/plan`, 1);
+    assert.deepEqual(await client.endTurn("acme/shop#42"), { thread_id: "acme/shop#42", cleared: 1 });
+    await assert.rejects(client.endTurn(""), (error: unknown) =>
       error instanceof ContextAssemblyError && error.code === ErrorCodes.InvalidParams);
     assert.equal((await client.memory.read("working://ts-other/plan")).exists, true, "the server keeps serving");
   }));
