@@ -26,19 +26,11 @@ def _yaml() -> YAML:
 
 def format_yaml(text: str, node: Schema | None, root: Schema) -> str:
     yaml = _yaml()
-    try:
-        data = yaml.load(text)
-    except YAMLError as exc:
-        raise FormatError(str(exc).strip().splitlines()[-1] if str(exc).strip() else "invalid YAML") from exc
+    data = _load(yaml, text)
     if data is None:
         return text
     _reorder(data, node, root)
-    stream = io.StringIO()
-    try:
-        yaml.dump(data, stream)
-    except YAMLError as exc:
-        raise FormatError(str(exc)) from exc
-    out = stream.getvalue()
+    out = _dump(yaml, data)
     if isinstance(data, CommentedSeq):  # a top-level list starts at column 0, like a top-level mapping
         out = "".join(line[2:] if line.startswith("  ") else line for line in out.splitlines(keepends=True))
     return out
@@ -49,17 +41,25 @@ def merge_yaml(text: str, changed: dict[str, Any], removed: list[str], node: Sch
     the round trip: every other key keeps its comments, quoting and layout (a status toggled by
     `memoryIngestion/disable` rewrote the whole human-edited file without them)."""
     yaml = _yaml()
-    try:
-        data = yaml.load(text)
-    except YAMLError as exc:
-        raise FormatError(str(exc)) from exc
+    data = _load(yaml, text)
     if not isinstance(data, CommentedMap):
         raise FormatError("not a YAML mapping")
     for key in removed:
         data.pop(key, None)
     for key, value in changed.items():
-        data[key] = yaml.load(dump_yaml(value, None, {})) if isinstance(value, dict | list) else value
+        data[key] = _load(yaml, dump_yaml(value, None, {}))  # quoted where YAML 1.1 would misread it
     _reorder(data, node, root)
+    return _dump(yaml, data)
+
+
+def _load(yaml: YAML, text: str) -> Any:
+    try:
+        return yaml.load(text)
+    except YAMLError as exc:
+        raise FormatError(str(exc).strip().splitlines()[-1] if str(exc).strip() else "invalid YAML") from exc
+
+
+def _dump(yaml: YAML, data: Any) -> str:
     stream = io.StringIO()
     try:
         yaml.dump(data, stream)
