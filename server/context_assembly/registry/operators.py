@@ -281,8 +281,8 @@ OPERATORS: tuple[Operator, ...] = (
              _example("not_in", "addVar.env", ["prod"]), _not(_member_of), absent_matches=True,
              inline=_inline_member(True), cost=4),
     Operator("contains", (), ValueKind.SCALAR,
-             "A string field contains the value; an array field contains an element equal to the value. "
-             "Case-insensitive unless ignore_case is false (for an array's string elements too).",
+             "A string field contains the value, an array field an element equal to it; "
+             "case-insensitive unless ignore_case is false (an array's string elements too).",
              _example("contains", "input.text", "refactor"), _contains, ignore_case_default=True,
              inline=_inline_contains(False)),
     Operator("not_contains", (), ValueKind.SCALAR, "The negation of contains; true when the field is absent.",
