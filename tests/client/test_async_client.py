@@ -168,6 +168,22 @@ async def test_ingestion(client: ContextAssemblyClient) -> None:
     await client.ingestion.delete("notes-in")
 
 
+async def test_idempotency_keys(client: ContextAssemblyClient) -> None:
+    turn = {"role": "user", "content": "yes"}
+    assert "duplicate" not in await client.memory.write("episodic://idem", turn, idempotency_key="t1")
+    assert (await client.memory.write("episodic://idem", turn, idempotency_key="t1"))["duplicate"] is True
+    assert (await client.memory.write("kv://idem/none", None))["written"] is True  # a null value is still sent
+    assert (await client.memory.read("kv://idem/none"))["exists"] is True
+    first = await client.memory.event("onTaskCompleted", {"summary": "Once."}, idempotency_key="e1")
+    again = await client.memory.event("onTaskCompleted", {"summary": "Once."}, idempotency_key="e1")
+    assert again["executions"] == [{**first["executions"][0], "duplicate": True}]
+    with pytest.raises(ConflictError):
+        await client.memory.event("onTaskCompleted", {"summary": "Twice?"}, idempotency_key="e1")
+    ran = await client.ingestion.execute("task-completion-embed", {"summary": "Once."}, idempotency_key="e1",
+                                         trigger="onTaskCompleted")
+    assert ran["duplicate"] is True  # the same pipeline, key and event: the run of memory/event
+
+
 async def test_errors_are_typed(client: ContextAssemblyClient) -> None:
     with pytest.raises(NotFoundError) as missing:
         await client.rule_engines.get("ghost")

@@ -209,6 +209,19 @@ async def test_memory_event_runs_matching_pipelines(client: LanguageClient) -> N
     assert nothing["executions"] == []
 
 
+async def test_memory_event_with_an_idempotency_key_runs_once(client: LanguageClient) -> None:
+    event = {"trigger": "onTaskCompleted", "payload": {"summary": "Retried: the cache key includes the tenant."},
+             "idempotency_key": "task-T-2-done"}
+    first = (await call(client, "memory/event", event))["executions"]
+    retried = (await call(client, "memory/event", event))["executions"]
+    assert [run["status"] for run in first] == ["ok"] and "duplicate" not in first[0]
+    assert retried == [{**first[0], "duplicate": True}]
+    conflict = await error_of(client, "memory/event", {**event, "payload": {"summary": "Another event."}})
+    assert conflict.code == -32003 and conflict.data["idempotency_key"] == "task-T-2-done"
+    manual = {"id": "task-completion-embed", "payload": {"summary": "x"}, "idempotency_key": 1}
+    assert paths(await error_of(client, INGESTION + "execute", manual)) == ["/idempotency_key"]
+
+
 async def test_ingestion_errors_and_specs(client: LanguageClient) -> None:
     assert (await error_of(client, INGESTION + "get", {"id": "ghost"})).code == -32001
     assert (await error_of(client, INGESTION + "execute", {"id": "ghost"})).code == -32001

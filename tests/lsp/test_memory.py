@@ -66,3 +66,21 @@ async def test_refusals_are_invalid_params(client: LanguageClient) -> None:
     assert paths(await error_of(client, "memory/list", {})) == ["/prefix"]
     assert paths(await error_of(client, "memory/read", ["kv://x"])) == [""]
     assert (await call(client, "memory/read", {"uri": "kv://still-serving"}))["exists"] is False
+
+
+async def test_a_retried_append_with_its_idempotency_key_lands_once(client: LanguageClient) -> None:
+    turn = {"uri": "episodic://retried", "value": {"role": "user", "content": "yes"}, "idempotency_key": "turn-7"}
+    assert await call(client, "memory/write", turn) == {"uri": "episodic://retried", "written": True}
+    assert await call(client, "memory/write", turn) == {"uri": "episodic://retried", "written": True,
+                                                        "duplicate": True}
+    assert [t["content"] for t in (await call(client, "memory/read", {"uri": "episodic://retried"}))["value"]] == [
+        "yes"]
+    event = {"uri": "log://retried", "value": {"event_type": "task.done"}, "idempotency_key": "e-1"}
+    assert "duplicate" not in await call(client, "memory/write", event)
+    assert (await call(client, "memory/write", event))["duplicate"] is True
+    assert len((await call(client, "memory/read", {"uri": "log://retried"}))["value"]) == 1
+    # a write that replaces its value takes the key and ignores it: repeating it is harmless
+    assert await call(client, "memory/write", {"uri": "kv://a/b", "value": 1, "idempotency_key": "x"}) == {
+        "uri": "kv://a/b", "written": True}
+    refused = await error_of(client, "memory/write", {**turn, "idempotency_key": ""})
+    assert refused.code == -32602 and paths(refused) == ["/idempotency_key"]

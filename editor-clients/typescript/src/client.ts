@@ -131,6 +131,8 @@ export interface IngestionRunOptions extends CallOptions {
   trigger?: IngestionTrigger | string;
   scope_variables?: JsonObject;
   additional_variables?: JsonObject;
+  /** Sent again with the same key after a lost answer, the run happens once (the retry answers it, `duplicate: true`). */
+  idempotency_key?: string;
   /** The `memoryIngestion/*` notifications of this run. */
   onEvent?: (event: IngestionEvent) => void;
 }
@@ -138,6 +140,8 @@ export interface IngestionRunOptions extends CallOptions {
 export interface EventOptions extends CallOptions {
   scope_variables?: JsonObject;
   additional_variables?: JsonObject;
+  /** Sent again with the same key after a lost answer, each pipeline runs once. */
+  idempotency_key?: string;
   /** The `memoryIngestion/*` notifications of the runs the event starts. */
   onEvent?: (event: IngestionEvent) => void;
 }
@@ -325,8 +329,8 @@ export class Ingestion extends Family {
   }
   /** Run one pipeline on a payload (trigger `manual` unless given); `onEvent` gets this pipeline's notifications. */
   execute(id: string, payload?: unknown, options: IngestionRunOptions = {}): Promise<IngestionExecution> {
-    const { onEvent, signal, trigger, scope_variables, additional_variables } = options;
-    const params = present({ id, payload, trigger, scope_variables, additional_variables });
+    const { onEvent, signal, trigger, scope_variables, additional_variables, idempotency_key } = options;
+    const params = present({ id, payload, trigger, scope_variables, additional_variables, idempotency_key });
     return this.client.routed(INGESTION_EVENTS, "pipeline_id", id, onEvent, () =>
       this.call<IngestionExecution>("execute", params, { signal }),
     );
@@ -351,8 +355,9 @@ export class Memory extends Family {
   read(uri: string): Promise<MemoryReadResult> {
     return this.call("read", { uri });
   }
-  write(uri: string, value: unknown): Promise<MemoryWriteResult> {
-    return this.call("write", { uri, value });
+  /** `idempotencyKey`: an append (`log://`, `episodic://`) sent again with it lands once (`duplicate: true`). */
+  write(uri: string, value: unknown, idempotencyKey?: string): Promise<MemoryWriteResult> {
+    return this.call("write", idempotencyKey === undefined ? { uri, value } : { uri, value, idempotency_key: idempotencyKey });
   }
   /** `log://` URIs are append-only: deleting one is an error. */
   delete(uri: string): Promise<MemoryDeleteResult> {
@@ -364,8 +369,8 @@ export class Memory extends Family {
   }
   /** An application event (`onTaskCompleted`, …): every matching active ingestion pipeline runs. */
   event(trigger: IngestionTrigger | string, payload?: unknown, options: EventOptions = {}): Promise<EventResult> {
-    const { onEvent, signal, scope_variables, additional_variables } = options;
-    const params = present({ trigger, payload, scope_variables, additional_variables });
+    const { onEvent, signal, scope_variables, additional_variables, idempotency_key } = options;
+    const params = present({ trigger, payload, scope_variables, additional_variables, idempotency_key });
     return this.client.routed(INGESTION_EVENTS, undefined, undefined, onEvent, () =>
       this.call<EventResult>("event", params, { signal }),
     );

@@ -503,6 +503,10 @@ export interface IngestionExecution {
   warnings: string[];
   duration_ms: number;
   error?: string;
+  /** The key the run was sent with. */
+  idempotency_key?: string;
+  /** A retry of a run that had ended ok: its recorded result; nothing ran again. */
+  duplicate?: true;
 }
 
 /** `memory/event`: every matching active pipeline's run. */
@@ -522,6 +526,8 @@ export interface MemoryReadResult {
 export interface MemoryWriteResult {
   uri: string;
   written: true;
+  /** An append sent again with its idempotency key: nothing was appended. */
+  duplicate?: true;
 }
 
 export interface MemoryDeleteResult {

@@ -142,6 +142,23 @@ test("ingestion: CRUD, execute with its events, activate/disable, memory/event, 
     assert.deepEqual(await client.ingestion.delete("ts-notes"), { id: "ts-notes", deleted: true });
   }));
 
+test("idempotency keys: a retried event or append lands once", { timeout: TEST_TIMEOUT_MS }, () =>
+  withClient(async (client) => {
+    const turn = { role: "user", content: "yes" };
+    assert.equal((await client.memory.write("episodic://ts-idem", turn, "t1")).duplicate, undefined);
+    assert.equal((await client.memory.write("episodic://ts-idem", turn, "t1")).duplicate, true);
+    assert.equal(((await client.memory.read("episodic://ts-idem")).value as unknown[]).length, 1);
+    const options = { idempotency_key: "ts-e1" };
+    const first = await client.memory.event("onTaskCompleted", { summary: "Once." }, options);
+    const again = await client.memory.event("onTaskCompleted", { summary: "Once." }, options);
+    assert.deepEqual(again.executions, [{ ...first.executions[0], duplicate: true }]);
+    await assert.rejects(client.memory.event("onTaskCompleted", { summary: "Twice?" }, options),
+      (error: unknown) => error instanceof ContextAssemblyError && error.code === ErrorCodes.Conflict);
+    const ran = await client.ingestion.execute("task-completion-embed", { summary: "Once." },
+      { trigger: "onTaskCompleted", idempotency_key: "ts-e1" });
+    assert.equal(ran.duplicate, true);
+  }));
+
 test("the llm callback answers llm/complete", { timeout: TEST_TIMEOUT_MS }, async () => {
   const asked: LlmRequest[] = [];
   const pipeline = {

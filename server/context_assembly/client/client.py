@@ -172,10 +172,11 @@ class Ingestion(_Family):
 
     async def execute(self, pipeline_id: str, payload: JSON | None = None, *, trigger: str | None = None,
                       scope_variables: JSON | None = None, additional_variables: JSON | None = None,
-                      on_event: Listener | None = None) -> JSON:
-        """Run one pipeline. `on_event` gets this pipeline's `memoryIngestion/*` notifications of the run."""
+                      idempotency_key: str | None = None, on_event: Listener | None = None) -> JSON:
+        """Run one pipeline. `on_event` gets this pipeline's `memoryIngestion/*` notifications of the run.
+        `idempotency_key`: send it again with the same key after a lost answer, and it runs once."""
         params = _present(id=pipeline_id, payload=payload, trigger=trigger, scope_variables=scope_variables,
-                          additional_variables=additional_variables)
+                          additional_variables=additional_variables, idempotency_key=idempotency_key)
         with self._client._routed(INGESTION_EVENTS, "pipeline_id", pipeline_id, on_event):
             return await self._call("execute", params)
 
@@ -198,8 +199,10 @@ class Memory(_Family):
     async def read(self, uri: str) -> JSON:
         return await self._call("read", {"uri": uri})
 
-    async def write(self, uri: str, value: Any) -> JSON:
-        return await self._call("write", {"uri": uri, "value": value})
+    async def write(self, uri: str, value: Any, *, idempotency_key: str | None = None) -> JSON:
+        """`idempotency_key`: an append (`log://`, `episodic://`) sent again with it lands once."""
+        params = {"uri": uri, "value": value}  # a null value is a value: sent as it is
+        return await self._call("write", {**params, **_present(idempotency_key=idempotency_key)})
 
     async def delete(self, uri: str) -> JSON:
         return await self._call("delete", {"uri": uri})
@@ -208,10 +211,12 @@ class Memory(_Family):
         return (await self._call("list", {"prefix": prefix}))["items"]
 
     async def event(self, trigger: str, payload: JSON | None = None, *, scope_variables: JSON | None = None,
-                    additional_variables: JSON | None = None, on_event: Listener | None = None) -> JSON:
-        """An application event (`onTaskCompleted`, …); `on_event` gets the ingestion notifications of the runs."""
+                    additional_variables: JSON | None = None, idempotency_key: str | None = None,
+                    on_event: Listener | None = None) -> JSON:
+        """An application event (`onTaskCompleted`, …); `on_event` gets the ingestion notifications of the runs.
+        `idempotency_key`: send it again with the same key after a lost answer, and each pipeline runs once."""
         params = _present(trigger=trigger, payload=payload, scope_variables=scope_variables,
-                          additional_variables=additional_variables)
+                          additional_variables=additional_variables, idempotency_key=idempotency_key)
         with self._client._routed(INGESTION_EVENTS, None, None, on_event):
             return await self._call("event", params)
 

@@ -13,7 +13,8 @@ errors), `ok`, or `skipped` (disabled pipeline).
 
 Every execution is appended to the event log `log://ingestion` as `ingestion.execution` with its
 per-processor and per-route results. The payload itself is not logged: it may hold what the
-normalizer is there to redact.
+normalizer is there to redact. An event sent with an `idempotency_key` runs each pipeline once
+(idempotency.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +38,7 @@ from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions
 from ..workspace.loader import Workspace
 from ..workspace.repository import DefinitionRepository, definition_repository
+from .idempotency import Attempts, append_key, check_idempotency_key, execution_id, recorded, request_hash
 from .processors import (
     LLM,
     PROCESSOR_FUNCTIONS,
@@ -71,11 +72,31 @@ class _Prepared:
 
 
 @define
+class _Event:
+    """What one call brings: the event and, when the caller may retry it, its idempotency key."""
+
+    trigger: str
+    payload: dict[str, Any]
+    scope_variables: dict[str, Any]
+    additional_variables: dict[str, Any]
+    key: str | None = None
+    digest: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if self.key is not None:
+            self.digest = request_hash(self.trigger, self.payload, self.scope_variables, self.additional_variables)
+
+    def execution_id(self, pipeline_id: str) -> str:
+        return execution_id(pipeline_id, self.key)
+
+
+@define
 class _Execution:
     pipeline_id: str
     trigger: str
     execution_id: str
     observers: list[Observer]
+    key: str | None = None
     started: float = field(factory=time.perf_counter)
     processors: list[dict[str, Any]] = field(factory=list)
     routes: list[dict[str, Any]] = field(factory=list)
@@ -95,6 +116,8 @@ class _Execution:
                                "trigger": self.trigger, "status": self.status, "processors": self.processors,
                                "routes": self.routes, "warnings": self.warnings,
                                "duration_ms": _ms(self.started)}
+        if self.key is not None:
+            out["idempotency_key"] = self.key
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -113,6 +136,7 @@ class IngestionEngine:
         self.custom = dict(custom or {})
         self._prepared: dict[int, _Prepared] = {}
         self._lock = threading.Lock()  # the sidecar may run executions on several threads
+        self._attempts = Attempts()
 
     # -- queries
 
@@ -133,14 +157,17 @@ class IngestionEngine:
     # -- runs
 
     def on_event(self, trigger: str, payload: dict[str, Any], *, scope_variables: dict[str, Any] | None = None,
-                 additional_variables: dict[str, Any] | None = None, observer: Observer | None = None
-                 ) -> dict[str, Any]:
-        _check_trigger(trigger)
-        _check_event(payload, scope_variables, additional_variables)
+                 additional_variables: dict[str, Any] | None = None, observer: Observer | None = None,
+                 idempotency_key: str | None = None) -> dict[str, Any]:
+        event = self._event(trigger, payload, scope_variables, additional_variables, idempotency_key)
         lookup = event_lookup(payload, trigger, scope_variables, additional_variables)
+        pipelines = sorted(self._pipelines().items())
+        for pipeline_id, definition in pipelines:  # a reused key is refused before anything runs
+            if trigger in definition.triggers and event.key is not None:
+                recorded(self.memory, LOG_INSTANCE, event.execution_id(pipeline_id), event.digest, event.key)
         executions: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
-        for pipeline_id, definition in sorted(self._pipelines().items()):
+        for pipeline_id, definition in pipelines:
             if trigger not in definition.triggers:
                 continue
             if not definition.active:
@@ -152,20 +179,36 @@ class IngestionEngine:
                           if prepared.where.errors else "trigger_config.where does not hold for this event")
                 skipped.append({"pipeline_id": pipeline_id, "reason": reason})
                 continue
-            executions.append(self._run(pipeline_id, prepared, payload, trigger, scope_variables,
-                                        additional_variables, observer, None))
+            executions.append(self._attempt(pipeline_id, prepared, event, observer, None))
         return {"trigger": trigger, "executions": executions, "skipped": skipped}
 
     def execute(self, pipeline_id: str, payload: dict[str, Any], *, trigger: str = "manual",
                 scope_variables: dict[str, Any] | None = None, additional_variables: dict[str, Any] | None = None,
-                observer: Observer | None = None, cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
-        _check_trigger(trigger)
-        _check_event(payload, scope_variables, additional_variables)
+                observer: Observer | None = None, cancelled: Callable[[], bool] | None = None,
+                idempotency_key: str | None = None) -> dict[str, Any]:
+        event = self._event(trigger, payload, scope_variables, additional_variables, idempotency_key)
         definition = self._definition(pipeline_id)
-        return self._run(pipeline_id, self._prepare(definition), payload, trigger, scope_variables,
-                         additional_variables, observer, cancelled)
+        return self._attempt(pipeline_id, self._prepare(definition), event, observer, cancelled)
 
     # -- internals
+
+    @staticmethod
+    def _event(trigger: str, payload: dict[str, Any], scope_variables: dict[str, Any] | None,
+               additional_variables: dict[str, Any] | None, key: str | None) -> _Event:
+        _check_trigger(trigger)
+        _check_event(payload, scope_variables, additional_variables)
+        return _Event(trigger, payload, scope_variables or {}, additional_variables or {}, check_idempotency_key(key))
+
+    def _attempt(self, pipeline_id: str, prepared: _Prepared, event: _Event, observer: Observer | None,
+                 cancelled: Callable[[], bool] | None) -> dict[str, Any]:
+        """One pipeline's run of the event; with an idempotency key, the recorded run if it ended ok."""
+        execution = event.execution_id(pipeline_id)
+        with self._attempts.one_at_a_time(execution if event.key is not None else None):
+            if event.key is not None:
+                done = recorded(self.memory, LOG_INSTANCE, execution, event.digest, event.key)
+                if done is not None:
+                    return done
+            return self._run(pipeline_id, prepared, event, execution, observer, cancelled)
 
     def _pipelines(self) -> dict[str, IngestionPipeline]:
         pipelines = self.workspace().ingestion
@@ -201,10 +244,10 @@ class IngestionEngine:
         found = [o for o in (self.observer, observer) if o is not None]
         return found if len(found) < 2 or found[0] is not found[1] else found[:1]
 
-    def _run(self, pipeline_id: str, prepared: _Prepared, payload: dict[str, Any], trigger: str,
-             scope_variables: dict[str, Any] | None, additional_variables: dict[str, Any] | None,
+    def _run(self, pipeline_id: str, prepared: _Prepared, event: _Event, execution: str,
              observer: Observer | None, cancelled: Callable[[], bool] | None) -> dict[str, Any]:
-        run = _Execution(pipeline_id, trigger, uuid.uuid4().hex, self._observers(observer))
+        trigger = event.trigger
+        run = _Execution(pipeline_id, trigger, execution, self._observers(observer), event.key)
         definition = prepared.definition
         run.notify("executionStarted", {"execution_id": run.execution_id, "pipeline_id": pipeline_id,
                                         "trigger": trigger})
@@ -217,14 +260,13 @@ class IngestionEngine:
                 f"{e['path'] or '/'}: {e['message']}" for e in prepared.errors)
         else:
             try:
-                self._process(run, prepared, payload, scope_variables or {}, additional_variables or {},
-                              cancelled or (lambda: False))
+                self._process(run, prepared, event, cancelled or (lambda: False))
             except Exception as exc:  # noqa: BLE001 - a run always ends recorded and reported, never half-silent
                 _log.exception("ingestion pipeline %s failed unexpectedly", pipeline_id)
                 run.status = "partial" if any(r["written"] for r in run.routes) else "failed"
                 run.error = f"the run stopped: {type(exc).__name__}: {exc}"
         result = run.result()
-        self._record(run, result)
+        self._record(run, result, event)
         run.notify("executionCompleted", {
             "execution_id": run.execution_id, "pipeline_id": pipeline_id, "trigger": trigger, "status": run.status,
             "duration_ms": result["duration_ms"], "processors": len(run.processors), "routes": len(run.routes),
@@ -232,10 +274,10 @@ class IngestionEngine:
             **({"error": run.error} if run.error else {})})
         return result
 
-    def _process(self, run: _Execution, prepared: _Prepared, payload: dict[str, Any],
-                 scope_variables: dict[str, Any], additional_variables: dict[str, Any],
-                 cancelled: Callable[[], bool]) -> None:
+    def _process(self, run: _Execution, prepared: _Prepared, event: _Event, cancelled: Callable[[], bool]) -> None:
         definition = prepared.definition
+        payload, scope_variables, additional_variables = event.payload, event.scope_variables, \
+            event.additional_variables
         outputs: dict[str, Any] = {}
         skipped_outputs: set[str] = set()
         lookup = event_lookup(payload, run.trigger, scope_variables, additional_variables)
@@ -271,7 +313,8 @@ class IngestionEngine:
                 run.error = f"processor {entry['id']!r} failed: {entry['error']}"
         if stopped:
             return
-        router = Router(self.memory, variables, lookup, cancelled)
+        keys = (lambda route, position: append_key(run.execution_id, route, position)) if run.key is not None else None
+        router = Router(self.memory, variables, lookup, cancelled, keys)
         wrote = False
         for index, route in enumerate(definition.routing or []):
             source = route.from_ or "payload"
@@ -334,9 +377,13 @@ class IngestionEngine:
             "type": entry["type"], "status": entry["status"], "duration_ms": entry["duration_ms"],
             "count": entry["count"]})
 
-    def _record(self, run: _Execution, result: dict[str, Any]) -> None:
+    def _record(self, run: _Execution, result: dict[str, Any], event: _Event) -> None:
+        # A keyed run that ended ok is recorded under its execution id: a retry answers it. Other
+        # outcomes are recorded without a key, so that a retry runs again (and is recorded too).
+        final = run.key is not None and run.status == "ok"
+        record = {**result, "request_hash": event.digest} if run.key is not None else result
         try:
-            self.memory.events.append(LOG_INSTANCE, LOG_EVENT_TYPE, result)
+            self.memory.events.append(LOG_INSTANCE, LOG_EVENT_TYPE, record, key=run.execution_id if final else None)
         except Exception as exc:  # the run happened; a log that cannot be written is a warning
             _log.warning("cannot record ingestion execution %s: %s", run.execution_id, exc)
             result["warnings"].append(f"the execution could not be recorded in log://{LOG_INSTANCE}: {exc}")

@@ -95,6 +95,8 @@ class Router:
     variables: TemplateVariables
     lookup: Mapping[str, Any]  # the event lookup
     cancelled: Callable[[], bool] = lambda: False
+    # (route index, element position) -> the idempotency key of that append, for a keyed execution
+    keys: Callable[[int, int], str] | None = None
 
     def run(self, index: int, route: Route, value: Any, condition: CompiledConditions | None) -> RouteRun:
         run = RouteRun(index, route.from_ or "payload", route.write_to or "", route.id)
@@ -135,7 +137,8 @@ class Router:
                 # Named by content (as the store names unnamed documents): writing it again replaces it,
                 # and the result says which document was written.
                 uri = f"{uri}/{content_name(value['text'])}"
-            self.memory.write(uri, value)
+            key = self.keys(run.index, position) if self.keys is not None else None
+            self.memory.write(uri, value, key=key)
             run.written.append(uri)
         except ContextAssemblyError as exc:
             run.error(exc.message, index=position, uri=uri)

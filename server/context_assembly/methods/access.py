@@ -288,10 +288,10 @@ class GuardedMemory:
         self._access().check_uri("read", uri)
         return dict(self._memory.read(uri))
 
-    def write(self, uri: str, value: Any) -> dict[str, Any]:
+    def write(self, uri: str, value: Any, *, key: str | None = None) -> dict[str, Any]:
         self._access().check_uri("write", uri)
         check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
-        return dict(self._memory.write(uri, value))
+        return dict(self._memory.write(uri, value, key=key))
 
     def delete(self, uri: str) -> dict[str, Any]:
         self._access().check_uri("write", uri)

@@ -48,7 +48,7 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
         params["id"], _payload(params), trigger=params.get("trigger") or "manual",
         scope_variables=params.get("scope_variables") or {},
         additional_variables=params.get("additional_variables") or {},
-        observer=_observer(ctx), cancelled=ctx.cancelled,
+        observer=_observer(ctx), cancelled=ctx.cancelled, idempotency_key=params.get("idempotency_key"),
     )
 
 
@@ -70,11 +70,12 @@ def event(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[st
     return session.ingestion().on_event(
         params["trigger"], _payload(params), scope_variables=params.get("scope_variables") or {},
         additional_variables=params.get("additional_variables") or {}, observer=_observer(ctx),
+        idempotency_key=params.get("idempotency_key"),
     )
 
 
 _RUN = shape(id="string", payload="any?", trigger="string?", scope_variables="object?",
-             additional_variables="object?")
+             additional_variables="object?", idempotency_key="string?")
 
 METHODS = (
     MethodSpec(PREFIX + "list", list_pipelines, shape(active_only="boolean?"),
@@ -88,6 +89,6 @@ METHODS = (
     MethodSpec(PREFIX + "disable", disable, shape(id="string"), summary="Set a pipeline's status to disabled."),
     MethodSpec(PREFIX + "processorSpecs", processor_specs, EMPTY, summary="The processor types and their parameters."),
     MethodSpec("memory/event", event, shape(trigger="string", payload="any?", scope_variables="object?",
-                                            additional_variables="object?"),
+                                            additional_variables="object?", idempotency_key="string?"),
                long_running=True, events=EVENTS, summary="An application event: runs every matching active pipeline."),
 )

@@ -16,7 +16,8 @@ def read(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
 
 
 def write(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.memory.write(params["uri"], params["value"])  # the size is checked there, for every writer
+    # the size is checked there, for every writer
+    return session.memory.write(params["uri"], params["value"], key=params.get("idempotency_key"))
 
 
 def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -29,7 +30,8 @@ def list_items(session: Session, params: dict[str, Any], ctx: CallContext) -> di
 
 METHODS = (
     MethodSpec(PREFIX + "read", read, shape(uri="string"), summary="Read one URI: {uri, exists, value}."),
-    MethodSpec(PREFIX + "write", write, shape(uri="string", value="any"), summary="Write one URI."),
+    MethodSpec(PREFIX + "write", write, shape(uri="string", value="any", idempotency_key="string?"),
+               summary="Write one URI (an append with an idempotency key already used appends nothing)."),
     MethodSpec(PREFIX + "delete", delete, shape(uri="string"),
                summary="Delete one URI (log:// is append-only: refused)."),
     MethodSpec(PREFIX + "list", list_items, shape(prefix="string"), summary="Every item under a URI prefix."),

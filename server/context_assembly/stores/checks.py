@@ -99,6 +99,12 @@ def check_turn(thread_id: str, turn: Any) -> float | None:
     return None
 
 
+def check_append_key(key: Any) -> None:
+    """An append's idempotency key (log events, episodic turns): None, or an opaque key."""
+    if key is not None:
+        check_key(key, what="idempotency key", pointer="/idempotency_key")
+
+
 def check_limit(limit: Any) -> int:
     """The `limit` of an event-log or episodic read: an integer from 1 to limits.log_limit."""
     maximum = current().log_limit

@@ -146,9 +146,14 @@ class JsonStore(Protocol):
 class EventLog(Protocol):
     """Append-only: there is no update and no delete."""
 
-    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
-               ) -> dict[str, Any]:
-        """The stored event `{id, instance, event_type, payload, ts}`."""
+    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None,
+               *, key: str | None = None) -> dict[str, Any]:
+        """The stored event `{id, instance, event_type, payload, ts}`. With an idempotency `key` that
+        an event of this instance already has: that event plus `duplicate: true`, nothing appended."""
+        ...
+
+    def keyed(self, instance: str, key: str) -> dict[str, Any] | None:
+        """The event appended with this idempotency key, if any."""
         ...
 
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
@@ -166,8 +171,13 @@ class EventLog(Protocol):
 
 @runtime_checkable
 class EpisodicStore(Protocol):
-    def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-        """The stored turn: the given `{role, content, …}` plus `seq` and `ts`."""
+    def append(self, thread_id: str, turn: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
+        """The stored turn: the given `{role, content, …}` plus `seq` and `ts`. With an idempotency
+        `key` that a turn of this thread already has: that turn plus `duplicate: true`, nothing appended."""
+        ...
+
+    def keyed(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        """The turn appended with this idempotency key, if any (clearing the thread forgets them)."""
         ...
 
     def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 from ..errors import ContextAssemblyError, StorageError
 from ..workspace.layout import WorkspaceLayout
+from .checks import check_append_key
 from .confine import check_key, check_relative_path, refuse
 from .event import event_fields
 from .graph import GraphStore
@@ -103,10 +104,17 @@ class MemoryRouter:
         exists, value = getattr(self, f"_read_{parsed.scheme}")(parsed)
         return {"uri": uri, "exists": exists, "value": value}
 
-    def write(self, uri: str, value: Any) -> Result:
+    def write(self, uri: str, value: Any, *, key: str | None = None) -> Result:
+        """`key`: an idempotency key. It matters to appends (`log://`, `episodic://`): a second
+        append with the key of one already there appends nothing and answers `duplicate: true`.
+        Every other write replaces its value, which a retry repeats harmlessly: the key is ignored."""
         parsed = parse_uri(uri)
         if parsed.params:
             raise refuse(f"{uri!r}: query parameters only apply to reads")
+        check_append_key(key)
+        if parsed.scheme in ("log", "episodic"):
+            stored = getattr(self, f"_write_{parsed.scheme}")(parsed, value, key)
+            return {"uri": uri, "written": True, **({"duplicate": True} if stored.get("duplicate") else {})}
         getattr(self, f"_write_{parsed.scheme}")(parsed, value)
         return {"uri": uri, "written": True}
 
@@ -229,10 +237,10 @@ class MemoryRouter:
             limit=parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
         return (True, events)
 
-    def _write_log(self, uri: MemoryUri, value: Any) -> None:
+    def _write_log(self, uri: MemoryUri, value: Any, key: str | None) -> Result:
         if len(uri.parts) == 2:
             raise refuse(APPEND_ONLY)
-        self.events.append(uri.parts[0], *event_fields(value))
+        return self.events.append(uri.parts[0], *event_fields(value), key=key)
 
     def _list_log(self, wanted: str) -> Items:
         return [{"uri": render("log", (i.name,)), "instance": i.name, "count": i.count, "last_ts": i.last_ts}
@@ -245,8 +253,8 @@ class MemoryRouter:
         turns = self.episodic.recent(uri.parts[0], parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
         return (True, turns)
 
-    def _write_episodic(self, uri: MemoryUri, value: Any) -> None:
-        self.episodic.append(uri.parts[0], value)
+    def _write_episodic(self, uri: MemoryUri, value: Any, key: str | None) -> Result:
+        return self.episodic.append(uri.parts[0], value, key=key)
 
     def _delete_episodic(self, uri: MemoryUri) -> bool:
         return self.episodic.clear(uri.parts[0]) > 0

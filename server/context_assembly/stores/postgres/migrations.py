@@ -117,6 +117,13 @@ BEGIN
 END $$;
 """),
     (4, _keyword_words),
+    # Idempotency keys of appends (events, turns): a retried append answers the first one.
+    (5, """
+CREATE TABLE ca_event_keys (project text NOT NULL, instance text NOT NULL, key text NOT NULL, id bigint NOT NULL,
+    PRIMARY KEY (project, instance, key));
+CREATE TABLE ca_episodic_keys (project text NOT NULL, thread_id text NOT NULL, key text NOT NULL,
+    seq integer NOT NULL, PRIMARY KEY (project, thread_id, key));
+"""),
 )
 
 # HNSW build parameters (pgvector's defaults are m 16, ef_construction 64): a denser graph finds

@@ -4,7 +4,8 @@ The log is append-only in the database itself: triggers refuse UPDATE, DELETE an
 `ca_events`, whoever connects. Appends to one log instance take turns (a per-instance advisory lock
 held to their commit), so an event without a time is stamped in commit order, never before the
 instance's newest time, as on the embedded log. Episodic sequence numbers are allocated under a per-thread
-advisory lock, so concurrent appends to one thread never collide.
+advisory lock, so concurrent appends to one thread never collide. An append's idempotency key is
+looked up under the same lock: a retried append answers the first one and appends nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..checks import check_event, check_limit, check_turn, event_time
+from ..checks import check_append_key, check_event, check_limit, check_turn, event_time
 from ..confine import check_key
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
@@ -21,21 +22,31 @@ from ..sqlite.json_docs import decode_value, encode_value
 from .database import PgDatabase
 
 _COLUMNS = "id, instance, event_type, payload_text, ts"
+_EVENT_KEYED = ("SELECT e.id, e.instance, e.event_type, e.payload_text, e.ts FROM ca_event_keys k "
+                "JOIN ca_events e ON e.id = k.id WHERE k.project = %s AND k.instance = %s AND k.key = %s")
+_TURN_KEYED = ("SELECT t.seq, t.turn, t.ts FROM ca_episodic_keys k JOIN ca_episodic t ON t.project = k.project "
+               "AND t.thread_id = k.thread_id AND t.seq = k.seq WHERE k.project = %s AND k.thread_id = %s "
+               "AND k.key = %s")
 
 
 class PgEventLog:
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
 
-    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
-               ) -> dict[str, Any]:
+    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None,
+               *, key: str | None = None) -> dict[str, Any]:
         given = check_event(instance, event_type, payload, ts)
+        check_append_key(key)
         text = encode_value(payload, "/value/payload")
         project = self.db.project
         with self.db.connection() as conn:
             # Appends to one instance one at a time, each until its commit: the time taken after the
             # wait follows commit order, as on the embedded log (`event_time`); ids too.
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"log:{project}:{instance}",))
+            if key is not None:
+                seen = conn.execute(_EVENT_KEYED, (project, instance, key)).fetchone()
+                if seen is not None:
+                    return {**_event(seen), "duplicate": True}
             if given is None:
                 newest = conn.execute("SELECT max(ts) FROM ca_events WHERE project = %s AND instance = %s",
                                       (project, instance)).fetchone()
@@ -45,6 +56,8 @@ class PgEventLog:
             row = conn.execute("INSERT INTO ca_events(project, instance, event_type, payload, payload_text, ts) "
                                "VALUES (%s, %s, %s, %s::jsonb, %s, %s) RETURNING id",
                                (project, instance, event_type, text, text, float(ts))).fetchone()
+            if key is not None and row:
+                conn.execute("INSERT INTO ca_event_keys VALUES (%s, %s, %s, %s)", (project, instance, key, row[0]))
             self.db.bump(conn, "log")
         return {"id": int(row[0]) if row else 0, "instance": instance, "event_type": event_type,
                 "payload": payload, "ts": float(ts)}
@@ -85,6 +98,12 @@ class PgEventLog:
                 event["payload"] = {k: event["payload"][k] for k in keep if k in event["payload"]}
         return events
 
+    def keyed(self, instance: str, key: str) -> dict[str, Any] | None:
+        """The event appended with this idempotency key, if any."""
+        check_append_key(key)
+        rows = self.db.read(_EVENT_KEYED, (self.db.project, instance, key))
+        return _event(rows[0]) if rows else None
+
     def instances(self) -> builtins.list[ThreadInfo]:
         rows = self.db.read("SELECT instance, count(*), max(ts) FROM ca_events WHERE project = %s "
                             "GROUP BY instance ORDER BY instance COLLATE \"C\"", (self.db.project,))
@@ -100,15 +119,25 @@ def _event(row: tuple[Any, ...]) -> dict[str, Any]:
             "ts": ts}
 
 
+def _turn(row: tuple[Any, ...]) -> dict[str, Any]:
+    seq, turn, ts = row
+    return {**decode_value(turn), "seq": int(seq), "ts": ts}
+
+
 class PgEpisodicStore:
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
 
-    def append(self, thread_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+    def append(self, thread_id: str, turn: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
         given = check_turn(thread_id, turn)
+        check_append_key(key)
         text = encode_value(turn)
         with self.db.connection() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"episodic:{self.db.project}:{thread_id}",))
+            if key is not None:
+                seen = conn.execute(_TURN_KEYED, (self.db.project, thread_id, key)).fetchone()
+                if seen is not None:
+                    return {**_turn(seen), "duplicate": True}
             last = conn.execute("SELECT ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
                                 "ORDER BY seq DESC LIMIT 1", (self.db.project, thread_id)).fetchone()
             ts = given if given is not None else event_time(float(last[0]) if last else None)
@@ -116,6 +145,9 @@ class PgEpisodicStore:
                                "coalesce(max(seq), 0) + 1, %s, %s FROM ca_episodic WHERE project = %s "
                                "AND thread_id = %s RETURNING seq",
                                (self.db.project, thread_id, text, ts, self.db.project, thread_id)).fetchone()
+            if key is not None and row:
+                conn.execute("INSERT INTO ca_episodic_keys VALUES (%s, %s, %s, %s)",
+                             (self.db.project, thread_id, key, row[0]))
             self.db.bump(conn, "episodic")
         return {**turn, "seq": int(row[0]) if row else 0, "ts": ts}
 
@@ -124,7 +156,13 @@ class PgEpisodicStore:
         check_limit(limit)
         rows = self.db.read("SELECT seq, turn, ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
                             "ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, limit))
-        return [{**decode_value(turn), "seq": seq, "ts": ts} for seq, turn, ts in reversed(rows)]
+        return [_turn(row) for row in reversed(rows)]
+
+    def keyed(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        """The turn appended with this idempotency key, if any."""
+        check_append_key(key)
+        rows = self.db.read(_TURN_KEYED, (self.db.project, thread_id, key))
+        return _turn(rows[0]) if rows else None
 
     def count(self, thread_id: str) -> int:
         rows = self.db.read("SELECT count(*) FROM ca_episodic WHERE project = %s AND thread_id = %s",
@@ -136,6 +174,8 @@ class PgEpisodicStore:
         with self.db.connection() as conn:
             removed = conn.execute("DELETE FROM ca_episodic WHERE project = %s AND thread_id = %s",
                                    (self.db.project, thread_id)).rowcount
+            conn.execute("DELETE FROM ca_episodic_keys WHERE project = %s AND thread_id = %s",
+                         (self.db.project, thread_id))
             if removed:
                 self.db.bump(conn, "episodic")
         return int(removed)

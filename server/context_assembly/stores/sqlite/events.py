@@ -5,6 +5,10 @@ ingestion `onAction` trigger. Ids come from an AUTOINCREMENT key, so they are ne
 across processes. An event appended without a time is stamped inside the write transaction (which
 one process at a time holds), never before the newest time of its instance (`event_time`), so
 newest first is commit order and a `since=` tail misses nothing; a time the caller gives is kept.
+
+An append may carry an idempotency key: a second append with the key of an event already in its
+instance appends nothing and answers that event (`event_keys`, checked in the same write
+transaction, so two processes retrying at once still append one event).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
-from ..checks import check_event, check_limit, event_time
+from ..checks import check_append_key, check_event, check_limit, event_time
 from ..confine import check_key
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
@@ -45,6 +49,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
                  "last_ts REAL NOT NULL) WITHOUT ROWID")
     if new:
         conn.execute("INSERT INTO event_instances SELECT instance, count(*), max(ts) FROM events GROUP BY instance")
+    conn.execute("CREATE TABLE IF NOT EXISTS event_keys (instance TEXT NOT NULL, key TEXT NOT NULL, "
+                 "id INTEGER NOT NULL, PRIMARY KEY (instance, key)) WITHOUT ROWID")
 
 
 def _field_sql(name: str) -> str | None:
@@ -72,11 +78,18 @@ class SqliteEventLog:
         self._indexed: set[str] = set()  # payload fields known to have their index
         db.register("events", _migrate)
 
-    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None
-               ) -> dict[str, Any]:
+    def append(self, instance: str, event_type: str, payload: dict[str, Any], ts: float | None = None,
+               *, key: str | None = None) -> dict[str, Any]:
         given = check_event(instance, event_type, payload, ts)
+        check_append_key(key)
         text = encode_value(payload, "/value/payload")
         with self.db.transaction() as conn:  # one writer at a time: the time is taken in commit order
+            if key is not None:
+                seen = conn.execute("SELECT e.id, e.instance, e.event_type, e.payload, e.ts FROM event_keys k "
+                                    "JOIN events e ON e.id = k.id WHERE k.instance = ? AND k.key = ?",
+                                    (instance, key)).fetchone()
+                if seen is not None:
+                    return {**_event(seen), "duplicate": True}
             if given is None:
                 newest = conn.execute("SELECT last_ts FROM event_instances WHERE instance = ?", (instance,)).fetchone()
                 ts = event_time(None if newest is None else float(newest[0]))
@@ -86,6 +99,8 @@ class SqliteEventLog:
                                   (instance, event_type, text, float(ts)))
             conn.execute("INSERT INTO event_instances VALUES (?, 1, ?) ON CONFLICT(instance) DO UPDATE SET "
                          "count = count + 1, last_ts = max(last_ts, excluded.last_ts)", (instance, float(ts)))
+            if key is not None:
+                conn.execute("INSERT INTO event_keys VALUES (?, ?, ?)", (instance, key, cursor.lastrowid))
             self.db.bump(conn, STORE)
         return {"id": cursor.lastrowid, "instance": instance, "event_type": event_type, "payload": payload,
                 "ts": float(ts)}
@@ -155,6 +170,13 @@ class SqliteEventLog:
         with self.db.transaction() as conn:
             conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON events(instance, {expression}, ts, id)")
         self._indexed.add(name)
+
+    def keyed(self, instance: str, key: str) -> dict[str, Any] | None:
+        """The event appended with this idempotency key, if any."""
+        check_append_key(key)
+        rows = self.db.read("SELECT e.id, e.instance, e.event_type, e.payload, e.ts FROM event_keys k "
+                            "JOIN events e ON e.id = k.id WHERE k.instance = ? AND k.key = ?", (instance, key))
+        return _event(rows[0]) if rows else None
 
     def instances(self) -> list[ThreadInfo]:
         rows = self.db.read("SELECT instance, count, last_ts FROM event_instances ORDER BY instance")

@@ -1,0 +1,89 @@
+"""Idempotency keys of ingestion events: an event retried with the same key runs its pipelines once.
+
+An agent that lost its answer (a timeout, a sidecar that died, a network drop) sends the event again
+with the same `idempotency_key`. Each pipeline's execution then has an id derived from the pipeline
+and the key, not a random one, and:
+
+- a run that ended `ok` is recorded in `log://ingestion` under that id; a retry finds the record and
+  answers it (`duplicate: true`) without running anything;
+- a retry of a run that did not end `ok` (failed, partial, cancelled, or lost with its process) runs
+  again, and its appends (`log://`, `episodic://`) carry keys derived from the execution, route and
+  element, so what the first attempt appended is not appended twice. Every other write replaces its
+  value (vector documents are named by their text, `{{execution_id}}` is the same in both attempts);
+- the same key with a different event (trigger, payload or variables) is a conflict (-32003), so a
+  reused key never silently drops an event;
+- retries on one sidecar wait for the attempt in progress; attempts in two processes at once may
+  both run, and their keyed appends still land once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import ConflictError
+from ..stores.checks import check_append_key
+
+# Fixed namespace, so every sidecar of every version derives the same execution id from a key.
+_NAMESPACE = uuid.UUID("5d0c6a1e-2f0b-4c8e-9a51-7e1f3b9c2d40")
+_STRIPES = 64
+
+
+def check_idempotency_key(key: Any) -> str | None:
+    check_append_key(key)
+    return key
+
+
+def execution_id(pipeline_id: str, key: str | None) -> str:
+    """A random id, or with an idempotency key the one every attempt of this event derives."""
+    return uuid.uuid5(_NAMESPACE, f"{pipeline_id}\n{key}").hex if key is not None else uuid.uuid4().hex
+
+
+def request_hash(trigger: str, payload: Any, scope_variables: Any, additional_variables: Any) -> str:
+    """What identifies the event a key was first used for (key order does not count)."""
+    text = json.dumps([trigger, payload, scope_variables or {}, additional_variables or {}], sort_keys=True,
+                      separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def append_key(execution: str, route: int, position: int) -> str:
+    """The idempotency key of one append of a keyed execution."""
+    return f"ingestion:{execution}:{route}:{position}"
+
+
+def recorded(memory: Any, instance: str, execution: str, digest: str, key: str) -> dict[str, Any] | None:
+    """The result of this execution's `ok` run, if one was recorded; a ConflictError when the key
+    was first used for another event."""
+    event = memory.events.keyed(instance, execution)
+    if event is None:
+        return None
+    record = dict(event["payload"])
+    if record.pop("request_hash", digest) != digest:
+        raise ConflictError(f"idempotency key {key!r} was already used for a different event "
+                            f"(pipeline {record.get('pipeline_id')!r}): send a new key for a new event",
+                            {"idempotency_key": key, "pipeline_id": record.get("pipeline_id"),
+                             "execution_id": execution})
+    return {**record, "duplicate": True}
+
+
+class Attempts:
+    """One attempt at a time per execution id within this process (striped locks: bounded memory)."""
+
+    def __init__(self) -> None:
+        self._locks = [threading.Lock() for _ in range(_STRIPES)]
+
+    @contextmanager
+    def one_at_a_time(self, execution: str | None) -> Iterator[None]:
+        if execution is None:
+            yield
+            return
+        with self._locks[int(execution[:8], 16) % _STRIPES]:
+            yield
+
+
+__all__ = ["Attempts", "append_key", "check_idempotency_key", "execution_id", "recorded", "request_hash"]
