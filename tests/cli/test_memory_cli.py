@@ -35,6 +35,14 @@ def test_write_read_list_delete(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert run(capsys, "read", "kv://users/alice", *ws)[1]["exists"] is False
 
 
+def test_an_append_run_again_with_its_key_lands_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write = ["write", "log://deploys", '{"event_type": "deployed", "version": "1.2"}', "--workspace", str(tmp_path)]
+    assert run(capsys, *write, "--idempotency-key", "deploy-1.2")[:2] == (0, {"uri": "log://deploys", "written": True})
+    assert run(capsys, *write, "--idempotency-key", "deploy-1.2")[:2] == (
+        0, {"uri": "log://deploys", "written": True, "duplicate": True})
+    assert len(run(capsys, "read", "log://deploys", "--workspace", str(tmp_path))[1]["value"]) == 1
+
+
 def test_text_values_and_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                monkeypatch: pytest.MonkeyPatch) -> None:
     ws = ["--workspace", str(tmp_path)]
@@ -57,6 +65,8 @@ def test_text_values_and_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (["write", "file://a.txt", '"x"'], "read-only"),
     (["list", "nope://"], "unknown memory URI scheme"),
     (["write", "kv://k", '{"n": 18446744073709551617}'], "VALUE: the integer 18446744073709551617 is outside"),
+    (["read", "log://x", "--idempotency-key", "k"], "takes no --idempotency-key"),
+    (["write", "log://x", '{"event_type": "e"}', "--idempotency-key", ""], "idempotency key must be a non-empty"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 argv: list[str], message: str) -> None:

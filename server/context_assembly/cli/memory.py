@@ -46,6 +46,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("value", nargs="?", help="write only: the value, as JSON ('-' = stdin)")
     parser.add_argument("--text", metavar="TEXT", help="write only: this plain string instead of a JSON VALUE "
                                                        "('-' = stdin)")
+    parser.add_argument("--idempotency-key", metavar="KEY",
+                        help="write only: an append (log://, episodic://) run again with the same KEY lands once")
     add_common(parser)
     parser.set_defaults(run=run, adopt_extra=_late_value)
 
@@ -104,7 +106,7 @@ def _act(runtime: Runtime, args: argparse.Namespace, value: Any, limits: Limits)
         return service.read(args.uri)
     if args.action == "write":
         check_value_size(value, limits.write_value_bytes)
-        return service.write(args.uri, value)
+        return service.write(args.uri, value, key=args.idempotency_key)
     if args.action == "delete":
         return service.delete(args.uri)
     return service.list(args.uri)
@@ -120,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
                      "write needs a VALUE (JSON) or --text TEXT")
     if args.action != "write" and given:
         return _fail(f"{args.action} takes no VALUE")
+    if args.action != "write" and args.idempotency_key is not None:
+        return _fail(f"{args.action} takes no --idempotency-key")
     try:
         value = _value(args) if args.action == "write" else None
     except orjson.JSONDecodeError as exc:
