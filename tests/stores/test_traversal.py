@@ -127,9 +127,10 @@ def test_markdown_scheme_refuses(sandbox: tuple[MemoryRouter, Path], reference: 
     _refused(lambda: memory.read(uri))
     _refused(lambda: memory.write(uri, "pwned"))
     _refused(lambda: memory.delete(uri))
-    _refused(lambda: memory.notes.read(reference))
-    _refused(lambda: memory.notes.write(reference, "pwned"))
-    _refused(lambda: memory.notes.delete(reference))
+    name = reference.removesuffix(".md")  # the store's names are exact; the URI dropped one `.md`
+    _refused(lambda: memory.notes.read(name))
+    _refused(lambda: memory.notes.write(name, "pwned"))
+    _refused(lambda: memory.notes.delete(name))
 
 
 @pytest.mark.parametrize("reference", [r for r in HOSTILE if r not in ("", ".")] + SYMLINKED)

@@ -267,8 +267,9 @@ class FileReader(Protocol):
         """The text of a workspace file; None when it does not exist."""
         ...
 
-    def list(self, directory: str = "") -> list[FileInfo]:
-        """The entries of one workspace directory (not recursive)."""
+    def list(self, directory: str = "", name_prefix: str = "") -> list[FileInfo]:
+        """The entries of one workspace directory whose names start with `name_prefix` (not
+        recursive; the first 1,000 by path)."""
         ...
 
     def generation(self) -> int: ...

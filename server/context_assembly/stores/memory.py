@@ -29,6 +29,7 @@ from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_limit, par
 from .vector import VectorStore
 
 DEFAULT_READ_LIMIT = 20
+MAX_ADDRESS_BYTES = 2048
 APPEND_ONLY = "the event log is append-only: events are never updated or deleted (write log://<instance> to append)"
 
 T = TypeVar("T")
@@ -112,6 +113,7 @@ class MemoryRouter:
         if parsed.params:
             raise refuse(f"{uri!r}: query parameters only apply to reads")
         check_append_key(key)
+        _check_address_bytes(parsed, key)
         if parsed.scheme in ("log", "episodic"):
             stored = getattr(self, f"_write_{parsed.scheme}")(parsed, value, key)
             return {"uri": uri, "written": True, **({"duplicate": True} if stored.get("duplicate") else {})}
@@ -220,15 +222,16 @@ class MemoryRouter:
 
     def _list_file(self, wanted: str) -> Items:
         body = _check_path_prefix(wanted, "file path", allow_hidden=True)
-        directory = body.rsplit("/", 1)[0] if "/" in body else ""
+        directory, _, name = body.rpartition("/")
         return [{"uri": render("file", (f.path,)) + ("/" if f.is_dir else ""), "path": f.path, "is_dir": f.is_dir,
-                 "size": f.size, "modified": f.modified} for f in self.files.list(directory)]
+                 "size": f.size, "modified": f.modified} for f in self.files.list(directory, name)]
 
     # -- log:// (append-only)
 
     def _read_log(self, uri: MemoryUri) -> tuple[bool, Any]:
         if len(uri.parts) == 2:
-            event = self.events.get(uri.parts[0], int(uri.parts[1]))
+            event_id = int(uri.parts[1])
+            event = self.events.get(uri.parts[0], event_id) if event_id < 2**63 else None  # ids are 64-bit
             return (event is not None, event)
         limit = uri.param("limit")
         events = self.events.search(
@@ -450,6 +453,18 @@ def _delegate(component: str, call: Callable[[], T]) -> T:
     except Exception as exc:
         name = "vector store" if component == "vector" else "knowledge graph"
         raise StorageError(f"the {name} failed: {exc}") from exc
+
+
+def _check_address_bytes(uri: MemoryUri, key: str | None) -> None:
+    """What a write names, whatever the backend: at most MAX_ADDRESS_BYTES of UTF-8. A shared
+    database indexes it (PostgreSQL's index entries hold at most 2,704 bytes, the project key
+    beside it), so a name the embedded store would take must not fail only there."""
+    if uri.scheme in ("markdown", "file"):
+        return  # files, named by path (each segment checked against the file system's limit)
+    size = sum(len(part.encode("utf-8", "surrogatepass")) for part in (*uri.parts, key or ""))
+    if size > MAX_ADDRESS_BYTES:
+        raise refuse(f"the names in this URI{' and the idempotency key' if key else ''} are {size} bytes of "
+                     f"UTF-8 together; at most {MAX_ADDRESS_BYTES}")
 
 
 def _check_path_prefix(wanted: str, what: str, *, allow_hidden: bool) -> str:

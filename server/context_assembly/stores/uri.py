@@ -22,6 +22,7 @@ apart by count: a `/` inside a KV key is written `%2F`.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import UTC, datetime
@@ -34,7 +35,9 @@ from .confine import check_key, check_relative_path, refuse
 
 DEFAULT = "default"
 SCHEMES: tuple[str, ...] = ("kv", "json", "markdown", "vector", "graph", "log", "episodic", "working", "blob", "file")
-MAX_URI_LENGTH = 8192
+# Room for any name the stores take, percent-encoded as `render` writes it (up to 12 characters
+# for one: a path of 4,096 characters outside the BMP is 49,152), so every listed URI reads back.
+MAX_URI_LENGTH = 65_536
 
 # Which query parameters each scheme understands (camelCase spellings of the pipeline steps too).
 _PARAMS: dict[str, frozenset[str]] = {
@@ -170,14 +173,14 @@ def parse_since(text: object, *, now: float | None = None, pointer: str = "/uri"
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise refuse(f"since must be a relative age such as -7d or an ISO 8601 time (got {text!r})", pointer)
     if isinstance(text, (int, float)):
-        return float(text)
+        return _finite(float(text), text, pointer)
     stripped = text.strip()
     relative = _RELATIVE_TIME.fullmatch(stripped)
     if relative:
         amount = float(relative.group(1)) * _UNITS[relative.group(2).lower()]
         return (time.time() if now is None else now) - amount
     try:
-        return float(stripped)
+        return _finite(float(stripped), text, pointer)
     except ValueError:
         pass
     try:
@@ -188,6 +191,13 @@ def parse_since(text: object, *, now: float | None = None, pointer: str = "/uri"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)  # a time without offset is read as UTC
     return moment.timestamp()
+
+
+def _finite(seconds: float, text: object, pointer: str) -> float:
+    """Epoch seconds that compare: NaN matched nothing and kept every event out, silently."""
+    if not math.isfinite(seconds):
+        raise refuse(f"since must be a finite time (got {text!r})", pointer)
+    return seconds
 
 
 _HEADED = frozenset({"vector", "log", "working", "blob"})  # <head>/<rest> (`_head_and_rest`)
@@ -207,6 +217,8 @@ def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | No
         body = "/".join(quote(p, safe=_SAFE if i == 0 else _SAFE + "/") for i, p in enumerate(parts))
     else:
         body = "/".join(quote(p, safe=_SAFE + "/") for p in parts)
+        if scheme == "markdown" and body.endswith(".md"):
+            body += ".md"  # a note named `x.md`: the parser drops one written `.md`
     uri = f"{scheme}://{body}"
     if pointer:
         uri += "#" + quote(pointer, safe=_SAFE + "/")
@@ -236,8 +248,16 @@ def normalize_prefix(prefix: object, pointer: str = "/prefix") -> tuple[str, str
     _check_surrogates(body, pointer)
     if "?" in body or "#" in body:
         raise refuse(f"{_short(prefix)}: a list prefix takes no ?query or #fragment", pointer)
-    segments = [quote(_decode(segment, prefix, pointer), safe=_SAFE) for segment in body.split("/")]
+    # each segment as `render` writes that part: a '/' inside it (written %2F) is encoded only where
+    # render encodes it (every kv:// part, the head of a <head>/<rest> URI), so both spellings list alike
+    segments = [quote(_decode(segment, prefix, pointer), safe=_SAFE if _slash_encoded(scheme, i) else _SAFE + "/")
+                for i, segment in enumerate(body.split("/"))]
     return scheme, f"{scheme}://" + "/".join(segments)
+
+
+def _slash_encoded(scheme: str, position: int) -> bool:
+    """Whether `render` writes a '/' inside the part at this position of a URI as %2F."""
+    return scheme == "kv" or position == 0 and (scheme in _HEADED or scheme == "graph")
 
 
 # -- per-scheme parts
@@ -311,7 +331,7 @@ def _graph(path: str, text: str, pointer: str) -> tuple[str, ...]:
 
 def _log(path: str, text: str, pointer: str) -> tuple[str, ...]:
     parts = _head_and_rest(path, text, pointer, ("event log instance", "event id"), rest_required=False)
-    if len(parts) == 2 and not parts[1].isdigit():
+    if len(parts) == 2 and not (parts[1].isascii() and parts[1].isdigit()):  # not '²' or '١'
         raise refuse(f"{_short(text)}: an event id is a number (log://<instance>/<id>)", pointer)
     return parts
 

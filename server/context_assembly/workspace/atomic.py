@@ -142,11 +142,11 @@ def sweep_temp_files(directory: Path, older_than_s: float = TEMP_SAFE_AGE_S) -> 
 
 
 def remove_file(path: Path | str) -> bool:
-    """Delete `path` durably; False when it was already gone."""
+    """Delete `path` durably; False when it was already gone (or a parent is a file: never there)."""
     target = Path(path)
     try:
         target.unlink()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
         raise StorageError(f"cannot delete {target}: {exc}", {"path": str(target)}) from exc

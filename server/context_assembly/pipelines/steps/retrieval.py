@@ -98,7 +98,9 @@ def note_title(text: str, note: str) -> str:
 
 def markdown_read(params: dict[str, Any], ctx: StepContext) -> None:
     store = ctx.store("notes")
-    names = list(dict.fromkeys((texts_param(params, "note") or []) + (texts_param(params, "notes") or [])))
+    written = (texts_param(params, "note") or []) + (texts_param(params, "notes") or [])
+    # one written `.md` dropped, as a markdown:// URI drops it
+    names = list(dict.fromkeys(n[:-3] if n.endswith(".md") else n for n in written))
     if not names:
         raise StepError("'note' or 'notes' is required")
     items = []

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from stat import S_ISREG
 
-from ...errors import StorageError
+from ...errors import ContextAssemblyError, StorageError
 from ...workspace.atomic import remove_file, replace_all, stage_file, workspace_lock, write_atomic
 from ..confine import check_relative_path, is_inside, refuse, resolve_inside
 from ..interfaces import NoteInfo
 
 SUFFIX = ".md"
+# 255 bytes a file name (ext4, APFS, NTFS), less `.md` and what write_atomic's temp name adds (18)
+MAX_SEGMENT_BYTES = 255 - len(SUFFIX) - 18
+_log = logging.getLogger(__name__)
 SNAPSHOTS = "context"  # .codebolt/memory/context/: assembly snapshots, not notes
 LOCK = "memory-notes"
 MAX_NOTE_BYTES = 8 * 1024 * 1024
@@ -47,10 +51,26 @@ def _folders_unchanged(folders: dict[str, int]) -> bool:
 
 
 def note_name(name: object, pointer: str = "/uri") -> str:
-    """The checked name of a note: a relative path without `.md`, no hidden segments."""
-    if isinstance(name, str) and name.endswith(SUFFIX):
-        name = name[: -len(SUFFIX)]
-    return check_relative_path(name, what="markdown note", pointer=pointer, allow_hidden=False)
+    """The checked name of a note: its relative path without the file's `.md`, no hidden segments.
+    Exact: the note of file `x.md.md` is named `x.md` (a `markdown://` URI drops one written `.md`)."""
+    checked = check_relative_path(name, what="markdown note", pointer=pointer, allow_hidden=False)
+    for segment in checked.split("/"):
+        if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+            raise refuse(f"the markdown note name has a segment of more than {MAX_SEGMENT_BYTES} bytes "
+                         f"({segment[:40]!r}…): file systems take at most 255 with `.md` and the temp "
+                         "file of an atomic write", pointer)
+    return checked
+
+
+def _listable(name: str) -> bool:
+    """Whether a file's note can be read back by its name: not one whose name the checks refuse
+    (a drive-like `v:1`, a backslash, a control character) or that is no valid UTF-8."""
+    try:
+        name.encode("utf-8")
+        return note_name(name) == name
+    except (UnicodeEncodeError, ContextAssemblyError):
+        _log.info("markdown file %r is not listed: no markdown:// name reads it", name)
+        return False
 
 
 class MarkdownNotes:
@@ -172,7 +192,7 @@ class MarkdownNotes:
         notes = []
         for relative, stat in self._scan()[0]:
             name = relative[: -len(SUFFIX)]
-            if name.startswith(prefix):
+            if name.startswith(prefix) and _listable(name):
                 notes.append(NoteInfo(name, stat.st_size, stat.st_mtime))
         return sorted(notes, key=lambda note: note.name)
 

@@ -60,7 +60,7 @@ class WorkspaceFiles:
             raise refuse(f"file://{path} is not a UTF-8 text file") from None
         return text.removeprefix("\ufeff")
 
-    def list(self, directory: str = "") -> list[FileInfo]:
+    def list(self, directory: str = "", name_prefix: str = "") -> list[FileInfo]:
         clean = check_relative_path(directory, what="file path", pointer="/prefix") if directory else ""
         real_root = os.path.realpath(self.root)
         base = self.path(clean, "/prefix") if clean else Path(real_root)
@@ -68,6 +68,8 @@ class WorkspaceFiles:
         try:
             with os.scandir(base) as scan:
                 for entry in scan:
+                    if not entry.name.startswith(name_prefix) or not _utf8(entry.name):
+                        continue  # the prefix before the cap: a narrow prefix finds its files in any folder
                     full = os.path.realpath(entry.path)
                     if not is_inside(real_root, full):
                         continue  # a symlink out of the workspace is not listed
@@ -104,3 +106,13 @@ class WorkspaceFiles:
             self._served.move_to_end(key)
             while len(self._served) > _TRACKED:
                 self._served.popitem(last=False)
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name is valid UTF-8 (os.scandir gives others with surrogate escapes, which no
+    file:// URI can name)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
