@@ -51,6 +51,12 @@ def test_bad_request_and_workspace(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["assemble", "--workspace", str(tmp_path), "--request", str(bad)]) == 2
     assert "/scope_variables" in capsys.readouterr().err
     assert main(["assemble", "--workspace", str(tmp_path / "missing"), "--text", "x"]) == 2
+    capsys.readouterr()
+    bad.write_text('{"scope_variables": {}, "constraints": "big"}')  # with --max-tokens it was a traceback
+    assert main(["assemble", "--workspace", str(tmp_path), "--request", str(bad), "--max-tokens", "100"]) == 2
+    assert "/constraints: expected an object" in capsys.readouterr().err
+    assert main(["assemble", "--workspace", str(tmp_path), "--text", "x", "--max-tokens=99999999999999999999"]) == 2
+    assert "/constraints/max_tokens: must be at most 9007199254740991" in capsys.readouterr().err
 
 
 def test_the_report_names_dropped_items_and_what_the_bars_measure(seeded: Path,

@@ -76,3 +76,17 @@ def test_an_assembly_asks_the_model_and_keeps_no_stand_in(workspace: Path) -> No
         assert rephrased_call(client.assemble(request))["status"] == "cached"  # a real answer is kept
     with SyncContextAssemblyClient(workspace) as plain:
         assert rephrased_call(plain.assemble(request))["status"] == "ok"  # without a model: its own run
+
+
+def test_a_replay_summarises_with_the_clients_model_as_the_assembly_did(workspace: Path) -> None:
+    """Replay assembled without the model: every summary it had made became extractive, so a
+    replay a moment later always drifted."""
+    def model(request: dict[str, Any]) -> dict[str, Any]:
+        return {"text": "Model summary: the auth details."}
+
+    settings = {"snapshots": True, "budget": {"summarize_above_tokens": 40, "summary_tokens": 30}}
+    with SyncContextAssemblyClient(workspace, llm=model, settings=settings) as client:
+        assembled = client.assemble({**REQUEST, "constraints": {"max_tokens": 500}})
+        assert any(step.get("method") == "llm" for step in assembled["trace"]["ladder"])
+        replayed = client.request("contextAssembly/replay", {"snapshot": assembled["meta"]["assembly_id"]})
+    assert replayed["drifted"] is False, replayed["drift"]

@@ -229,3 +229,12 @@ async def test_end_turn_clears_the_threads_working_memory(client: LanguageClient
     error = await error_of(client, "contextAssembly/endTurn", {})
     assert error.code == -32602 and "thread_id" in str(error.data)
     assert (await call(client, "memory/read", {"uri": "working://turn-t"}))["exists"] is False
+
+
+async def test_a_budget_no_answer_could_write_is_invalid_params(client: LanguageClient) -> None:
+    """1e30 ("no limit") passed as an integer and then failed to encode: an internal error."""
+    for budget in (1e30, 2**53):
+        refused = await error_of(client, "contextAssembly/assemble", {**REQUEST, "constraints": {"max_tokens": budget}})
+        assert refused.code == -32602 and paths(refused) == ["/constraints/max_tokens"], refused
+    largest = await call(client, "contextAssembly/assemble", {**REQUEST, "constraints": {"max_tokens": 2**53 - 1}})
+    assert largest["meta"]["max_tokens"] == 2**53 - 1

@@ -48,8 +48,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _request(args: argparse.Namespace) -> Any:
     data = read_json(args.request) if args.request else {"scope_variables": {}, "input": {"text": args.text}}
-    if args.max_tokens is not None and isinstance(data, dict):
-        data = {**data, "constraints": {**(data.get("constraints") or {}), "max_tokens": args.max_tokens}}
+    constraints = data.get("constraints") if isinstance(data, dict) else None
+    # constraints that are no object are left as they are, for the request's check to name
+    if args.max_tokens is not None and isinstance(data, dict) and isinstance(constraints, dict | None):
+        data = {**data, "constraints": {**(constraints or {}), "max_tokens": args.max_tokens}}
     return data
 
 

@@ -14,10 +14,10 @@ from .params import prefixed, shape
 from .session import Session
 
 
-def _assemble(session: Session, where: str) -> Any:
+def _assemble(session: Session, where: str, ctx: CallContext) -> Any:
     def assemble(request: dict[str, Any]) -> AssembledContext:
-        try:
-            return session.assemble(request, snapshot=False)
+        try:  # with the client's model too, as `assemble` summarises: otherwise every replay drifts
+            return session.assemble(request, snapshot=False, llm=ctx.llm)
         except InvalidParamsError as exc:  # point at the request inside these params
             raise InvalidParamsError(exc.message, prefixed(exc.errors, where)) from None
     return assemble
@@ -27,7 +27,7 @@ def replay(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[s
     """`{snapshot: assembly_id | path | snapshot document}` -> `{request, before, after, drift, drifted}`."""
     snapshot = params["snapshot"]
     document = read_snapshot(session.root, snapshot) if isinstance(snapshot, str) else snapshot
-    return replay_snapshot(document, _assemble(session, "/snapshot/request"), readable=session.access.readable())
+    return replay_snapshot(document, _assemble(session, "/snapshot/request", ctx), readable=session.access.readable())
 
 
 def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -35,8 +35,8 @@ def diff(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
     from ..assembly.diff import diff as compare
 
     readable = session.access.readable()
-    before = resolve_side(params["a"], session.root, _assemble(session, "/a"), "/a", readable)
-    after = resolve_side(params["b"], session.root, _assemble(session, "/b"), "/b", readable)
+    before = resolve_side(params["a"], session.root, _assemble(session, "/a", ctx), "/a", readable)
+    after = resolve_side(params["b"], session.root, _assemble(session, "/b", ctx), "/b", readable)
     return compare(before, after)
 
 
@@ -51,9 +51,9 @@ def trace_page(session: Session, params: dict[str, Any], ctx: CallContext) -> di
         message = "give exactly one of request, result or snapshot"
         raise InvalidParamsError(message, [{"path": "", "message": message}])
     if given[0] == "request":
-        result = unstructure(_assemble(session, "/request")(params["request"]))
+        result = unstructure(_assemble(session, "/request", ctx)(params["request"]))
     else:
-        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0]), "/" + given[0],
+        result = resolve_side(params[given[0]], session.root, _assemble(session, "/" + given[0], ctx), "/" + given[0],
                               session.access.readable())
     meta = result.get("meta") if isinstance(result.get("meta"), dict) else {}
     return {"assembly_id": meta.get("assembly_id"), "html": assembly_page(result)}

@@ -174,7 +174,10 @@ class Session:
     # -- assembly -----------------------------------------------------------------------------------
 
     def assemble(self, request: Any, **options: Any) -> Any:
-        """An assembly as this session's client may see it: items its token may not read are left out."""
+        """An assembly as this session's client may see it: items its token may not read are left
+        out, and its settings apply (replay, diff and rule tests budget as `assemble` does, over TCP
+        too, where many sessions share the runtime)."""
+        options.setdefault("workspace", self.workspace)
         return self.runtime.assemble(request, readable=self.access.readable(), **options)
 
     def document_text(self, uri: str) -> str | None:

@@ -95,8 +95,13 @@ def strings(description: str, *, unique: bool = False) -> Schema:
     return described(schema, description)
 
 
+# The largest integer every JSON reader holds exactly (a double's 53 bits): a count above it (1e30
+# written for "no limit") became an integer no snapshot or answer could encode.
+SAFE_INTEGER = 2**53 - 1
+
+
 def integer(description: str, minimum: int = 0, default: int | None = None) -> Schema:
-    return described({"type": "integer", "minimum": minimum}, description, default)
+    return described({"type": "integer", "minimum": minimum, "maximum": SAFE_INTEGER}, description, default)
 
 
 def boolean(description: str, default: bool | None = None) -> Schema:

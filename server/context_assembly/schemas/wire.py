@@ -6,6 +6,7 @@ from ..limits import LIMITS
 from .fragments import (
     FILE_ID_PATTERN,
     FILE_ID_RULE,
+    SAFE_INTEGER,
     SCHEMA_KEY,
     Schema,
     boolean,
@@ -54,7 +55,7 @@ def assembly_request(src: Sources) -> Schema:
         "explicit_memory": strings("Memories to include whatever the rules say: persistent-memory ids "
                                    "or store URIs."),
         "constraints": obj("Constraints", "Limits on the assembled context.", {
-            "max_tokens": described({"type": ["integer", "null"], "minimum": 1},
+            "max_tokens": described({"type": ["integer", "null"], "minimum": 1, "maximum": SAFE_INTEGER},
                                     "The token budget (null = none; the settings' default applies)."),
         }),
         "rule_engine_ids": strings("Evaluate exactly these rule engines (default: every enabled one)."),
@@ -193,7 +194,7 @@ def _budget(src: Sources) -> Schema:
 
 
 def settings(src: Sources) -> Schema:
-    max_tokens = described({"type": ["integer", "null"], "minimum": 1},
+    max_tokens = described({"type": ["integer", "null"], "minimum": 1, "maximum": SAFE_INTEGER},
                            "The default token budget of an assembly (null = no budget).")
     max_tokens["default"] = None
     body = fields({
