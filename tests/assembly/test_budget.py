@@ -293,3 +293,10 @@ def test_never_over_budget_never_half_a_sentence_never_drops_the_more_important(
             if later in kept_ids:  # could giving up `later` entirely have made room for a cut of `dropped`?
                 freed = next(i for i in packed.kept if i.id == later).tokens
                 assert shorten_item(dropped, room + freed, estimate) is None
+
+
+def test_exact_tokenizers_count_a_lone_surrogate_as_a_replacement_character() -> None:
+    """JSON lets a lone surrogate through; the exact encoders raised on it, ending the assembly."""
+    for name in ("cl100k", "o200k"):
+        count = token_counter(name)
+        assert count("fix the \ud800 login") == count("fix the \ufffd login")

@@ -232,3 +232,26 @@ def test_a_case_that_cannot_check_its_expectations_is_an_error(example_copy: Pat
     assert main(["check", str(example_copy), "--format", "json"]) == 1
     found = {(p["code"], p["path"]) for p in json.loads(capsys.readouterr().out)["problems"]}
     assert {("needs-assembly", "/cases/0/assemble"), ("duplicate-id", "/cases/2/name")} <= found
+
+
+def test_a_case_meeting_an_unexpected_error_is_an_error_of_that_case_only(example_copy: Path) -> None:
+    """Only the server's own errors were caught: anything else ended the whole run."""
+    from context_assembly.runtime import Runtime
+    from context_assembly.testing.run import run_tests
+
+    write(example_copy, "broken.json", {"request": FAILING["request"], "cases": [
+        {"name": "assembles", "assemble": True, "expect": {"no_warnings": True}},
+        {"name": "rules only", "expect": {"rules_fired": ["planning/similar-past-tasks"]}}]})
+    runtime = Runtime(example_copy)
+
+    def failing(request: dict[str, object]) -> object:
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+    try:
+        run = run_tests(runtime.workspace(), failing, pattern="broken")
+    finally:
+        runtime.close()
+    statuses = {case.name: (case.status, case.error.message if case.error else None) for case in run.results}
+    assert statuses["rules only"] == ("passed", None)
+    status, message = statuses["assembles"]
+    assert status == "error" and message is not None and "UnicodeEncodeError" in message

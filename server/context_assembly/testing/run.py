@@ -3,6 +3,8 @@ expectations checked, and each failure explained by the rules involved, conditio
 
 from __future__ import annotations
 
+import logging
+
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +29,7 @@ Assemble = Callable[[dict[str, Any]], AssembledContext]
 # evaluates against, the thread's turn count included), so a rules-only case sees what `evaluate`
 # and `assemble` see; `plain_lookup` where no runtime is at hand (no derived values).
 LookupOf = Callable[[AssemblyRequest], tuple[Lookup, dict[str, Any]]]
+_log = logging.getLogger(__name__)
 MAX_EXPLAINED = 8  # rules explained per failure: enough to see why, short enough to read
 
 
@@ -105,6 +108,10 @@ def run_case(case: TestCase, workspace: Workspace, assemble: Assemble | None,
     except ContextAssemblyError as exc:
         result.status = "error"
         result.error = case.problem or _problem(case, exc, workspace)
+    except Exception as exc:  # noqa: BLE001 - a bug met by one case is that case's error, not the run's end
+        _log.exception("rule test %s failed unexpectedly", case.name)
+        result.status = "error"
+        result.error = case.problem or _problem(case, ContextAssemblyError(f"{type(exc).__name__}: {exc}"), workspace)
     result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
     return result
 
