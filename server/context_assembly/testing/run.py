@@ -4,7 +4,6 @@ expectations checked, and each failure explained by the rules involved, conditio
 from __future__ import annotations
 
 import logging
-
 import time
 from collections.abc import Callable
 from typing import Any
