@@ -168,3 +168,17 @@ def test_a_snapshot_in_a_linked_codebolt_is_read_and_nothing_beside_it(tmp_path:
     for escape in (".codebolt/../beside.json", ".codebolt/../../shared/beside.json"):
         with pytest.raises(InvalidParamsError):
             read_snapshot(project, escape)
+
+
+def test_another_tokenizer_is_drift(snapshotting: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same items counted anew (cl100k for the estimate) changed every section's tokens, and the
+    replay said "no drift"."""
+    assembly_id = _assemble(snapshotting, capsys, snapshotting / "request.json")
+    settings = snapshotting / ".codebolt" / "context-assembly.json"
+    settings.write_text(settings.read_text().replace('"tokenizer": "estimate"', '"tokenizer": "cl100k"'))
+    assert '"cl100k"' in settings.read_text()
+    assert main(["replay", assembly_id, "--workspace", str(snapshotting), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["drifted"] is True
+    assert result["drift"]["changed"] and all(c["tokens_before"] != c["tokens"] for c in result["drift"]["changed"])
+    assert main(["replay", assembly_id, "--workspace", str(snapshotting), "--exit-code"]) == 1

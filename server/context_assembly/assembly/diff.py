@@ -77,7 +77,7 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             moved.append({**_brief(i1), "from": s0, "to": s1})
         elif r0 != r1:
             reranked.append({**_brief(i1), "from_rank": r0 + 1, "to_rank": r1 + 1})
-        if i0.get("content") != i1.get("content"):
+        if i0.get("content") != i1.get("content") or i0.get("tokens") != i1.get("tokens"):  # counted anew too
             changed.append({**_brief(i1), "tokens_before": i0.get("tokens")})
     order = {k: n for n, k in enumerate(new)}
     for listing in (moved, reranked, changed):
@@ -97,6 +97,7 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
                                         for m in m1 if m in m0 and _outcome(m0[m]) != _outcome(m1[m])]},
     }
     out["identical"] = not any((added, removed, moved, reranked, changed, out["rules"]["fired"],
+                                any(entry["delta"] for entry in out["sections"].values()),
                                 out["rules"]["no_longer_fired"], out["memories"]["added"],
                                 out["memories"]["removed"], out["memories"]["status_changed"]))
     return out
