@@ -255,3 +255,23 @@ def test_a_case_meeting_an_unexpected_error_is_an_error_of_that_case_only(exampl
     assert statuses["rules only"] == ("passed", None)
     status, message = statuses["assembles"]
     assert status == "error" and message is not None and "UnicodeEncodeError" in message
+
+
+def test_a_name_the_workspace_does_not_have_fails_its_expectation(example_copy: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`rules_not_fired` and `memories_excluded` of a misspelt name passed: they checked nothing."""
+    write(example_copy, "typos.json", {"request": FAILING["request"], "cases": [
+        {"name": "typos", "expect": {"rules_not_fired": ["arch-in-planing"], "memories_excluded": ["architecture-doc"],
+                                     "items_absent": [{"memory": "architecture-doc"}],
+                                     "memories_included": ["kv://users/u-ada-not-checked"]}},
+        {"name": "fine", "expect": {"rules_not_fired": ["planning/arch-in-planning"],
+                                    "memories_excluded": ["architecture-docs"]}}]})
+    code, out, _ = run(capsys, str(example_copy), "-k", "typos", "--format", "json")
+    assert code == 1
+    [typos, fine] = json.loads(out)["results"]
+    assert fine["status"] == "passed"
+    messages = [f["message"] for f in typos["failures"]]
+    assert "no rule 'arch-in-planing' in the workspace (did you mean 'arch-in-planning'?)" in messages[0]
+    assert [f["pointer"].split("/expect/")[1] for f in typos["failures"]] == [
+        "rules_not_fired/0", "memories_excluded/0", "items_absent/0/memory", "memories_included/0"]
+    assert "did you mean 'architecture-docs'?" in messages[1]

@@ -21,6 +21,7 @@ from ..workspace.loader import Workspace
 from .cases import TestCase, TestFile, load_test_files
 from .coverage import Coverage
 from .expect import Explanation, Failure, check, rule_matches
+from .names import unknown_names
 from .observe import from_assembly, from_rules
 
 Assemble = Callable[[dict[str, Any]], AssembledContext]
@@ -131,7 +132,7 @@ def _run(case: TestCase, workspace: Workspace, assemble: Assemble | None, covera
         coverage.record(workspace.rule_set.evaluate(request, lookup, True, derived), seen.included)
     result.included, result.fired = seen.included, [f"{e}/{r}" for e, r in seen.fired]
     result.token_estimate = seen.token_estimate
-    failures = check(case.expect, seen, case.pointer)
+    failures = unknown_names(case.expect, workspace, case.pointer) + check(case.expect, seen, case.pointer)
     source = workspace.files.get(case.file)
     for failure in failures:
         failure.explanations = explain(failure, request, lookup, workspace)
