@@ -300,3 +300,19 @@ def test_exact_tokenizers_count_a_lone_surrogate_as_a_replacement_character() ->
     for name in ("cl100k", "o200k"):
         count = token_counter(name)
         assert count("fix the \ud800 login") == count("fix the \ufffd login")
+
+
+def test_what_a_cut_leaves_over_takes_later_items_that_fit_whole() -> None:
+    """A cut at a sentence boundary can leave room: a later 4-token note was dropped all the same,
+    said to be "over the budget"."""
+    first = item(0, "Short lead item of eleven tokens or so here.")
+    long = item(1, " ".join(f"Sentence number {n} about the login timeout fix." for n in range(12)))
+    small = item(2, "Tiny note.")
+    huge = item(3, "x" * 400)
+    packed = run(candidates(first, long, small, huge), 130, ladder=["truncate"])
+    kept = [i.id for i in packed.kept]
+    assert kept == ["i0", "i1", "i2"] and packed.cut and packed.cut[0].id == "i1"
+    assert packed.tokens <= 130
+    [(dropped, strategy, why)] = packed.dropped
+    assert dropped.id == "i3" and strategy == "truncate"
+    assert why == f"100 tokens do not fit in the {130 - packed.tokens} left of the budget of 130"

@@ -90,7 +90,7 @@ def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[Co
     edge_reached = False
     for candidate in allocation_order(ladder.candidates):
         item = candidate.item
-        if not edge_reached and item.tokens <= remaining:
+        if item.tokens <= remaining:  # after the edge too: what a cut left over takes what fits whole
             keep.add(id(candidate))
             remaining -= item.tokens
             continue
@@ -101,12 +101,13 @@ def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[Co
             cut.append(shortened)
             remaining -= shortened.tokens
             ladder.record("truncate", "truncated", item, shortened.tokens,
-                          f"cut at a sentence boundary to fit the budget of {ladder.max_tokens} tokens")
+                          f"cut to fit the budget of {ladder.max_tokens} tokens")
             edge_reached = True
             continue
         strategy = "truncate" if cut_edge else "budget"
-        ladder.dropped.append((candidate, strategy, f"over the budget of {ladder.max_tokens} tokens"))
-        ladder.record(strategy, "dropped", item, 0, f"over the budget of {ladder.max_tokens} tokens")
+        why = f"{item.tokens} tokens do not fit in the {remaining} left of the budget of {ladder.max_tokens}"
+        ladder.dropped.append((candidate, strategy, why))
+        ladder.record(strategy, "dropped", item, 0, why)
     kept = [c for c in ladder.candidates if id(c) in keep]
     ladder.candidates = kept
     return kept, cut

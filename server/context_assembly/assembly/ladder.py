@@ -5,7 +5,7 @@ registry/ladder.py run in the order the settings give, each until the context fi
 2. compress_turns — keep the newest turns of a thread verbatim, summarise the older ones;
 3. summarize — summarise long items, from the lowest-priority end;
 4. truncate — fit the global order, cutting the item at the budget's edge at a sentence boundary
-   with a marker rather than dropping it (budget.py), then drop what is left.
+   with a marker rather than dropping it (budget.py); later items stay only if they fit whole.
 
 Every step is recorded (strategy, item, tokens before and after). Items are Candidates in the
 global order (sections in effective priority order, items in section order).
