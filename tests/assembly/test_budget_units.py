@@ -117,6 +117,26 @@ def test_the_warnings_cap_holds_for_the_whole_section(root: Path) -> None:
     assert any(d.get("memory_id") == "alerts" for d in capped)
 
 
+def test_the_budget_note_keeps_to_the_warnings_cap_beside_a_memorys_warnings(root: Path) -> None:
+    """The note that the budget cut things was checked against the server's warnings only: with a
+    memory's 189-token warning under a cap of 200 the section came to 209."""
+    write(root, "PersistentMemory/w.json", definition("w", [{"type": "markdown_read", "note": "warn"}],
+                                                         section="warnings", priority="high"))
+    _notes(root, warn="Careful. " + "Deploys are frozen this week and nothing merges to main. " * 13 + "End.",
+           big=sentences("big", 10))
+    write(root, "context-assembly.json", {"budget": {"warnings_max_tokens": 200}})
+    runtime = Runtime(root)
+    try:
+        full = assemble(runtime, explicit_memory=["w", "markdown://big"])
+        tight = assemble(runtime, explicit_memory=["w", "markdown://big"],
+                         constraints={"max_tokens": full["meta"]["token_estimate"] - 50})
+    finally:
+        runtime.close()
+    assert tight["meta"]["truncated"] is True
+    assert [i["memory_id"] for i in tight["context"]["warnings"]] == ["w"]
+    assert sum(i["tokens"] for i in tight["context"]["warnings"]) <= 200
+
+
 def test_the_compressed_turns_heading_is_within_summary_tokens(root: Path) -> None:
     """The summary was sized to summary_tokens, then "Earlier turns (N, summarised): " put before it."""
     write(root, "context-assembly.json", {"budget": {"summary_tokens": 20}})

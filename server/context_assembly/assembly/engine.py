@@ -283,7 +283,7 @@ class Assembler:
             note = Candidate(warning_item(len(warning_items), _truncation_message(max_tokens), run.count,
                                           kind="budget"), "warnings", len(warning_items))
             cap = settings.warnings_max_tokens
-            if cap is not None and sum(w.tokens for w in warning_items) + note.item.tokens > cap:
+            if cap is not None and sum(w.tokens for w in kept) + note.item.tokens > cap:  # memories' too
                 note = None
         if note is not None:
             position = sum(len(sections[name]) for name in order[: order.index("warnings") + 1])
