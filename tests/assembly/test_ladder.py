@@ -419,3 +419,25 @@ def test_the_same_words_said_twice_are_two_turns_and_two_events(runtime: Runtime
     assert sum(c.startswith("deploy") for c in everything) == 2
     duplicates = [d for d in result["trace"]["decisions"] if d["kind"] == "duplicate"]
     assert len(duplicates) == 3  # the second read of the thread: its three turns, each a copy of one kept
+
+
+def test_a_thread_read_by_two_references_is_one_thread_oldest_first(runtime: Runtime) -> None:
+    """`episodic://t-1?limit=3` and `episodic://t-1` made two threads: shown newest first, and
+    compressed as two (7 turns verbatim where 4 were to be kept)."""
+    for n in range(12):
+        runtime.memory.write("episodic://t-1", {"role": "user" if n % 2 else "assistant",
+                                                "content": f"Turn {n} discusses the service layout in detail. " * 3})
+    references = ["episodic://t-1?limit=3", "episodic://t-1"]
+
+    def said(result: dict[str, Any]) -> list[str]:
+        return ["summary" if h["content"].startswith("Earlier turns") else re.findall(r"Turn (\d+) ", h["content"])[0]
+                for h in result["context"]["history"]]
+
+    full = assemble(runtime, explicit_memory=references)
+    assert said(full) == [str(n) for n in range(12)]
+    assert {h["source"] for h in full["context"]["history"]} == {"episodic://t-1"}
+    budget = {"max_tokens": full["meta"]["token_estimate"] - 100}
+    tight = assemble(runtime, explicit_memory=references, constraints=budget)
+    [step] = steps(tight, "compress_turns")
+    assert said(tight)[0] == "summary" and said(tight)[-4:] == ["8", "9", "10", "11"] and len(said(tight)) == 5
+    assert "the newest 4 kept verbatim" in step["reason"]

@@ -142,6 +142,20 @@ def _reprioritised(candidate: Candidate, rules: SourceRules) -> list[DroppedItem
     return [decision]
 
 
+def threads_in_time(history: list[Candidate]) -> list[Candidate]:
+    """Each thread's turns in the order they were said, the thread where its best-ranked turn is:
+    a thread read by two references (`?limit=3` and all of it) showed its newest turns first."""
+    threads: dict[str, list[Candidate]] = {}
+    for candidate in history:
+        threads.setdefault(candidate.item.source, []).append(candidate)
+    ordered: list[Candidate] = []
+    for turns in threads.values():
+        stamps = [c.timestamp for c in turns]
+        timed = all(isinstance(s, int | float) and not isinstance(s, bool) for s in stamps)
+        ordered += sorted(turns, key=lambda c: (-c.weight, c.timestamp)) if timed else turns
+    return ordered
+
+
 def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[str, str],
                boosts: list[Boost], per_source: dict[str, SourceRules], count: Counter | None = None,
                cap_rules: dict[str, str] | None = None, min_cut: int = MIN_CUT_TOKENS) -> Contribution:
@@ -158,6 +172,7 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
         sections[candidate.item.section].append(candidate)
     for name in SECTION_NAMES:
         sections[name].sort(key=lambda c: c.rank_key)
+    sections["history"] = threads_in_time(sections["history"])
     for reference in dict.fromkeys(c.reference for c in candidates):
         limits = next(c.limits for c in candidates if c.reference == reference)
         if limits.get("max_items") is not None or limits.get("max_tokens") is not None:

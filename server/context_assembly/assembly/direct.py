@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..pipelines.items import Item, render_value, turn_key
-from ..stores.uri import DEFAULT, parse_uri
+from ..stores.uri import DEFAULT, parse_uri, render
 
 VECTOR_TOP_K = 5
 
@@ -58,8 +58,9 @@ def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0) -> lis
     if not result["exists"]:
         raise Miss(f"'{uri}' does not exist")
     value = result["value"]
-    if parsed.scheme == "episodic":
-        return [_turn(uri, i, turn) for i, turn in enumerate(value or [])]
+    if parsed.scheme == "episodic":  # the thread, whatever `?limit`: two references to it are one thread
+        thread = render("episodic", parsed.parts)
+        return [_turn(thread, i, turn) for i, turn in enumerate(value or [])]
     if parsed.scheme == "log" and isinstance(value, list):
         return [_event(uri, event) for event in value]
     title = parsed.parts[-1] if parsed.parts else uri
