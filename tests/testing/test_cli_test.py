@@ -275,3 +275,24 @@ def test_a_name_the_workspace_does_not_have_fails_its_expectation(example_copy: 
     assert [f["pointer"].split("/expect/")[1] for f in typos["failures"]] == [
         "rules_not_fired/0", "memories_excluded/0", "items_absent/0/memory", "memories_included/0"]
     assert "did you mean 'architecture-docs'?" in messages[1]
+
+
+def test_an_assembly_case_sees_copies_and_warnings_left_out(example_copy: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A memory whose text is shown under another (a duplicate) counted as excluded, and warnings
+    the warnings cap or the budget left out counted as none."""
+    assert main(["memory", "import", str(example_copy / "seed.json"), "--workspace", str(example_copy)]) == 0
+    request = {"scope_variables": {"project": {"project_id": "p-shop", "project_path": "/srv/shop"},
+                                   "thread": {"thread_id": "t-42"}, "task": {"task_type": "bugfix"}},
+               "additional_variables": {"phase": "planning"}, "input": {"text": "Fix the login timeout"}}
+    write(example_copy, "seen.json", {"request": request, "cases": [
+        {"name": "copy", "assemble": True, "expect": {"memories_excluded": ["markdown://style-guide"]}},
+        {"name": "warned", "assemble": True,
+         "request": {"explicit_memory": ["markdown://does-not-exist"], "constraints": {"max_tokens": 40}},
+         "expect": {"no_warnings": True}}]})
+    capsys.readouterr()
+    code, out, _ = run(capsys, str(example_copy), "-k", "seen", "--format", "json")
+    assert code == 1
+    copy, warned = json.loads(out)["results"]
+    assert copy["status"] == "failed" and copy["failures"][0]["message"] == "memory 'markdown://style-guide' was included"
+    assert warned["status"] == "failed" and "does-not-exist" in warned["failures"][0]["actual"][0]

@@ -48,15 +48,25 @@ def from_rules(request: AssemblyRequest, evaluation: EvaluationResult, workspace
 def _belongs(item: Any, reference: str) -> bool:
     if item.memory_id is not None:
         return bool(item.memory_id == reference)
-    return bool(item.source == reference or item.source.startswith(reference.rstrip("/") + "/"))
+    source = item.source or ""
+    return bool(source == reference or source.startswith(reference.rstrip("/") + "/"))
+
+
+# what a memory contributed though its own copy is not shown, and what the warnings section had
+# before its cap or the budget left some out: a test of the assembly sees them as `assemble` did
+_LEFT_OUT = ("duplicate", "conflict", "shortened", "priority")
 
 
 def from_assembly(result: AssembledContext) -> Observation:
     items = [item for section in result.context.values() for item in section]
+    shown_ids = {item.id for item in items}
+    copies = [d for d in result.trace.decisions if d.kind == "duplicate" and d.by in shown_ids]
     included = [call.reference for call in result.trace.memory_calls
-                if call.status in OK_STATUSES and any(_belongs(item, call.reference) for item in items)]
+                if call.status in OK_STATUSES and any(_belongs(x, call.reference) for x in [*items, *copies])]
     fired = [(str(r.get("engine_id")), str(r.get("rule_id"))) for r in result.trace.rules_applied]
     warnings = [item.content for item in result.context.get("warnings", [])]
+    warnings += [d.preview for d in result.trace.decisions
+                 if d.section == "warnings" and d.kind not in _LEFT_OUT and d.preview]
     shown = [{"memory": item.memory_id, "source": item.source, "section": item.section, "content": item.content}
              for item in items]
     return Observation(included, fired, warnings, shown, result.meta.token_estimate, result)
