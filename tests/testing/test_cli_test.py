@@ -294,5 +294,6 @@ def test_an_assembly_case_sees_copies_and_warnings_left_out(example_copy: Path,
     code, out, _ = run(capsys, str(example_copy), "-k", "seen", "--format", "json")
     assert code == 1
     copy, warned = json.loads(out)["results"]
-    assert copy["status"] == "failed" and copy["failures"][0]["message"] == "memory 'markdown://style-guide' was included"
+    assert copy["status"] == "failed"
+    assert copy["failures"][0]["message"] == "memory 'markdown://style-guide' was included"
     assert warned["status"] == "failed" and "does-not-exist" in warned["failures"][0]["actual"][0]
