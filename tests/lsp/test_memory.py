@@ -84,3 +84,18 @@ async def test_a_retried_append_with_its_idempotency_key_lands_once(client: Lang
         "uri": "kv://a/b", "written": True}
     refused = await error_of(client, "memory/write", {**turn, "idempotency_key": ""})
     assert refused.code == -32602 and paths(refused) == ["/idempotency_key"]
+
+
+async def test_the_servers_own_logs_are_not_written_by_a_client(client: LanguageClient) -> None:
+    """A forged `ingestion.execution` record could answer a later retry of a keyed event."""
+    for instance in ("ingestion", "access", "ingestion?limit=1"):
+        refused = await error_of(client, "memory/write", {"uri": f"log://{instance}",
+                                                          "value": {"event_type": "ingestion.execution"}})
+        assert refused.code == -32602 and paths(refused) == ["/uri"], instance
+    assert (await call(client, "memory/read", {"uri": "log://ingestion"}))["exists"] is True  # still readable
+    pipeline = {"id": "forger", "trigger": "manual", "processors": [],
+                "routing": [{"from": "payload", "write_to": "log://access"}]}
+    await call(client, "memoryIngestion/create", pipeline)
+    run = await call(client, "memoryIngestion/execute", {"id": "forger", "payload": {"a": 1}})
+    assert run["status"] == "failed" and "server's own log" in run["routes"][0]["errors"][0]["message"]
+    await call(client, "memoryIngestion/delete", {"id": "forger"})

@@ -35,7 +35,7 @@ from typing import Any
 
 from attrs import define, frozen
 
-from ..errors import ContextAssemblyError, ForbiddenError
+from ..errors import ContextAssemblyError, ForbiddenError, InvalidParamsError
 from ..limits import check_value_size
 from ..rules.globs import reference_matches
 from ..stores.uri import DEFAULT, parse_uri, render
@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 TOKEN_ENV = "CONTEXT_ASSEMBLY_TOKEN"
 DEFAULT_NAME = "default"
 LOG_URI = "log://access"
+# The server's own audit logs: what it records there (ingestion runs, refusals, the idempotency
+# records a retry is answered from) must not be forgeable by a client's write or a route.
+RESERVED_LOGS = frozenset({"access", "ingestion"})
 SETTINGS_FILE = ".codebolt/context-assembly.json"
 
 # The method being served on this thread, for the refusal log of checks deep in a call (ingestion routes).
@@ -271,6 +274,13 @@ def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None) -> 
         logger.warning("could not log the refusal: %s", exc)
 
 
+def _not_reserved(uri: str) -> None:
+    parsed = parse_uri(uri)
+    if parsed.scheme == "log" and parsed.parts[0] in RESERVED_LOGS:
+        message = f"log://{parsed.parts[0]} is the server's own log: it is read, never written by a client"
+        raise InvalidParamsError(message, [{"path": "/uri", "message": message}])
+
+
 class GuardedMemory:
     """The URI layer as one session may use it: every read, write, delete and clear is checked
     against the session's access, and a list shows only what the token may read. Everything else
@@ -290,6 +300,7 @@ class GuardedMemory:
 
     def write(self, uri: str, value: Any, *, key: str | None = None) -> dict[str, Any]:
         self._access().check_uri("write", uri)
+        _not_reserved(uri)
         check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
         return dict(self._memory.write(uri, value, key=key))
 
