@@ -106,3 +106,22 @@ def test_sigkill_mid_write_leaves_every_store_readable(tmp_path: Path, attempt: 
     memory.write("kv://k", {"n": -1})
     assert memory.read("kv://k")["value"] == {"n": -1}
     memory.close()
+
+
+def test_a_write_the_database_refuses_is_a_storage_error_and_nothing_is_kept(tmp_path: Path) -> None:
+    """Only BEGIN was turned into a storage error: a statement or COMMIT the database refused (a
+    full disk, a constraint) reached the client as an internal error."""
+    from context_assembly.errors import StorageError
+
+    (tmp_path / ".codebolt").mkdir()
+    memory = MemoryRouter(tmp_path)
+    try:
+        memory.write("kv://kept", 1)
+        memory.stores.database.connection().execute(  # the database refuses the next insert, as a full disk would
+            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.kv BEGIN SELECT RAISE(ABORT, 'no room left'); END")
+        with pytest.raises(StorageError, match="no room left"):
+            memory.write("kv://refused", 2)
+        assert memory.read("kv://refused")["exists"] is False and memory.read("kv://kept")["value"] == 1
+        memory.write("log://still", {"event_type": "e"})  # the connection keeps working
+    finally:
+        memory.close()

@@ -152,9 +152,11 @@ class Database:
         try:
             yield conn
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:  # SQLite rolls back by itself on some errors (a full disk)
                 conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):  # a statement or the COMMIT failed: a storage error, not a bug
+                raise StorageError(f"database write failed and was rolled back: {exc}") from exc
             raise
 
     @contextmanager
