@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import signal
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +77,65 @@ def test_plain_methods_write_to_the_sidecar_from_the_loop_thread_only(workspace:
         unsubscribe = client.on("contextAssembly/started", lambda method, params: None)
         unsubscribe()
     assert writers == {"context-assembly-client"}
+
+
+@contextlib.contextmanager
+def graph_held(workspace: Path) -> Iterator[None]:
+    """The graph's lock, taken as another process takes it (see tests/lsp/test_concurrency.py)."""
+    locks = workspace / ".codebolt" / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    fd = os.open(locks / "kuzu.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    want = os.open(locks / "kuzu.want", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(want, fcntl.LOCK_EX)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the graph lock stayed busy"
+                time.sleep(0.02)
+        fcntl.flock(want, fcntl.LOCK_UN)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        os.close(want)
+
+
+def test_a_call_past_its_timeout_is_cancelled_in_the_sidecar_too(workspace: Path) -> None:
+    """Calls waited for ever, and a caller that gave up left the sidecar working on."""
+    request = {**REQUEST, "assembly_id": "held", "explicit_memory": ["session-dependents"]}
+    ended: list[dict[str, Any]] = []
+    with pytest.raises(ValueError):
+        SyncContextAssemblyClient(workspace, call_timeout=0)
+    with SyncContextAssemblyClient(workspace, call_timeout=1.0) as client:
+        client.on("contextAssembly/error", lambda method, params: ended.append(params))
+        with graph_held(workspace):
+            started = time.monotonic()
+            with pytest.raises(TimeoutError, match="call_timeout"):
+                client.assemble(request)
+            assert time.monotonic() - started < 5
+        deadline = time.monotonic() + 20
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [(e["assembly_id"], e["code"]) for e in ended] == [("held", -32800)]  # cancelled there, not finished
+        assert client.memory.read("kv://users/u-ada")["exists"] is True  # and it keeps serving
+
+
+def test_ctrl_c_during_a_call_cancels_it_in_the_sidecar(workspace: Path) -> None:
+    request = {**REQUEST, "assembly_id": "interrupted", "explicit_memory": ["session-dependents"]}
+    ended: list[dict[str, Any]] = []
+    with SyncContextAssemblyClient(workspace) as client:
+        client.on("contextAssembly/error", lambda method, params: ended.append(params))
+        with graph_held(workspace):
+            ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+            ctrl_c.start()
+            with pytest.raises(KeyboardInterrupt):
+                client.assemble(request)
+        deadline = time.monotonic() + 20
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [(e["assembly_id"], e["code"]) for e in ended] == [("interrupted", -32800)]
+        assert client.memory.read("kv://users/u-ada")["exists"] is True

@@ -38,7 +38,8 @@ class _Blocking:
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
         if inspect.iscoroutinefunction(value):
-            return lambda *args, **kwargs: self._owner._run(value(*args, **kwargs))
+            timeout = None if name in _OWN_TIMEOUT else self._owner.call_timeout
+            return lambda *args, **kwargs: self._owner._run(value(*args, **kwargs), timeout)
         if callable(value) and not isinstance(value, type):
             # a plain method (set_settings, on, a notification) runs on the loop's thread too: the
             # sidecar's pipe is written by that thread only (two writers could interleave bytes)
@@ -46,14 +47,23 @@ class _Blocking:
         return value
 
 
+_OWN_TIMEOUT = frozenset({"start", "close"})  # bounded by the client's own `timeout`
+
+
 async def _called(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return function(*args, **kwargs)
 
 
 class SyncContextAssemblyClient:
-    def __init__(self, workspace: Any, *, busy_poll_ms: float = DEFAULT_MS, **options: Any) -> None:
+    def __init__(self, workspace: Any, *, busy_poll_ms: float = DEFAULT_MS, call_timeout: float | None = None,
+                 **options: Any) -> None:
         """The options of `ContextAssemblyClient`; `busy_poll_ms`: how long the loop polls for an
-        answer before it blocks (0 to 1000, 0: not at all; ValueError outside that)."""
+        answer before it blocks (0 to 1000, 0: not at all; ValueError outside that); `call_timeout`:
+        seconds a call waits for its answer (None: as long as it takes), after which the request is
+        cancelled (`$/cancelRequest`) and TimeoutError raised. Ctrl-C during a call cancels it too."""
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError(f"call_timeout must be a positive number of seconds or None (got {call_timeout!r})")
+        self.call_timeout = call_timeout
         self._loop = event_loop_factory(busy_poll_ms)()
         self._thread = threading.Thread(target=self._loop.run_forever, name="context-assembly-client", daemon=True)
         self._thread.start()
@@ -69,11 +79,21 @@ class SyncContextAssemblyClient:
         self.memory = _Blocking(self.client.memory, self)
         self._calls = _Blocking(self.client, self)
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         if self._closed:
             coroutine.close()
             raise RuntimeError("the client is closed")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            if future.done():  # the call's own TimeoutError, not the wait's
+                raise
+            future.cancel()  # the task is cancelled on the loop: the sidecar gets $/cancelRequest
+            raise TimeoutError(f"no answer within {timeout:g} s (call_timeout): the request was cancelled") from None
+        except KeyboardInterrupt:
+            future.cancel()  # Ctrl-C stops the work in the sidecar too, not only the wait here
+            raise
 
     def __getattr__(self, name: str) -> Any:
         # start, assemble, validate, memory_types, evaluate_rules, required_variables, request, on, …
