@@ -120,3 +120,19 @@ def test_a_slash_stays_encoded_where_render_encodes_it(memory: MemoryRouter) -> 
 def test_a_since_that_is_no_time_is_refused(memory: MemoryRouter, since: str) -> None:
     with pytest.raises(InvalidParamsError):
         memory.read(f"log://audit?since={since}")
+
+
+def test_log_and_thread_reads_page_back_with_before(memory: MemoryRouter) -> None:
+    for n in range(30):
+        memory.write("log://paged", {"event_type": "tick", "n": n})
+        memory.write("episodic://paged", {"role": "user", "content": str(n)})
+    newest = memory.read("log://paged?limit=20")["value"]
+    older = memory.read(f"log://paged?limit=20&before={newest[-1]['id']}")["value"]
+    assert [e["payload"]["n"] for e in newest + older] == list(range(29, -1, -1))
+    turns = memory.read("episodic://paged?limit=20")["value"]
+    earlier = memory.read(f"episodic://paged?limit=20&before={turns[0]['seq']}")["value"]
+    assert [int(t["content"]) for t in earlier + turns] == list(range(30))
+    for bad in ("log://paged?before=x", "log://paged?before=-1", "episodic://paged?before=%C2%B2",
+                "log://paged?before=999999"):
+        with pytest.raises(InvalidParamsError):
+            memory.read(bad)

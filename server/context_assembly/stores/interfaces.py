@@ -157,9 +157,11 @@ class EventLog(Protocol):
         ...
 
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
-               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20) -> list[dict[str, Any]]:
+               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20,
+               before: int | None = None) -> list[dict[str, Any]]:
         """Events newest first. `fields` as a list keeps only those payload fields; as a mapping
-        (the log_search step's `fields`) keeps only events whose payload fields equal its values."""
+        (the log_search step's `fields`) keeps only events whose payload fields equal its values.
+        `before`: an event id of this instance; only events older than it (paging back)."""
         ...
 
     def get(self, instance: str, event_id: int) -> dict[str, Any] | None: ...
@@ -180,8 +182,8 @@ class EpisodicStore(Protocol):
         """The turn appended with this idempotency key, if any (clearing the thread forgets them)."""
         ...
 
-    def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:
-        """The last `limit` turns, oldest first."""
+    def recent(self, thread_id: str, limit: int = 10, before: int | None = None) -> list[dict[str, Any]]:
+        """The last `limit` turns, oldest first (`before`: of those whose seq is below it)."""
         ...
 
     def count(self, thread_id: str) -> int: ...

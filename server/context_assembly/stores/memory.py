@@ -25,7 +25,7 @@ from .graph import GraphStore
 from .graph_views import QueryText
 from .interfaces import BlobStore, EpisodicStore, EventLog, FileReader, JsonStore, KVStore, NoteStore, WorkingMemory
 from .store_set import StoreSet
-from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_limit, parse_uri, render
+from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_before, parse_limit, parse_uri, render
 from .vector import VectorStore
 
 DEFAULT_READ_LIMIT = 20
@@ -233,11 +233,12 @@ class MemoryRouter:
             event_id = int(uri.parts[1])
             event = self.events.get(uri.parts[0], event_id) if event_id < 2**63 else None  # ids are 64-bit
             return (event is not None, event)
-        limit = uri.param("limit")
+        limit, before = uri.param("limit"), uri.param("before")
         events = self.events.search(
             uri.parts[0], event_type=uri.param_list("event_type", "eventType") or None, since=uri.since,
             fields=uri.param_list("fields") or None,
-            limit=parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
+            limit=parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT,
+            before=parse_before(before) if before is not None else None)
         return (True, events)
 
     def _write_log(self, uri: MemoryUri, value: Any, key: str | None) -> Result:
@@ -252,8 +253,9 @@ class MemoryRouter:
     # -- episodic://
 
     def _read_episodic(self, uri: MemoryUri) -> tuple[bool, Any]:
-        limit = uri.param("limit")
-        turns = self.episodic.recent(uri.parts[0], parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT)
+        limit, before = uri.param("limit"), uri.param("before")
+        turns = self.episodic.recent(uri.parts[0], parse_limit(limit) if limit is not None else DEFAULT_READ_LIMIT,
+                                     before=parse_before(before) if before is not None else None)
         return (True, turns)
 
     def _write_episodic(self, uri: MemoryUri, value: Any, key: str | None) -> Result:

@@ -42,8 +42,8 @@ MAX_URI_LENGTH = 65_536
 # Which query parameters each scheme understands (camelCase spellings of the pipeline steps too).
 _PARAMS: dict[str, frozenset[str]] = {
     "vector": frozenset({"q", "query", "top_k", "topK", "min_score", "minScore", "mode"}),
-    "log": frozenset({"event_type", "eventType", "since", "limit", "fields"}),
-    "episodic": frozenset({"limit"}),
+    "log": frozenset({"event_type", "eventType", "since", "limit", "fields", "before"}),
+    "episodic": frozenset({"limit", "before"}),
 }
 # A view's query parameters are its bound parameters, so any name goes for `graph://<view>`.
 _HISTORY = frozenset({"episodic", "log"})
@@ -153,6 +153,8 @@ def parse_uri(text: object, *, pointer: str = "/uri", now: float | None = None) 
             parse_limit(limit, pointer)
     if scheme == "episodic" and dict(params).get("limit") is not None:
         parse_limit(dict(params)["limit"], pointer)
+    if scheme in _HISTORY and dict(params).get("before") is not None:
+        parse_before(dict(params)["before"], pointer)
     return MemoryUri(scheme, parts, params, fragment, since, text)
 
 
@@ -166,6 +168,13 @@ def parse_limit(text: str | int, pointer: str = "/uri") -> int:
     if not 1 <= value <= maximum:
         raise refuse(f"limit must be between 1 and {maximum} (got {value}; limits.log_limit)", pointer)
     return value
+
+
+def parse_before(text: str, pointer: str = "/uri") -> int:
+    """The `before` of a log:// or episodic:// read (paging back): an event id or a turn's seq."""
+    if not (text.isascii() and text.isdigit()) or int(text) >= 2**63:
+        raise refuse(f"before must be an event id or a turn's seq, a whole number (got {text!r})", pointer)
+    return int(text)
 
 
 def parse_since(text: object, *, now: float | None = None, pointer: str = "/uri") -> float:

@@ -128,3 +128,34 @@ def test_blobs(stores: StoreSet) -> None:
     assert blobs.generation() == start + 4
     with pytest.raises(ContextAssemblyError):
         blobs.put("b", "k", "text")  # type: ignore[arg-type]
+
+
+def test_a_log_pages_back_with_before_and_misses_nothing(stores: StoreSet) -> None:
+    log = stores.events
+    for n in range(45):  # ties in time too: events given the same ts page by id
+        log.append("paged", "tick", {"n": n}, ts=1_700_000_000.0 + n // 3)
+    seen: list[int] = []
+    page = log.search("paged", limit=20)
+    while page:
+        seen += [e["payload"]["n"] for e in page]
+        page = log.search("paged", limit=20, before=page[-1]["id"])
+    assert seen == list(range(44, -1, -1))
+    assert [e["payload"]["n"] for e in log.search("paged", limit=5, before=page_id(log, 10), event_type="tick")] == [
+        9, 8, 7, 6, 5]
+    with pytest.raises(InvalidParamsError, match="has no event"):
+        log.search("paged", before=10**9)
+
+
+def page_id(log: EventLog, n: int) -> int:
+    return next(e["id"] for e in log.search("paged", limit=100) if e["payload"]["n"] == n)
+
+
+def test_a_thread_pages_back_with_before(stores: StoreSet) -> None:
+    turns = stores.episodic
+    for n in range(25):
+        turns.append("paged", {"role": "user", "content": str(n)})
+    newest = turns.recent("paged", 10)
+    older = turns.recent("paged", 10, before=newest[0]["seq"])
+    oldest = turns.recent("paged", 10, before=older[0]["seq"])
+    assert [int(t["content"]) for t in oldest + older + newest] == list(range(25))
+    assert turns.recent("paged", 10, before=1) == []

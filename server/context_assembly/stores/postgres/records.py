@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..checks import check_append_key, check_event, check_limit, check_turn, event_time
-from ..confine import check_key
+from ..confine import check_key, refuse
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
 from ..sqlite.json_docs import decode_value, encode_value
@@ -68,12 +68,19 @@ class PgEventLog:
         return _event(rows[0]) if rows else None
 
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
-               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20
-               ) -> builtins.list[dict[str, Any]]:
+               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20,
+               before: int | None = None) -> builtins.list[dict[str, Any]]:
         check_key(instance, what="event log instance")
         check_limit(limit)
         where = ["project = %s", "instance = %s"]
         params: builtins.list[Any] = [self.db.project, instance]
+        if before is not None:  # older than that event in the newest-first order: (ts, id) below its own
+            found = self.db.read("SELECT ts FROM ca_events WHERE project = %s AND instance = %s AND id = %s",
+                                 (self.db.project, instance, int(before)))
+            if not found:
+                raise refuse(f"before={before}: log://{instance} has no event {before}")
+            where.append("(ts < %s OR (ts = %s AND id < %s))")
+            params += [found[0][0], found[0][0], int(before)]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])
         if types:
             where.append("event_type = ANY(%s)")
@@ -151,11 +158,12 @@ class PgEpisodicStore:
             self.db.bump(conn, "episodic")
         return {**turn, "seq": int(row[0]) if row else 0, "ts": ts}
 
-    def recent(self, thread_id: str, limit: int = 10) -> builtins.list[dict[str, Any]]:
+    def recent(self, thread_id: str, limit: int = 10, before: int | None = None) -> builtins.list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
         check_limit(limit)
+        below = 2**31 - 1 if before is None else min(int(before), 2**31 - 1)  # seq is a 32-bit integer here
         rows = self.db.read("SELECT seq, turn, ts FROM ca_episodic WHERE project = %s AND thread_id = %s "
-                            "ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, limit))
+                            "AND seq < %s ORDER BY seq DESC LIMIT %s", (self.db.project, thread_id, below, limit))
         return [_turn(row) for row in reversed(rows)]
 
     def keyed(self, thread_id: str, key: str) -> dict[str, Any] | None:

@@ -62,11 +62,11 @@ class SqliteEpisodicStore:
             self.db.bump(conn, STORE)
         return {**turn, "seq": seq, "ts": ts}
 
-    def recent(self, thread_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    def recent(self, thread_id: str, limit: int = 10, before: int | None = None) -> list[dict[str, Any]]:
         check_key(thread_id, what="thread id")
         check_limit(limit)
-        rows = self.db.read("SELECT seq, turn, ts FROM episodic WHERE thread_id = ? ORDER BY seq DESC LIMIT ?",
-                            (thread_id, limit))
+        rows = self.db.read("SELECT seq, turn, ts FROM episodic WHERE thread_id = ? AND seq < ? ORDER BY seq DESC "
+                            "LIMIT ?", (thread_id, 2**63 - 1 if before is None else int(before), limit))
         return [_turn(row) for row in reversed(rows)]
 
     def keyed(self, thread_id: str, key: str) -> dict[str, Any] | None:

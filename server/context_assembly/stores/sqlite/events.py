@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import StorageError
 from ..checks import check_append_key, check_event, check_limit, event_time
-from ..confine import check_key
+from ..confine import check_key, refuse
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
 from .database import Database
@@ -111,11 +111,18 @@ class SqliteEventLog:
         return _event(rows[0]) if rows else None
 
     def search(self, instance: str, event_type: str | Sequence[str] | None = None, since: float | None = None,
-               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20) -> list[dict[str, Any]]:
+               fields: Sequence[str] | Mapping[str, Any] | None = None, limit: int = 20,
+               before: int | None = None) -> list[dict[str, Any]]:
         check_key(instance, what="event log instance")
         check_limit(limit)
         where = ["instance = ?"]
         params: list[Any] = [instance]
+        if before is not None:  # older than that event in the newest-first order: (ts, id) below its own
+            rows = self.db.read("SELECT ts FROM events WHERE instance = ? AND id = ?", (instance, int(before)))
+            if not rows:
+                raise refuse(f"before={before}: log://{instance} has no event {before}")
+            where.append("(ts < ? OR (ts = ? AND id < ?))")
+            params += [rows[0][0], rows[0][0], int(before)]
         types = [event_type] if isinstance(event_type, str) else list(event_type or [])
         if types:
             where.append(f"event_type IN ({', '.join('?' * len(types))})")
