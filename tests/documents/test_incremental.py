@@ -78,6 +78,7 @@ def assert_same_as_fresh(document, text: str) -> None:  # noqa: ANN001
     fresh = parse_json(text)
     assert document.text == text
     assert document.value == fresh.value
+    assert repr(document.value) == repr(fresh.value)  # `==` takes 1 for true and 1.0
     assert bool(document.syntax_errors) == bool(fresh.syntax_errors)
     assert document.lines.starts == fresh.lines.starts
     if fresh.ok:  # a broken text may recover differently from an older tree; a valid one may not
@@ -104,6 +105,47 @@ def test_a_reparse_answers_as_a_fresh_parse(edits: list[tuple[float, int, str]],
         assert_same_as_fresh(document, new)
         assert previous_value == (parse_json(text).value if previous_value is not None else None)  # untouched
         text = new
+
+
+SCALARS = st.one_of(st.integers(-50, 50), st.sampled_from([True, False, None, 0.5, -2e3]),
+                   st.text(alphabet="ab", max_size=2))
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.sampled_from("abc"), inner, max_size=3), max_leaves=10)
+# what may be typed or deleted where a scalar starts or ends, so the scalar itself changes
+AT_VALUES = ["5", "0", "-", ".5", "e3", "E", "x", "a", '"', ",", " ", "true", "1, 2", ""]
+SCALAR_END, SCALAR_START = set('0123456789el"'), set('-0123456789tfn"')
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(VALUES.filter(lambda v: isinstance(v, dict | list)), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from([0, 0, 1, 2]), st.sampled_from(AT_VALUES)),
+                min_size=1, max_size=6))
+def test_an_edit_touching_a_value_reparses_as_fresh(value: object, compact: bool,
+                                                    edits: list[tuple[int, int, str]]) -> None:
+    """Edits next to numbers, literals and strings (a digit typed after `[1`, a `-` before it)."""
+    text = json.dumps(value, separators=(",", ":") if compact else None)
+    document = warmed(text)
+    for choice, length, piece in edits:
+        edges = [i for i in range(len(text) + 1) if (i and text[i - 1] in SCALAR_END)
+                 or (i < len(text) and text[i] in SCALAR_START)]
+        if not edges:
+            return
+        start = edges[choice % len(edges)]
+        new = text[:start] + piece + text[start + length:]
+        document = reparse_json(document, new)
+        assert_same_as_fresh(document, new)
+        text = new
+
+
+def test_a_digit_typed_after_a_number_in_an_array_is_read() -> None:
+    text = '{"value": [1, 2], "other": [3]}'
+    document = warmed(text)
+    edited = reparse_json(document, text.replace("[1", "[15"))
+    assert edited.value == {"value": [15, 2], "other": [3]}
+    edited = reparse_json(edited, edited.text.replace(" 2]", " -2]"))
+    assert edited.value["value"] == [15, -2]
+    edited = reparse_json(edited, edited.text.replace("[3]", "[-3]"))
+    assert edited.value["other"] == [-3]
 
 
 def test_an_edit_inside_a_rule_keeps_every_other_rule_the_same_object() -> None:

@@ -187,7 +187,9 @@ def test_a_rename_that_would_break_the_workspace_is_refused(root: Path, workspac
     # the shorthand file has no `id`: the references change and the file is renamed
     edit = nav.rename("project-conventions", "conventions", workspace, {}, "utf-16", file_renames=True)
     assert edit["documentChanges"][-1]["newUri"].endswith("PersistentMemory/conventions.yaml")
-    assert all(not t["textDocument"]["uri"].endswith(".yaml") for t in edit["documentChanges"][:-1])
+    edited = [t["textDocument"]["uri"] for t in edit["documentChanges"][:-1]]
+    assert not any(uri.endswith("PersistentMemory/project-conventions.yaml") for uri in edited)
+    assert any(uri.endswith("tests/quickstart.yaml") for uri in edited)  # an item expectation names it
     # a definition whose file is named otherwise keeps its file: plain changes
     memories = root / ".codebolt" / "PersistentMemory"
     (memories / "other-name.json").write_text(json.dumps({**json.loads(

@@ -117,6 +117,22 @@ def test_invalid_yaml_is_refused() -> None:
         format_text("name: [unclosed\n", "m.yaml", "persistent-memory")
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("- &x [*x]\n", "recursive alias"),
+    ("&x {a: *x}\n", "recursive alias"),
+    ("a: &x\n  b: [1, *x]\n", "recursive alias"),
+    ("a: " + "[" * 300 + "]" * 300 + "\n", "nested too deeply"),
+])
+def test_yaml_the_round_trip_cannot_lay_out_is_refused(text: str, message: str) -> None:
+    with pytest.raises(FormatError, match=message):  # not a RecursionError
+        format_text(text, "r.yaml", "context-rules")
+
+
+def test_yaml_aliases_shared_by_several_keys_are_formatted() -> None:
+    text = "a: &x [1, {q: 2}]\nb: *x\nc: [*x, *x]\n"
+    assert yaml.safe_load(format_text(text, "r.yaml", None)) == yaml.safe_load(text)
+
+
 def test_values_built_in_code_come_out_formatted_and_unchanged() -> None:
     value = {"rules": [{"when": [{"field": "addVar.on", "operator": "eq", "value": "yes"}], "id": "r"}], "id": "e"}
     for as_yaml, name in ((False, "e.json"), (True, "e.yaml")):

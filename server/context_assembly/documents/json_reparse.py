@@ -220,11 +220,12 @@ def _replaced(root: Any, path: tuple[str, ...], value: Any) -> Any:
 def _reuse_members(value: Any, old_value: Any, old: JsonSource, node: Node, new: JsonSource, twin: Node,
                    edit: tuple[int, int, int]) -> None:
     """Put the previous objects back for the members of a re-read container that lie wholly
-    before or after the edit: their text, hence their value, is unchanged."""
+    before or after the edit: their text, hence their value, is unchanged. One that merely touches
+    it is read again: a digit typed right after `1` (or `-` right before it) is part of it."""
     start, old_end, new_end = edit
     if node.type == "array":
-        before = _first(node, lambda child: child.end_byte > start)
-        after = node.named_child_count - _first(node, lambda child: child.start_byte >= old_end)
+        before = _first(node, lambda child: child.end_byte >= start)
+        after = node.named_child_count - _first(node, lambda child: child.start_byte > old_end)
         for i in range(min(before, len(value))):
             value[i] = old_value[i]
         for i in range(1, min(after, len(value) - before) + 1):

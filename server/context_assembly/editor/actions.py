@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..documents.pointers import resolve_pointer
 from ..pipelines.shorthand import is_shorthand, normalise_memory
 from ..rules.dialects import normalise_file
 from ..workspace.layout import WorkspaceLayout
@@ -35,14 +36,28 @@ def _fix(document: EditorDocument, diagnostic: dict[str, Any], title: str, new_t
     return action
 
 
+def _replaceable(document: EditorDocument, diagnostic: dict[str, Any], encoding: str) -> bool:
+    """Whether the diagnostic's range is exactly the string its pointer names in this version: a
+    replacement takes the place of that text (a dialect's problem may name a whole list or action)."""
+    data = diagnostic.get("data")
+    pointer = data.get("pointer") if isinstance(data, dict) else None
+    if not isinstance(pointer, str) or document.value is None \
+            or not isinstance(resolve_pointer(document.value, pointer), str):
+        return False
+    rng = diagnostic["range"]
+    span = document.parsed.span(pointer)
+    return span == (document.offset(rng["start"], encoding), document.offset(rng["end"], encoding))
+
+
 def quick_fixes(document: EditorDocument, diagnostic: dict[str, Any], encoding: str) -> list[dict[str, Any]]:
     data: dict[str, Any] = diagnostic["data"] if isinstance(diagnostic.get("data"), dict) else {}
     actions = []
-    replacement = data.get("replacement")
+    replaceable = _replaceable(document, diagnostic, encoding)
+    replacement = data.get("replacement") if replaceable else None
     if isinstance(replacement, str):
         actions.append(_fix(document, diagnostic, f"Use the canonical spelling '{replacement}'",
                             _literal(document, diagnostic["range"], replacement, encoding), preferred=True))
-    for i, candidate in enumerate(data.get("candidates") or []):
+    for i, candidate in enumerate((data.get("candidates") if replaceable else None) or []):
         if isinstance(candidate, str):
             actions.append(_fix(document, diagnostic, f"Change to '{candidate}'",
                                 _literal(document, diagnostic["range"], candidate, encoding), preferred=i == 0))
@@ -54,7 +69,9 @@ def quick_fixes(document: EditorDocument, diagnostic: dict[str, Any], encoding: 
         if span is not None and document.text[span[0]] == "{":
             rule_id = _new_id(document, pointer)
             at = document.position(span[0] + 1, encoding)
-            actions.append(_fix(document, diagnostic, f"Add the id '{rule_id}'", f' "id": {json.dumps(rule_id)},',
+            empty = resolve_pointer(document.value, pointer) == {}  # no member to separate it from
+            member = f' "id": {json.dumps(rule_id)}' + (" " if empty else ",")
+            actions.append(_fix(document, diagnostic, f"Add the id '{rule_id}'", member,
                                 {"start": at, "end": at}, preferred=True))
     return actions
 

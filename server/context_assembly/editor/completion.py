@@ -87,6 +87,8 @@ class Completer:
         new_text = label if text is None else text
         if not cursor.in_string and self.document.kind_format == "json":
             new_text = json.dumps(new_text)
+        elif not cursor.in_string and self.document.text[cursor.start - 1:cursor.start] == ":":
+            new_text = " " + new_text  # YAML: `section:` + `state` would be one scalar, "section:state"
         item: dict[str, Any] = {
             "label": label, "kind": kind, "filterText": label,
             "textEdit": {"range": self.document.range(cursor.start, cursor.end, self.encoding), "newText": new_text},
@@ -321,6 +323,8 @@ class Completer:
 
     def complete(self, offset: int) -> list[dict[str, Any]]:
         cursor = ctx.cursor_at(self.document, offset)
+        if cursor.after_string:
+            return []
         if cursor.part == "key":
             if ctx.is_section(cursor):
                 return self.sections(cursor)

@@ -12,7 +12,7 @@ import attrs
 from ..documents.pointers import resolve_pointer
 from .documents import EditorDocument
 
-_WORD = re.compile(r"[A-Za-z0-9_.\-/:*@$]")
+_WORD = re.compile(r"[A-Za-z0-9_.\-/:*@$]")  # ':' only inside a YAML word (`kv://a`), see `_in_word`
 REFERENCE_LISTS = ("add_memories", "exclude_memories", "include", "exclude", "always_include")
 OPERATOR_KEYS = ("operator", "op")
 STEP_LISTS = ("pipeline", "then_steps", "else_steps")
@@ -27,6 +27,7 @@ class Cursor:
     end: int
     in_string: bool  # the cursor is inside a (possibly unclosed) quoted string
     typed: str  # the text from `start` to the cursor
+    after_string: bool = False  # right after the quote that closed a string: nothing to complete
 
     @property
     def container(self) -> tuple[str, ...]:
@@ -62,6 +63,15 @@ def _yaml_quote_ok(line: str, i: int) -> bool:
     return before == "" or before[-1] in ":[,{-"
 
 
+def _in_word(text: str, i: int, line_end: int, yaml: bool) -> bool:
+    """Whether `text[i]` belongs to the word being typed. A ':' does in a YAML plain scalar
+    (`kv://a`, `kg_entity:X`) but not as a mapping's indicator (followed by a space or the line's
+    end), nor ever outside a JSON string: a completion must not replace the colon after a key."""
+    if not _WORD.match(text[i]):
+        return False
+    return text[i] != ":" or yaml and i + 1 < line_end and not text[i + 1].isspace()
+
+
 def cursor_at(document: EditorDocument, offset: int) -> Cursor:
     text = document.text
     offset = min(max(offset, 0), len(text))
@@ -80,16 +90,20 @@ def cursor_at(document: EditorDocument, offset: int) -> Cursor:
         end = min(end, line_end)
         in_string = True
     else:
+        yaml = document.kind_format == "yaml"
         start = offset
-        while start > line_start and _WORD.match(text[start - 1]):
+        while start > line_start and _in_word(text, start - 1, line_end, yaml):
             start -= 1
         end = offset
-        while end < line_end and _WORD.match(text[end]):
+        while end < line_end and _in_word(text, end, line_end, yaml):
             end += 1
         in_string = False
+    # a quote that closes a string just before the cursor: anything offered would go after it
+    after_string = quote_index is None and prefix[-1:] in ("\"", "'") and _string_start(prefix[:-1]) is not None
     # the parser's view at the start of the token being typed (a key being typed ends the pointer)
     tokens, part = document.parsed.pointer_tokens_at(offset)
-    return Cursor(offset, tuple(str(t) for t in tokens), part, start, end, in_string, text[start:offset])
+    return Cursor(offset, tuple(str(t) for t in tokens), part, start, end, in_string, text[start:offset],
+                  after_string)
 
 
 def object_at(document: EditorDocument, tokens: tuple[str, ...]) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..documents.pointers import resolve_pointer
 from ..model.problems import Problem, Severity
 from ..testing.run import CaseResult, LookupOf, plain_lookup
 from ..workspace.lint import duplicates_across_files, file_problems, schema_problems
@@ -19,6 +20,7 @@ SOURCE = "context-assembly"
 # The codes are documented in a file shipped with the package, so the link works offline.
 DOCS_URL = Path(__file__).with_name("diagnostic-codes.md").resolve().as_uri()
 SEVERITY = {Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3, Severity.HINT: 4}
+REFERENCE_CODES = frozenset({"unknown-memory", "unknown-scheme"})
 
 
 def code_description(code: str) -> dict[str, str]:
@@ -49,16 +51,30 @@ def _uri_of(source: SourceFile, document: EditorDocument) -> str:
     return document.uri if source is document.source else document.places.uri(source.relpath)
 
 
+def _lone_reference(problem: Problem, document: EditorDocument) -> tuple[str, tuple[int, int]] | None:
+    """A dialect's memory reference problem names the list it is in when the file's indices are not
+    known (rules/checks.py): a list of one string is that reference (pointer, span)."""
+    if problem.code not in REFERENCE_CODES or document.value is None:
+        return None
+    found = resolve_pointer(document.value, problem.path)
+    if not (isinstance(found, list) and len(found) == 1 and isinstance(found[0], str)):
+        return None
+    span = document.parsed.span(f"{problem.path}/0")
+    return None if span is None else (f"{problem.path}/0", span)
+
+
 def to_diagnostic(problem: Problem, document: EditorDocument, workspace: Workspace,
                   encoding: str) -> dict[str, Any]:
+    lone = _lone_reference(problem, document)
     out: dict[str, Any] = {
-        "range": source_range(document.source, problem, encoding),
+        "range": source_range(document.source, problem, encoding) if lone is None
+        else document.range(*lone[1], encoding),
         "severity": SEVERITY[problem.severity],
         "code": problem.code,
         "codeDescription": code_description(problem.code),
         "source": SOURCE,
         "message": problem.message,
-        "data": {**problem.data, "pointer": problem.path, "code": problem.code},
+        "data": {**problem.data, "pointer": problem.path if lone is None else lone[0], "code": problem.code},
     }
     related = []
     for other in problem.related:

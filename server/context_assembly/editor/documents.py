@@ -3,6 +3,7 @@ workspace as the editor sees it (open documents laid over what is on disk)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -11,6 +12,7 @@ import attrs
 
 from ..documents import ParsedDocument, parse_document
 from ..model.problems import Problem
+from ..rules.dialects import detect_dialect
 from ..workspace.layout import DEFINITION_FILES, WorkspaceLayout
 from ..workspace.loader import KINDS, SourceFile, Workspace, collect_memories, prepare_source
 from ..workspace.places import Places
@@ -20,6 +22,8 @@ from ..workspace.uris import uri_to_path
 SCHEMA_KINDS = (("rule-engine", "rule-engine"), ("persistent-memory", "persistent-memory"),
                 ("context-rules", "context-rules"), ("ingestion-pipeline", "ingestion-pipeline"),
                 ("graph-view", "graph-view"), ("rule-test", "rule-test"))
+# a key only one rule dialect has (seed-004: condition/action, seed-003: when/then), as YAML or JSON writes it
+_DIALECT_KEY = re.compile(r"""(?:^|[\s{,"'])(condition|action|when|then)["']?[ \t]*:""", re.MULTILINE)
 Position = dict[str, int]
 Range = dict[str, Position]
 
@@ -73,7 +77,14 @@ class EditorDocument:
 
     @property
     def dialect(self) -> str:
-        return self.source.dialect or ("canonical" if self.kind != "context-rules" else "seed-004")
+        if self.source.dialect is not None:
+            return self.source.dialect
+        if self.kind != "context-rules":
+            return "canonical"
+        # a context-rule file that does not parse (being typed): the dialect its keys name so far,
+        # else the one its suffix suggests, as the loader decides a file without those keys
+        written = _DIALECT_KEY.search(self.text)
+        return detect_dialect({written.group(1): None} if written else {}, self.path.suffix)
 
     @property
     def value(self) -> Any:
@@ -134,6 +145,9 @@ class DocumentStore:
     def __init__(self, root: Path | Places) -> None:
         self.places = Places.of(root)  # the client's spelling of the root, which documents map through
         self._docs: dict[str, EditorDocument] = {}
+        # uri -> relpath of every open document that was a definition at some version: one known
+        # by `$schema` alone stops being one when an edit breaks it, and its diagnostics must go too
+        self._known: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def update(self, uri: str, text: str, version: int | None) -> EditorDocument | None:
@@ -153,15 +167,23 @@ class DocumentStore:
                 self._docs.pop(uri, None)
             else:
                 self._docs[uri] = document
+                self._known[uri] = document.relpath
         return document
 
     def get(self, uri: str) -> EditorDocument | None:
         with self._lock:
             return self._docs.get(uri)
 
-    def close(self, uri: str) -> None:
+    def known(self, uri: str) -> str | None:
+        """The relpath of `uri` when it was a definition at some version since it was opened."""
+        with self._lock:
+            return self._known.get(uri)
+
+    def close(self, uri: str) -> str | None:
+        """Forget `uri`; its relpath when it was a definition at some version (see `known`)."""
         with self._lock:
             self._docs.pop(uri, None)
+            return self._known.pop(uri, None)
 
     def all(self) -> list[EditorDocument]:
         with self._lock:

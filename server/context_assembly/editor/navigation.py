@@ -1,5 +1,5 @@
 """Navigation (LSP shape): document symbols, go to definition / references / rename of a memory
-id across every rule file of the workspace, and folding ranges."""
+id across every rule file and rule-test file of the workspace, and folding ranges."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from ..schemas.fragments import FILE_ID_PATTERN
 from ..workspace.loader import SourceFile, Workspace
 from ..workspace.places import Places
 from . import context as ctx
+from . import tests
 from .documents import EditorDocument, document_from_source
 
 # SymbolKind
 MODULE, CLASS, METHOD, FIELD = 2, 5, 6, 8
 RULE_KINDS = ("rule-engine", "context-rules")
+REFERRING_KINDS = (*RULE_KINDS, "rule-test")  # the files that name memory ids
 
 
 def _location(document: EditorDocument, span: tuple[int, int], encoding: str) -> dict[str, Any]:
@@ -30,7 +32,7 @@ def memory_id_at(document: EditorDocument, offset: int, workspace: Workspace) ->
     word = document.text[cursor.start:cursor.end]
     if cursor.part != "value":
         return None
-    if ctx.is_reference(cursor) and word in workspace.memories:
+    if _names_memory(document.kind, cursor.tokens) and word in workspace.memories:
         return word
     if document.kind == "persistent-memory" and cursor.tokens in (("id",), ("name",)):
         return next((m for m, s in workspace.memory_sources.items() if s.relpath == document.relpath), None)
@@ -47,17 +49,22 @@ def _walk(value: Any, tokens: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str,
             yield from _walk(item, (*tokens, str(i)))
 
 
+def _names_memory(kind: str, tokens: tuple[str, ...]) -> bool:
+    """Whether the value at `tokens` in a file of `kind` is a memory reference."""
+    if kind == "rule-test":  # expectations: memories_included / _excluded, an item's `memory`
+        return tests.place(tokens) == "memory"
+    return ctx.is_reference(ctx.Cursor(0, tokens, "value", 0, 0, False, ""))
+
+
 def _reference_spans(source: SourceFile, memory_id: str) -> list[tuple[int, int]]:
     if source.value is None:
         return []
     spans = []
     for tokens, value in _walk(source.value):
-        if value == memory_id and tokens:
-            probe = ctx.Cursor(0, tokens, "value", 0, 0, False, "")
-            if ctx.is_reference(probe):
-                span = source.document.span(list(tokens))
-                if span is not None:
-                    spans.append(span)
+        if value == memory_id and tokens and _names_memory(source.kind, tokens):
+            span = source.document.span(list(tokens))
+            if span is not None:
+                spans.append(span)
     return spans
 
 
@@ -96,7 +103,7 @@ def references(memory_id: str, workspace: Workspace, open_docs: dict[str, Editor
         if where is not None:
             found.append(where)
     for source in workspace.files.values():
-        if source.kind in RULE_KINDS:
+        if source.kind in REFERRING_KINDS:
             document = _document(source, open_docs, places)
             found += [_location(document, span, encoding) for span in _reference_spans(source, memory_id)]
     return found
@@ -136,10 +143,10 @@ def rename(memory_id: str, new_id: str, workspace: Workspace, open_docs: dict[st
         span = document.parsed.span("/id")
         if span is not None:
             replace(document, span)
-    for rule_source in workspace.files.values():
-        if rule_source.kind in RULE_KINDS:
-            document = _document(rule_source, open_docs, places)
-            for span in _reference_spans(rule_source, memory_id):
+    for referring in workspace.files.values():
+        if referring.kind in REFERRING_KINDS:
+            document = _document(referring, open_docs, places)
+            for span in _reference_spans(referring, memory_id):
                 replace(document, span)
     if source is None or source.path.stem != memory_id or new_id == memory_id:
         return {"changes": changes}

@@ -15,6 +15,9 @@ from ruamel.yaml.error import YAMLError
 from .json_text import FormatError
 from .order import Schema, item_schemas, ordered_keys
 
+# the round trip (load, reorder, dump) recurses per level: a few hundred levels, which parse, are too many
+_TOO_DEEP = "nested too deeply to be formatted"
+
 
 def _yaml() -> YAML:
     yaml = YAML(typ="rt")
@@ -29,7 +32,11 @@ def format_yaml(text: str, node: Schema | None, root: Schema) -> str:
     data = _load(yaml, text)
     if data is None:
         return text
-    _reorder(data, node, root)
+    _refuse_cycles(data)
+    try:
+        _reorder(data, node, root)
+    except RecursionError as exc:
+        raise FormatError(_TOO_DEEP) from exc
     out = _dump(yaml, data)
     if isinstance(data, CommentedSeq):  # a top-level list starts at column 0, like a top-level mapping
         out = "".join(line[2:] if line.startswith("  ") else line for line in out.splitlines(keepends=True))
@@ -57,6 +64,8 @@ def _load(yaml: YAML, text: str) -> Any:
         return yaml.load(text)
     except YAMLError as exc:
         raise FormatError(str(exc).strip().splitlines()[-1] if str(exc).strip() else "invalid YAML") from exc
+    except RecursionError as exc:
+        raise FormatError(_TOO_DEEP) from exc
 
 
 def _dump(yaml: YAML, data: Any) -> str:
@@ -65,6 +74,8 @@ def _dump(yaml: YAML, data: Any) -> str:
         yaml.dump(data, stream)
     except YAMLError as exc:
         raise FormatError(str(exc)) from exc
+    except RecursionError as exc:
+        raise FormatError(_TOO_DEEP) from exc
     return stream.getvalue()
 
 
@@ -90,3 +101,23 @@ def _reorder(value: Any, node: Schema | None, root: Schema) -> None:
     elif isinstance(value, CommentedSeq):
         for item, sub in zip(value, item_schemas(list(value), node, root), strict=True):
             _reorder(item, sub, root)
+
+
+def _refuse_cycles(data: Any) -> None:
+    """An alias inside its own anchor (`- &x [*x]`) makes a node that contains itself: no definition
+    file is one (the parser refuses it too), and ordering its keys would never end. Each node is
+    walked once, however many aliases share it."""
+    on_path: set[int] = set()
+    done: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        value, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(value))
+            done.add(id(value))
+        elif isinstance(value, dict | list) and id(value) not in done:
+            if id(value) in on_path:
+                raise FormatError("recursive alias: a node that contains itself cannot be formatted")
+            on_path.add(id(value))
+            stack.append((value, True))
+            stack.extend((child, False) for child in (value.values() if isinstance(value, dict) else value))

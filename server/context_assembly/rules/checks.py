@@ -189,6 +189,24 @@ def check_reference(ref: Any, pointer: str, ctx: LintContext, pattern_ok: bool) 
                        Severity.ERROR if pattern_ok is False else Severity.WARNING, candidates=hints)
 
 
+# Where a dialect wrote the reference lists `then` is read from. seed-004 copies them, but a lone
+# `include: x` reads as `[x]`, so with one reference the list (or scalar) itself is named; seed-003
+# also drops entries it cannot read, so its indices may not be the file's: only the list is certain.
+# (The editor narrows a list of one string to that string, editor/diagnostics.py.)
+_WRITTEN_LISTS = {"seed-004": {"add_memories": "include", "exclude_memories": "exclude"},
+                  "seed-003": {"add_memories": "always_include", "exclude_memories": "exclude"}}
+
+
+def _reference_pointer(site: RuleSite, key: str, index: int, count: int, dialect: str) -> str:
+    if site.actions_exact:
+        return f"{site.actions_pointer}/{key}/{index}"
+    written = _WRITTEN_LISTS.get(dialect, {}).get(key)
+    if written is None:
+        return site.actions_pointer
+    where = f"{site.actions_pointer}/{written}"
+    return f"{where}/{index}" if dialect == "seed-004" and count > 1 else where
+
+
 def check_actions(then: Any, site: RuleSite, ctx: LintContext) -> Iterator[Problem]:
     if not isinstance(then, dict):
         return
@@ -197,8 +215,8 @@ def check_actions(then: Any, site: RuleSite, ctx: LintContext) -> Iterator[Probl
         if not isinstance(refs, list):
             continue
         for i, ref in enumerate(refs):
-            where = f"{site.actions_pointer}/{key}/{i}" if site.actions_exact else site.actions_pointer
-            yield from check_reference(ref, where, ctx, pattern_ok)
+            yield from check_reference(ref, _reference_pointer(site, key, i, len(refs), ctx.dialect), ctx,
+                                       pattern_ok)
 
 
 def check_rule(site: RuleSite, ctx: LintContext) -> Iterator[Problem]:

@@ -144,3 +144,50 @@ async def test_other_open_documents_refresh_when_a_memory_appears(client: Langua
         await asyncio.sleep(0.1)
     else:
         raise AssertionError("the rule file was not re-checked")
+
+
+def typed(client: LanguageClient, uri: str, version: int, at: types.Position, text: str) -> None:
+    """An insertion as editors send it: a ranged change, which the server re-parses incrementally."""
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(at, at), text=text)]))
+
+
+async def test_a_digit_typed_after_a_number_in_a_list_is_read(client: LanguageClient, root: Path) -> None:
+    text = json.dumps({"id": "typed", "rules": [{"id": "r", "when": [
+        {"field": "addVar.n", "operator": "in", "value": [1]},
+        {"field": "addVar.n", "operator": "eq", "value": 15}], "then": {}}]})
+    uri = open_doc(client, engines(root) / "typed.json", text)
+    assert any(d.code == "unsatisfiable" for d in await diagnostics_for(client, uri, version=1))
+    typed(client, uri, 2, position_of(text, "[1]", 2), "5")  # [1] -> [15]: now 15 is in it
+    assert not any(d.code == "unsatisfiable" for d in await diagnostics_for(client, uri, version=2))
+    typed(client, uri, 3, position_of(text, "[1]", 1), "-")  # [15] -> [-15]
+    assert any(d.code == "unsatisfiable" for d in await diagnostics_for(client, uri, version=3))
+
+
+async def test_a_file_known_by_its_schema_alone_loses_its_diagnostics(client: LanguageClient, root: Path) -> None:
+    """Outside `.codebolt/` only `$schema` makes a definition: an edit that breaks the file or drops
+    `$schema` leaves no definition, and what was published for it is cleared, also on close."""
+    good = json.dumps({"$schema": "urn:context-assembly:schema:rule-engine", "id": "x8", "rules": [
+        {"id": "r", "when": [{"field": "input.text", "operator": "containz", "value": "a"}], "then": {}}]})
+    (root / "rules").mkdir(exist_ok=True)
+    uri = open_doc(client, root / "rules" / "x8.json", good)
+    assert any(d.code == "unknown-operator" for d in await diagnostics_for(client, uri, version=1))
+    change_doc(client, uri, good[:-3], 2)  # being typed: it does not parse
+    assert await diagnostics_for(client, uri, version=2, timeout=5) == []
+    change_doc(client, uri, good, 3)
+    assert any(d.code == "unknown-operator" for d in await diagnostics_for(client, uri, version=3))
+    change_doc(client, uri, good.replace('"$schema"', '"schema"'), 4)
+    assert await diagnostics_for(client, uri, version=4, timeout=5) == []
+    change_doc(client, uri, good, 5)
+    assert await diagnostics_for(client, uri, version=5)
+    change_doc(client, uri, good[:-3], 6)
+    await diagnostics_for(client, uri, version=6, timeout=5)
+    protocol = client.protocol
+    count = len(protocol.published)  # type: ignore[attr-defined]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
+    for _ in range(50):
+        if any(p.uri == uri for p in protocol.published[count:]):  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.1)
+    assert [list(p.diagnostics) for p in protocol.published[count:] if p.uri == uri] == [[]]  # type: ignore[attr-defined]

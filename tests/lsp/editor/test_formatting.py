@@ -119,3 +119,11 @@ async def test_a_document_that_does_not_parse_gets_no_edits(client: LanguageClie
 
 async def test_files_outside_codebolt_are_not_formatted(client: LanguageClient, root: Path) -> None:
     assert await format_doc(client, open_doc(client, root / "package.json", '{"b":1,  "a":2}')) is None
+
+
+@pytest.mark.parametrize("text", ["- &x [*x]\n", "&x {a: *x}\n", "a: " + "[" * 300 + "]" * 300 + "\n"])
+async def test_a_yaml_file_that_cannot_be_laid_out_gets_no_edits(client: LanguageClient, root: Path,
+                                                                 text: str) -> None:
+    # a node that contains itself (an alias inside its anchor), or nesting deeper than the round trip goes
+    path = root / ".codebolt" / "ContextRuleEngine" / f"90_odd-{len(text)}.yaml"
+    assert await format_doc(client, open_doc(client, path, text)) is None

@@ -57,3 +57,25 @@ async def test_definition_references_rename(client: LanguageClient, root: Path) 
     with pytest.raises(Exception, match="is not a memory id"):
         await client.text_document_rename_async(types.RenameParams(
             text_document=types.TextDocumentIdentifier(uri), position=where, new_name='arch"x'))
+
+
+async def test_references_and_rename_reach_rule_test_files(client: LanguageClient, root: Path) -> None:
+    tests = root / ".codebolt" / "tests" / "planning.json"
+    text = tests.read_text()  # names architecture-docs in memories_included and memories_excluded
+    uri = open_doc(client, tests)
+    where = position_of(text, '"architecture-docs"', 3)  # references asked from the test file itself
+    refs = await client.text_document_references_async(types.ReferenceParams(
+        text_document=types.TextDocumentIdentifier(uri), position=where,
+        context=types.ReferenceContext(include_declaration=False)))
+    mine = sorted((r.range.start.line, r.range.start.character) for r in refs or [] if r.uri == uri)
+    lines = text.split("\n")
+    expected = sorted((n, line.index('"architecture-docs"')) for n, line in enumerate(lines)
+                      if '"architecture-docs"' in line)
+    assert len(expected) == 2 and mine == expected
+    assert any(r.uri.endswith("context-rule-engines/review.json") for r in refs or [])
+    edit = await client.text_document_rename_async(types.RenameParams(
+        text_document=types.TextDocumentIdentifier(uri), position=where, new_name="arch-docs"))
+    assert edit is not None and edit.document_changes is not None
+    in_tests = next(c for c in edit.document_changes
+                    if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == uri)
+    assert [e.new_text for e in in_tests.edits] == ["arch-docs", "arch-docs"]

@@ -61,9 +61,9 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list
     from ...editor.diagnostics import document_diagnostics  # late: the engine is imported after `initialize`
 
     document = document_of(ls, snap)
-    if document is None:
-        return None
     state = editor_state(ls)
+    if document is None:  # a `$schema` file an edit broke: what was published for it is cleared
+        return (snap.version, []) if state.store.known(snap.uri) is not None else None
     found = document_diagnostics(document, state.workspace(), encoding(ls), ran_on(state, document),
                                  ls.require_session().runtime.lookup)
     return document.version, [structure(ls, d, types.Diagnostic) for d in found]
@@ -114,9 +114,10 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
     from ...editor.dependencies import contributions  # late: the engine is imported after `initialize`
 
     document = current_document(ls, uri)
-    if document is None:
-        return
     state = editor_state(ls)
+    relpath = document.relpath if document is not None else state.store.known(uri)
+    if relpath is None:
+        return  # not a definition, and never was one while open
     state.touch(uri)
     if not pull_supported(ls):
         timer = state.timers.pop(uri, None)
@@ -127,6 +128,9 @@ def schedule(ls: ContextAssemblyServer, uri: str, immediate: bool = False, other
             _publish(ls, uri)
         else:
             state.timers[uri] = asyncio.get_running_loop().call_later(delay, _publish, ls, uri)
+    if document is None:  # no longer a definition: it gives the others nothing now
+        dependents_changed(ls, uri, relpath, frozenset())
+        return
     if document.kind == "persistent-memory":
         semantics.refresh(ls)  # other documents' hints and tokens show a memory's placement
     if others:

@@ -33,11 +33,10 @@ def register(server: ContextAssemblyServer) -> None:
         timer = state.timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
-        closing = state.store.get(uri)
-        state.store.close(uri)
-        if closing is not None and not diagnostics.pull_supported(ls):
+        # also a document no longer a definition (`$schema` broken), whose last diagnostics were cleared
+        relpath = state.store.close(uri)
+        if relpath is not None and not diagnostics.pull_supported(ls):
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        if closing is not None:  # the workspace falls back to the file on disk
-            diagnostics.dependents_changed(ls, uri, closing.relpath,
-                                           contributions(state.disk_source(closing.relpath)))
+        if relpath is not None:  # the workspace falls back to the file on disk
+            diagnostics.dependents_changed(ls, uri, relpath, contributions(state.disk_source(relpath)))
         state.forget(uri)
