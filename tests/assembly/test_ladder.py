@@ -441,3 +441,51 @@ def test_a_thread_read_by_two_references_is_one_thread_oldest_first(runtime: Run
     [step] = steps(tight, "compress_turns")
     assert said(tight)[0] == "summary" and said(tight)[-4:] == ["8", "9", "10", "11"] and len(said(tight)) == 5
     assert "the newest 4 kept verbatim" in step["reason"]
+
+
+def test_a_history_limit_keeps_the_newest_events_shown_oldest_first(root: Path) -> None:
+    write(root, "PersistentMemory/recent-events.json", definition(
+        "recent-events", [{"type": "log_search", "instance": "audit", "limit": 10}], section="history", max_items=3))
+    runtime = Runtime(root)
+    try:
+        for n in range(8):
+            runtime.memory.write("log://audit", {"event_type": "deploy", "payload": {"n": n}})
+        result = assemble(runtime, explicit_memory=["recent-events"])
+    finally:
+        runtime.close()
+    assert [h["content"] for h in result["context"]["history"]] == [f"deploy: n={n}" for n in (5, 6, 7)]
+
+
+def test_a_thread_read_at_two_priorities_is_shown_in_the_order_said(root: Path) -> None:
+    for memory_id, limit, priority in (("recent", 3, "high"), ("all", 50, "low")):
+        write(root, f"PersistentMemory/{memory_id}.json", definition(
+            memory_id, [{"type": "episodic_recent", "limit": limit}], section="history", priority=priority))
+    runtime = Runtime(root)
+    try:
+        for n in range(8):
+            runtime.memory.write("episodic://t-1", {"role": "user", "content": f"Turn {n} text."})
+        result = assemble(runtime, explicit_memory=["recent", "all"])
+    finally:
+        runtime.close()
+    assert [re.findall(r"Turn (\d+)", h["content"])[0] for h in result["context"]["history"]] == [
+        str(n) for n in range(8)]
+
+
+def test_what_a_cut_leaves_over_never_makes_a_hole_in_a_conversation(root: Path) -> None:
+    """An older short turn took the room a cut left while a newer turn was dropped: Turn 2 and Turn 4
+    shown without Turn 3."""
+    write(root, "context-assembly.json", {"budget": {"ladder": ["compress_turns", "truncate"], "keep_recent_turns": 4}})
+    runtime = Runtime(root)
+    long = "Turn {} sentence says a thing about the layout of the service and many other long words here. "
+    try:
+        for n, repeat in enumerate((5, 5, 0, 12, 12, 1)):
+            content = long.format(n) * repeat or f"Turn {n} ok"
+            runtime.memory.write("episodic://t-1", {"role": "user", "content": content})
+        result = assemble(runtime, explicit_memory=["episodic://t-1"], constraints={"max_tokens": 150})
+    finally:
+        runtime.close()
+    shown = [int(re.findall(r"Turn (\d+)", h["content"])[0]) for h in result["context"]["history"]
+             if not h["content"].startswith("Earlier turns")]
+    assert shown == list(range(shown[0], 6)), shown  # the newest turns, none missing between them
+    holes = [d for d in result["trace"]["decisions"] if "keeps no hole" in d["reason"]]
+    assert holes and all(d["kind"] == "budget" for d in holes)

@@ -3,7 +3,9 @@
 The final fit walks the global order (sections in effective priority order, items in section
 order) and keeps what fits. With `truncate` on the ladder, the item at the budget's edge is cut at
 a sentence (else word) boundary and ends with a marker saying how much was left out, so a
-critical document is shortened rather than lost; what follows it is dropped. Warnings are placed
+critical document is shortened rather than lost; what follows it is kept only if it fits whole in
+what is left (but not a turn older than a dropped one of its thread: a conversation keeps no
+hole). Warnings are placed
 after constraints in this walk, so a warning is never the reason a constraint is dropped. The
 returned token count never exceeds the budget.
 """
@@ -87,14 +89,18 @@ def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[Co
     remaining = ladder.max_tokens
     keep: set[int] = set()
     cut: list[ContextItem] = []
+    holed: set[str] = set()  # threads a turn was dropped from
     edge_reached = False
     for candidate in allocation_order(ladder.candidates):
         item = candidate.item
-        if item.tokens <= remaining:  # after the edge too: what a cut left over takes what fits whole
+        # a turn older than one of its thread that was dropped stays out too (history is walked
+        # newest first): a conversation keeps no hole
+        hole = item.section == "history" and item.source in holed
+        if item.tokens <= remaining and not hole:  # after the edge too: what a cut left over takes what fits
             keep.add(id(candidate))
             remaining -= item.tokens
             continue
-        shortened = _cut(item, remaining, ladder) if cut_edge and not edge_reached else None
+        shortened = _cut(item, remaining, ladder) if cut_edge and not edge_reached and not hole else None
         if shortened is not None:
             candidate.item = shortened
             keep.add(id(candidate))
@@ -104,8 +110,11 @@ def _final_fit(ladder: Ladder, cut_edge: bool) -> tuple[list[Candidate], list[Co
                           f"cut to fit the budget of {ladder.max_tokens} tokens")
             edge_reached = True
             continue
+        if item.section == "history":
+            holed.add(item.source)
         strategy = "truncate" if cut_edge else "budget"
-        why = f"{item.tokens} tokens do not fit in the {remaining} left of the budget of {ladder.max_tokens}"
+        why = (f"older than a turn of {item.source} that did not fit: the conversation keeps no hole" if hole
+               else f"{item.tokens} tokens do not fit in the {remaining} left of the budget of {ladder.max_tokens}")
         ladder.dropped.append((candidate, strategy, why))
         ladder.record(strategy, "dropped", item, 0, why)
     kept = [c for c in ladder.candidates if id(c) in keep]

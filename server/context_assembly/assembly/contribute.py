@@ -152,7 +152,7 @@ def threads_in_time(history: list[Candidate]) -> list[Candidate]:
     for turns in threads.values():
         stamps = [c.timestamp for c in turns]
         timed = all(isinstance(s, int | float) and not isinstance(s, bool) for s in stamps)
-        ordered += sorted(turns, key=lambda c: (-c.weight, c.timestamp)) if timed else turns
+        ordered += sorted(turns, key=lambda c: c.timestamp) if timed else turns  # whatever each one's priority
     return ordered
 
 
@@ -172,7 +172,6 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
         sections[candidate.item.section].append(candidate)
     for name in SECTION_NAMES:
         sections[name].sort(key=lambda c: c.rank_key)
-    sections["history"] = threads_in_time(sections["history"])
     for reference in dict.fromkeys(c.reference for c in candidates):
         limits = next(c.limits for c in candidates if c.reference == reference)
         if limits.get("max_items") is not None or limits.get("max_tokens") is not None:
@@ -189,4 +188,6 @@ def contribute(candidates: list[Candidate], caps: list[Cap], set_priority: dict[
             selected = {id(c) for name in SECTION_NAMES for c in sections[name] if c.reference == reference}
             dropped += _apply_limit(sections, selected, cap.max_items, cap.max_tokens, "cap",
                                     f"per-source cap of {', '.join(rules.rules)} on {reference}", count, min_cut)
+    # shown in the order said, once limits and caps (which keep the best-ranked: the newest) are applied
+    sections["history"] = threads_in_time(sections["history"])
     return Contribution(sections, section_order(set_priority), dropped)

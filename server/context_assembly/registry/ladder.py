@@ -35,8 +35,8 @@ LADDER: tuple[Strategy, ...] = (
     Strategy("truncate",
              "Hard-truncate as a last resort: the item at the budget's edge is cut at a sentence (else word) "
              "boundary and ends with a marker saying how much was left out; an item after it is kept only if it "
-             "fits whole in what is left. Any item in any section, so a critical document is shortened rather "
-             "than lost.",
+             "fits whole in what is left (not a turn older than a dropped one of its thread: a conversation keeps "
+             "no hole). Any item in any section, so a critical document is shortened rather than lost.",
              ("min_truncated_tokens",), "truncated architecture-docs#0, 973 -> 120 tokens"),
 )
 STRATEGY_NAMES: tuple[str, ...] = tuple(s.name for s in LADDER)
