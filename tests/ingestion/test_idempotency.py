@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from context_assembly.errors import ConflictError, InvalidParamsError
-from context_assembly.ingestion import LOG_EVENT_TYPE, LOG_INSTANCE
+from context_assembly.ingestion import LOG_EVENT_TYPE, LOG_INSTANCE, IngestionEngine
 from context_assembly.runtime import Runtime
 
 from .support import FakeLLM, add, engine_over, pipeline
@@ -150,3 +150,40 @@ def test_a_malformed_key_is_refused_before_anything_runs(tmp_path: Path, key: An
             engine.execute("p", {"a": 1}, idempotency_key=key)
         assert refused.value.errors[0]["path"] == "/idempotency_key"
         assert runtime.memory.events.search("seen", limit=10) == []
+
+
+def test_a_key_reused_after_an_attempt_that_did_not_end_ok_is_still_a_conflict(tmp_path: Path) -> None:
+    """Only an ok run kept the event a key stood for: another event under the key after a cancelled
+    attempt ran with the first attempt's append keys, and three of its five events were lost."""
+    routes = [{"from": "payload.items", "foreach": True, "write_to": "log://facts"}]
+    old = {"items": [{"fact": f"old-{n}"} for n in range(5)]}
+    with engine_over(tmp_path, pipeline("p", routing=routes)) as (engine, runtime):
+        checks = iter(range(100))
+        assert engine.execute("p", old, idempotency_key="k", cancelled=lambda: next(checks) >= 3)["status"] == \
+            "cancelled"
+        with pytest.raises(ConflictError):
+            engine.execute("p", {"items": [{"fact": f"new-{n}"} for n in range(5)]}, idempotency_key="k")
+        assert _facts(runtime) == ["old-0", "old-1", "old-2"]
+        assert engine.execute("p", old, idempotency_key="k")["status"] == "ok"  # the same event: it goes on
+        assert _facts(runtime) == [f"old-{n}" for n in range(5)]
+
+
+def test_retries_on_two_connections_of_one_sidecar_run_once(tmp_path: Path) -> None:
+    """Each TCP connection has its own engine: a client that reconnected to retry ran the pipeline
+    beside the attempt in progress."""
+    class SlowLLM(FakeLLM):
+        def __call__(self, request: dict[str, Any]) -> Any:
+            time.sleep(0.3)
+            return super().__call__(request)
+
+    llm = SlowLLM({"text": '[{"fact": "a"}]'})
+    with engine_over(tmp_path, pipeline("p", [EXTRACT], APPENDS), llm=llm) as (engine, runtime):
+        other = IngestionEngine(runtime.memory, runtime.workspace, llm=llm)
+        results: list[dict[str, Any]] = []
+        threads = [threading.Thread(target=lambda e=e: results.append(e.execute("p", EVENT, idempotency_key="k")))
+                   for e in (engine, other)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(bool(r.get("duplicate")) for r in results) == [False, True] and len(llm.requests) == 1

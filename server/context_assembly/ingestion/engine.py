@@ -38,7 +38,16 @@ from ..registry.values import MISSING
 from ..rules.compile import CompiledConditions
 from ..workspace.loader import Workspace
 from ..workspace.repository import DefinitionRepository, definition_repository
-from .idempotency import Attempts, append_key, check_idempotency_key, execution_id, recorded, request_hash
+from .idempotency import (
+    ATTEMPTS,
+    append_key,
+    check_claim,
+    check_idempotency_key,
+    claim,
+    execution_id,
+    recorded,
+    request_hash,
+)
 from .processors import (
     LLM,
     PROCESSOR_FUNCTIONS,
@@ -136,7 +145,6 @@ class IngestionEngine:
         self.custom = dict(custom or {})
         self._prepared: dict[int, _Prepared] = {}
         self._lock = threading.Lock()  # the sidecar may run executions on several threads
-        self._attempts = Attempts()
 
     # -- queries
 
@@ -164,7 +172,8 @@ class IngestionEngine:
         pipelines = sorted(self._pipelines().items())
         for pipeline_id, definition in pipelines:  # a reused key is refused before anything runs
             if trigger in definition.triggers and event.key is not None:
-                recorded(self.memory, LOG_INSTANCE, event.execution_id(pipeline_id), event.digest, event.key)
+                check_claim(self.memory, LOG_INSTANCE, event.execution_id(pipeline_id), event.digest, event.key,
+                            pipeline_id)
         executions: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
         for pipeline_id, definition in pipelines:
@@ -203,9 +212,10 @@ class IngestionEngine:
                  cancelled: Callable[[], bool] | None) -> dict[str, Any]:
         """One pipeline's run of the event; with an idempotency key, the recorded run if it ended ok."""
         execution = event.execution_id(pipeline_id)
-        with self._attempts.one_at_a_time(execution if event.key is not None else None):
+        with ATTEMPTS.one_at_a_time(execution if event.key is not None else None):
             if event.key is not None:
-                done = recorded(self.memory, LOG_INSTANCE, execution, event.digest, event.key)
+                claim(self.memory, LOG_INSTANCE, execution, event.digest, event.key, pipeline_id)
+                done = recorded(self.memory, LOG_INSTANCE, execution)
                 if done is not None:
                     return done
             return self._run(pipeline_id, prepared, event, execution, observer, cancelled)

@@ -11,7 +11,8 @@ and the key, not a random one, and:
   element, so what the first attempt appended is not appended twice. Every other write replaces its
   value (vector documents are named by their text, `{{execution_id}}` is the same in both attempts);
 - the same key with a different event (trigger, payload or variables) is a conflict (-32003), so a
-  reused key never silently drops an event;
+  reused key never silently drops an event: the first attempt claims the key for its event
+  (`ingestion.key` in `log://ingestion`, a keyed append) before anything runs, whatever its end;
 - retries on one sidecar wait for the attempt in progress; attempts in two processes at once may
   both run, and their keyed appends still land once.
 """
@@ -32,6 +33,7 @@ from ..stores.checks import check_append_key
 # Fixed namespace, so every sidecar of every version derives the same execution id from a key.
 _NAMESPACE = uuid.UUID("5d0c6a1e-2f0b-4c8e-9a51-7e1f3b9c2d40")
 _STRIPES = 64
+CLAIM_EVENT_TYPE = "ingestion.key"  # in log://ingestion: the event a key was first sent with
 
 
 def check_idempotency_key(key: Any) -> str | None:
@@ -56,23 +58,42 @@ def append_key(execution: str, route: int, position: int) -> str:
     return f"ingestion:{execution}:{route}:{position}"
 
 
-def recorded(memory: Any, instance: str, execution: str, digest: str, key: str) -> dict[str, Any] | None:
-    """The result of this execution's `ok` run, if one was recorded; a ConflictError when the key
-    was first used for another event."""
+def check_claim(memory: Any, instance: str, execution: str, digest: str, key: str, pipeline_id: str) -> None:
+    """A ConflictError when the key was first used, by any attempt, for another event."""
+    claim = memory.events.keyed(instance, claim_key(execution))
+    if claim is not None and claim["payload"].get("request_hash") != digest:
+        raise ConflictError(f"idempotency key {key!r} was already used for a different event "
+                            f"(pipeline {pipeline_id!r}): send a new key for a new event",
+                            {"idempotency_key": key, "pipeline_id": pipeline_id, "execution_id": execution})
+
+
+def claim(memory: Any, instance: str, execution: str, digest: str, key: str, pipeline_id: str) -> None:
+    """Say which event the key stands for, before anything runs: the first attempt's claim is kept
+    (a keyed append), and any later attempt with another event is refused against it."""
+    memory.events.append(instance, CLAIM_EVENT_TYPE, {"execution_id": execution, "pipeline_id": pipeline_id,
+                                                      "idempotency_key": key, "request_hash": digest},
+                         key=claim_key(execution))
+    check_claim(memory, instance, execution, digest, key, pipeline_id)
+
+
+def recorded(memory: Any, instance: str, execution: str) -> dict[str, Any] | None:
+    """The result of this execution's `ok` run, if one was recorded."""
     event = memory.events.keyed(instance, execution)
     if event is None:
         return None
     record = dict(event["payload"])
-    if record.pop("request_hash", digest) != digest:
-        raise ConflictError(f"idempotency key {key!r} was already used for a different event "
-                            f"(pipeline {record.get('pipeline_id')!r}): send a new key for a new event",
-                            {"idempotency_key": key, "pipeline_id": record.get("pipeline_id"),
-                             "execution_id": execution})
+    record.pop("request_hash", None)
     return {**record, "duplicate": True}
 
 
+def claim_key(execution: str) -> str:
+    return f"{execution}:event"
+
+
 class Attempts:
-    """One attempt at a time per execution id within this process (striped locks: bounded memory)."""
+    """One attempt at a time per execution id within this process (striped locks: bounded memory).
+    One for the process (`ATTEMPTS`): over TCP each connection has its own engine, and a client
+    that reconnects to retry comes back on another."""
 
     def __init__(self) -> None:
         self._locks = [threading.Lock() for _ in range(_STRIPES)]
@@ -86,4 +107,7 @@ class Attempts:
             yield
 
 
-__all__ = ["Attempts", "append_key", "check_idempotency_key", "execution_id", "recorded", "request_hash"]
+ATTEMPTS = Attempts()
+
+__all__ = ["ATTEMPTS", "CLAIM_EVENT_TYPE", "Attempts", "append_key", "check_claim", "check_idempotency_key", "claim",
+           "execution_id", "recorded", "request_hash"]
