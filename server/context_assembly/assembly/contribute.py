@@ -152,7 +152,7 @@ def threads_in_time(history: list[Candidate]) -> list[Candidate]:
     for turns in threads.values():
         stamps = [c.timestamp for c in turns]
         timed = all(isinstance(s, int | float) and not isinstance(s, bool) for s in stamps)
-        ordered += sorted(turns, key=lambda c: c.timestamp) if timed else turns  # whatever each one's priority
+        ordered += sorted(turns, key=lambda c: c.timestamp or 0.0) if timed else turns  # whatever the priority
     return ordered
 
 
