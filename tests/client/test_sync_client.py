@@ -108,8 +108,9 @@ def test_a_call_past_its_timeout_is_cancelled_in_the_sidecar_too(workspace: Path
     """Calls waited for ever, and a caller that gave up left the sidecar working on."""
     request = {**REQUEST, "assembly_id": "held", "explicit_memory": ["session-dependents"]}
     ended: list[dict[str, Any]] = []
-    with pytest.raises(ValueError):
-        SyncContextAssemblyClient(workspace, call_timeout=0)
+    for wrong in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            SyncContextAssemblyClient(workspace, call_timeout=wrong)
     with SyncContextAssemblyClient(workspace, call_timeout=1.0) as client:
         client.on("contextAssembly/error", lambda method, params: ended.append(params))
         with graph_held(workspace):

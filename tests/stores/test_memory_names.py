@@ -49,16 +49,20 @@ def test_files_no_name_can_read_are_not_listed_and_do_not_break_the_list(memory:
     assert "file://.codebolt/" in _uris(memory, "file://")  # the file no URI names is left out, not fatal
 
 
-def test_a_note_name_past_the_file_system_limit_is_refused_clearly(memory: MemoryRouter) -> None:
-    longest = "a" * 234
+def test_a_note_name_past_the_file_system_limit_is_refused_clearly(memory: MemoryRouter, tmp_path: Path) -> None:
+    longest = "a" * 252  # with `.md`, the 255 bytes a file name holds; the atomic write's temp file fits too
     assert memory.write(f"markdown://{longest}", "x")["written"] is True
     assert memory.read(f"markdown://{longest}")["value"] == "x"
+    assert f"markdown://{longest}" in _uris(memory, "markdown://")
+    (tmp_path / ".codebolt" / "memory" / ("é" * 126 + ".md")).write_text("by hand")  # 252 bytes
+    assert memory.read("markdown://" + "é" * 126)["value"] == "by hand"
     for call in (lambda uri: memory.read(uri), lambda uri: memory.write(uri, "x"), lambda uri: memory.delete(uri)):
         with pytest.raises(InvalidParamsError) as refused:
-            call("markdown://" + "a" * 235)
-        assert "more than 234 bytes" in refused.value.message
+            call("markdown://" + "a" * 253)
+        assert "more than 252 bytes" in refused.value.message
     with pytest.raises(InvalidParamsError):
-        memory.write("markdown://" + "é" * 118, "x")  # 236 bytes
+        memory.write("markdown://" + "é" * 127, "x")  # 254 bytes
+    assert memory.delete(f"markdown://{longest}")["deleted"] is True
 
 
 def test_deleting_a_note_below_a_note_is_nothing_deleted(memory: MemoryRouter) -> None:

@@ -61,7 +61,7 @@ class SyncContextAssemblyClient:
         answer before it blocks (0 to 1000, 0: not at all; ValueError outside that); `call_timeout`:
         seconds a call waits for its answer (None: as long as it takes), after which the request is
         cancelled (`$/cancelRequest`) and TimeoutError raised. Ctrl-C during a call cancels it too."""
-        if call_timeout is not None and not call_timeout > 0:
+        if call_timeout is not None and not 0 < call_timeout < float("inf"):
             raise ValueError(f"call_timeout must be a positive number of seconds or None (got {call_timeout!r})")
         self.call_timeout = call_timeout
         self._loop = event_loop_factory(busy_poll_ms)()

@@ -16,6 +16,9 @@ from .confine import check_key, refuse
 MAX_AHEAD_S = 86_400.0  # how far ahead of this machine's clock a given `ts` may be (a day: clocks, time zones)
 
 MAX_BLOB_BYTES = 64 * 1024 * 1024
+# What one write names, in UTF-8 bytes, on every backend: PostgreSQL indexes the names beside the
+# project key, and an index entry holds at most 2,704 bytes
+MAX_ADDRESS_BYTES = 2048
 MAX_EVENTS = LOG_LIMIT  # the default; a read checks against its session's `current()` limits
 MAX_TURNS = LOG_LIMIT
 
@@ -51,6 +54,9 @@ def check_event(instance: str, event_type: str, payload: Any, ts: Any) -> float 
     then stamps it inside its write transaction (`event_time`), so that times follow commit order."""
     check_key(instance, what="event log instance")
     check_key(event_type, what="event type", pointer="/value/event_type")
+    if utf8_size(instance) + utf8_size(event_type) > MAX_ADDRESS_BYTES:  # indexed together
+        raise refuse(f"the event type and the log instance are more than {MAX_ADDRESS_BYTES} bytes of UTF-8 "
+                     "together", "/value/event_type")
     if not isinstance(payload, dict):
         raise refuse("an event payload must be a JSON object", "/value/payload")
     if ts is None:
@@ -99,10 +105,18 @@ def check_turn(thread_id: str, turn: Any) -> float | None:
     return None
 
 
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def check_append_key(key: Any) -> None:
     """An append's idempotency key (log events, episodic turns): None, or an opaque key."""
     if key is not None:
         check_key(key, what="idempotency key", pointer="/idempotency_key")
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a command line's undecodable byte): no store takes it
+            raise refuse("the idempotency key is not valid Unicode (a lone surrogate)", "/idempotency_key") from None
 
 
 def check_limit(limit: Any) -> int:

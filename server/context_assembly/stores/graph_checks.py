@@ -15,8 +15,10 @@ import orjson
 from ..errors import InvalidParamsError
 from ..limits import GRAPH_DEPTH, GRAPH_LIMIT, current
 
-MAX_ID_CHARS = 1024
-MAX_NAME_CHARS = 4096
+# In UTF-8 bytes, on every backend: PostgreSQL indexes ids, kinds and names beside the project and
+# instance, and an index entry holds at most 2,704 bytes (kind and id share one: 2 x 1,024 fits)
+MAX_ID_BYTES = 1024
+MAX_NAME_BYTES = 2048
 MAX_DEPTH = GRAPH_DEPTH  # the defaults; a call checks against its session's `current()` limits
 MAX_LIMIT = GRAPH_LIMIT
 # Edges read per expansion level: bounds the work a hub node can cause.
@@ -43,8 +45,8 @@ def check_text(value: Any, path: str) -> str:
         raise invalid(path, "expected a string")
     if not value:
         raise invalid(path, "must not be empty")
-    if len(value) > MAX_ID_CHARS:
-        raise invalid(path, f"longer than {MAX_ID_CHARS} characters")
+    if _bytes(value) > MAX_ID_BYTES:
+        raise invalid(path, f"longer than {MAX_ID_BYTES} bytes of UTF-8")
     if _CONTROL.search(value):
         raise invalid(path, "must not contain control characters")
     return value
@@ -54,9 +56,13 @@ def check_name(value: Any, path: str) -> str:
     """A display name: any text, possibly empty."""
     if not isinstance(value, str):
         raise invalid(path, "expected a string")
-    if len(value) > MAX_NAME_CHARS:
-        raise invalid(path, f"longer than {MAX_NAME_CHARS} characters")
+    if _bytes(value) > MAX_NAME_BYTES:
+        raise invalid(path, f"longer than {MAX_NAME_BYTES} bytes of UTF-8")
     return value
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def check_attributes(value: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 from ..errors import ContextAssemblyError, StorageError
 from ..workspace.layout import WorkspaceLayout
-from .checks import check_append_key
+from .checks import MAX_ADDRESS_BYTES, check_append_key, utf8_size
 from .confine import check_key, check_relative_path, refuse
 from .event import event_fields
 from .graph import GraphStore
@@ -29,7 +29,6 @@ from .uri import DEFAULT, SCHEMES, MemoryUri, normalize_prefix, parse_before, pa
 from .vector import VectorStore
 
 DEFAULT_READ_LIMIT = 20
-MAX_ADDRESS_BYTES = 2048
 APPEND_ONLY = "the event log is append-only: events are never updated or deleted (write log://<instance> to append)"
 
 T = TypeVar("T")
@@ -458,12 +457,11 @@ def _delegate(component: str, call: Callable[[], T]) -> T:
 
 
 def _check_address_bytes(uri: MemoryUri, key: str | None) -> None:
-    """What a write names, whatever the backend: at most MAX_ADDRESS_BYTES of UTF-8. A shared
-    database indexes it (PostgreSQL's index entries hold at most 2,704 bytes, the project key
-    beside it), so a name the embedded store would take must not fail only there."""
+    """What a write names, whatever the backend: at most MAX_ADDRESS_BYTES of UTF-8, so a name the
+    embedded store takes never fails only on a shared database (checks.py)."""
     if uri.scheme in ("markdown", "file"):
         return  # files, named by path (each segment checked against the file system's limit)
-    size = sum(len(part.encode("utf-8", "surrogatepass")) for part in (*uri.parts, key or ""))
+    size = sum(utf8_size(part) for part in (*uri.parts, key or ""))
     if size > MAX_ADDRESS_BYTES:
         raise refuse(f"the names in this URI{' and the idempotency key' if key else ''} are {size} bytes of "
                      f"UTF-8 together; at most {MAX_ADDRESS_BYTES}")

@@ -7,6 +7,7 @@ all, and read-modify-write cycles run one at a time under a lock file in `.codeb
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import stat
@@ -118,7 +119,12 @@ TEMP_SAFE_AGE_S = 600.0  # far longer than any write takes: a younger temp file 
 
 
 def temp_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    """`.<name>.<random>.tmp` beside the target; for a name too long to take 18 bytes more (a file
+    name holds 255), a digest of it stands in, so any file that can exist can be written."""
+    name = target.name
+    if len(os.fsencode(name)) > 255 - 18:
+        name = hashlib.blake2b(os.fsencode(name), digest_size=16).hexdigest()
+    return target.with_name(f".{name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
 def sweep_temp_files(directory: Path, older_than_s: float = TEMP_SAFE_AGE_S) -> list[Path]:

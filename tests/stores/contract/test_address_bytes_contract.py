@@ -49,3 +49,17 @@ def test_longer_names_are_refused_before_any_store_sees_them(memory: MemoryRoute
             memory.write(uri, value, key=key)
         assert f"at most {MAX_ADDRESS_BYTES}" in refused.value.message, uri
         assert memory.read(uri.split("?")[0])["value"] in (None, []), uri
+
+
+def test_event_types_and_graph_names_have_the_same_limits_on_every_backend(memory: MemoryRouter) -> None:
+    """A 3,000-byte event type, node kind or name was stored on the embedded backend and a storage
+    error on PostgreSQL (its indexes)."""
+    fits, over = _cjk(MAX_ADDRESS_BYTES // 3 - 2, 4), _cjk(MAX_ADDRESS_BYTES // 3 + 1, 5)
+    assert memory.write("log://ab", {"event_type": fits})["written"] is True
+    with pytest.raises(InvalidParamsError):
+        memory.write("log://ab", {"event_type": over})
+    kind, name = _cjk(1024 // 3, 6), _cjk(2048 // 3, 7)
+    assert memory.write("graph://g/node/" + _cjk(1024 // 3, 8), {"kind": kind, "name": name})["written"] is True
+    for node in ({"kind": kind + "x" * 3, "name": "n"}, {"kind": "k", "name": name + "x" * 3}):
+        with pytest.raises(InvalidParamsError):
+            memory.write("graph://g/node/n1", node)

@@ -67,7 +67,7 @@ def test_a_keyed_turn_is_appended_once_and_clearing_forgets_the_keys(stores: Sto
     assert "duplicate" not in fresh and turns.count("t") == 1
 
 
-@pytest.mark.parametrize("key", ["", "a\x00b", "k" * 1025, 7])
+@pytest.mark.parametrize("key", ["", "a\x00b", "k" * 1025, 7, "k\udcff"])
 def test_a_malformed_key_is_refused_and_nothing_is_appended(stores: StoreSet, key: Any) -> None:
     with pytest.raises(InvalidParamsError) as refused:
         stores.events.append("a", "e", {}, key=key)

@@ -27,8 +27,8 @@ from ..confine import check_relative_path, is_inside, refuse, resolve_inside
 from ..interfaces import NoteInfo
 
 SUFFIX = ".md"
-# 255 bytes a file name (ext4, APFS, NTFS), less `.md` and what write_atomic's temp name adds (18)
-MAX_SEGMENT_BYTES = 255 - len(SUFFIX) - 18
+MAX_NAME_BYTES = 255  # a file name (ext4, APFS, NTFS); write_atomic's temp names fit beside any
+MAX_SEGMENT_BYTES = MAX_NAME_BYTES - len(SUFFIX)
 _log = logging.getLogger(__name__)
 SNAPSHOTS = "context"  # .codebolt/memory/context/: assembly snapshots, not notes
 LOCK = "memory-notes"
@@ -52,13 +52,13 @@ def _folders_unchanged(folders: dict[str, int]) -> bool:
 
 def note_name(name: object, pointer: str = "/uri") -> str:
     """The checked name of a note: its relative path without the file's `.md`, no hidden segments.
-    Exact: the note of file `x.md.md` is named `x.md` (a `markdown://` URI drops one written `.md`)."""
+    Exact: the note of file `x.md.md` is named `x.md` (a `markdown://` URI drops one written `.md`).
+    A segment longer than a file name holds (with `.md`) is refused: no such note can exist."""
     checked = check_relative_path(name, what="markdown note", pointer=pointer, allow_hidden=False)
     for segment in checked.split("/"):
         if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
             raise refuse(f"the markdown note name has a segment of more than {MAX_SEGMENT_BYTES} bytes "
-                         f"({segment[:40]!r}…): file systems take at most 255 with `.md` and the temp "
-                         "file of an atomic write", pointer)
+                         f"({segment[:40]!r}…): a file name holds at most {MAX_NAME_BYTES} with `.md`", pointer)
     return checked
 
 
