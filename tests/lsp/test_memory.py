@@ -84,6 +84,11 @@ async def test_a_retried_append_with_its_idempotency_key_lands_once(client: Lang
         "uri": "kv://a/b", "written": True}
     refused = await error_of(client, "memory/write", {**turn, "idempotency_key": ""})
     assert refused.code == -32602 and paths(refused) == ["/idempotency_key"]
+    # the key reused for another value is a client's mistake: said, not answered as done
+    for other in ({**turn, "value": {"role": "user", "content": "no"}}, {**event, "value": {"event_type": "other"}}):
+        conflict = await error_of(client, "memory/write", other)
+        assert conflict.code == -32003 and conflict.data["idempotency_key"] == other["idempotency_key"]
+    assert (await call(client, "memory/write", {**event, "value": {"event_type": "task.done"}}))["duplicate"] is True
 
 
 async def test_the_servers_own_logs_are_not_written_by_a_client(client: LanguageClient) -> None:

@@ -138,7 +138,8 @@ class Router:
                 # and the result says which document was written.
                 uri = f"{uri}/{content_name(value['text'])}"
             key = self.keys(run.index, position) if self.keys is not None else None
-            self.memory.write(uri, value, key=key)
+            # a retry's model may answer otherwise: what an earlier attempt appended there stands
+            self.memory.write(uri, value, key=key, same_value=False)
             run.written.append(uri)
         except ContextAssemblyError as exc:
             run.error(exc.message, index=position, uri=uri)

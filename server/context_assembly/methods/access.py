@@ -298,11 +298,11 @@ class GuardedMemory:
         self._access().check_uri("read", uri)
         return dict(self._memory.read(uri))
 
-    def write(self, uri: str, value: Any, *, key: str | None = None) -> dict[str, Any]:
+    def write(self, uri: str, value: Any, *, key: str | None = None, same_value: bool = True) -> dict[str, Any]:
         self._access().check_uri("write", uri)
         _not_reserved(uri)
         check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
-        return dict(self._memory.write(uri, value, key=key))
+        return dict(self._memory.write(uri, value, key=key, same_value=same_value))
 
     def delete(self, uri: str) -> dict[str, Any]:
         self._access().check_uri("write", uri)

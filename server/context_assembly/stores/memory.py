@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-from ..errors import ContextAssemblyError, StorageError
+from ..errors import ConflictError, ContextAssemblyError, StorageError
+from ..registry.values import json_equal
 from ..workspace.layout import WorkspaceLayout
 from .checks import MAX_ADDRESS_BYTES, check_append_key, utf8_size
 from .confine import check_key, check_relative_path, refuse
@@ -104,10 +105,12 @@ class MemoryRouter:
         exists, value = getattr(self, f"_read_{parsed.scheme}")(parsed)
         return {"uri": uri, "exists": exists, "value": value}
 
-    def write(self, uri: str, value: Any, *, key: str | None = None) -> Result:
+    def write(self, uri: str, value: Any, *, key: str | None = None, same_value: bool = True) -> Result:
         """`key`: an idempotency key. It matters to appends (`log://`, `episodic://`): a second
-        append with the key of one already there appends nothing and answers `duplicate: true`.
-        Every other write replaces its value, which a retry repeats harmlessly: the key is ignored."""
+        append with the key of one already there appends nothing and answers `duplicate: true`;
+        with another value it is a ConflictError (unless not `same_value`: an ingestion retry, whose
+        model may answer otherwise). Every other write replaces its value, which a retry repeats
+        harmlessly: the key is ignored."""
         parsed = parse_uri(uri)
         if parsed.params:
             raise refuse(f"{uri!r}: query parameters only apply to reads")
@@ -115,7 +118,12 @@ class MemoryRouter:
         _check_address_bytes(parsed, key)
         if parsed.scheme in ("log", "episodic"):
             stored = getattr(self, f"_write_{parsed.scheme}")(parsed, value, key)
-            return {"uri": uri, "written": True, **({"duplicate": True} if stored.get("duplicate") else {})}
+            if not stored.get("duplicate"):
+                return {"uri": uri, "written": True}
+            if same_value and not _same_append(parsed.scheme, stored, value):
+                raise ConflictError(f"idempotency key {key!r} was already used for another value in {uri}: "
+                                    "send a new key for a new append", {"uri": uri, "idempotency_key": key})
+            return {"uri": uri, "written": True, "duplicate": True}
         getattr(self, f"_write_{parsed.scheme}")(parsed, value)
         return {"uri": uri, "written": True}
 
@@ -454,6 +462,19 @@ def _delegate(component: str, call: Callable[[], T]) -> T:
     except Exception as exc:
         name = "vector store" if component == "vector" else "knowledge graph"
         raise StorageError(f"the {name} failed: {exc}") from exc
+
+
+def _same_append(scheme: str, stored: Result, value: Any) -> bool:
+    """Whether a retried append brings what the first one stored (a time the store gave it aside)."""
+    if scheme == "log":
+        event_type, payload, ts = event_fields(value)
+        return bool(stored["event_type"] == event_type and json_equal(stored["payload"], payload)
+                    and (ts is None or stored["ts"] == ts))
+    given = dict(value) if isinstance(value, dict) else value
+    kept = {k: v for k, v in stored.items() if k not in ("seq", "ts", "duplicate")}
+    if isinstance(given, dict) and given.get("ts") is not None and given["ts"] != stored["ts"]:
+        return False
+    return isinstance(given, dict) and json_equal(kept, {k: v for k, v in given.items() if k != "ts"})
 
 
 def _check_address_bytes(uri: MemoryUri, key: str | None) -> None:
