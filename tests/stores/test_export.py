@@ -76,3 +76,43 @@ def test_a_thread_or_log_past_the_read_limit_is_exported_whole(tmp_path: Path,
     exported = json.loads(target.read_text())
     assert len(exported["threads"]["long"]) == many and exported["threads"]["long"][-1]["content"] == "turn 10000"
     assert [e["payload"]["n"] for e in exported["events"]["big"]] == list(range(many))
+
+
+def test_appends_during_an_export_never_push_the_oldest_out(tmp_path: Path) -> None:
+    """The export counted each log and thread first and then read that many of the newest: what
+    another process appended meanwhile pushed the oldest entries out of the file, silently."""
+    import threading
+
+    from context_assembly.stores.exporter import export_memory
+
+    (tmp_path / ".codebolt").mkdir()
+    exporting = Runtime(tmp_path)
+    appending = Runtime(tmp_path)  # another sidecar: its own connections
+    stop = threading.Event()
+
+    def append() -> None:
+        n = 0
+        while not stop.is_set():
+            appending.memory.write("log://audit", {"event_type": "live", "n": n})
+            appending.memory.write("episodic://t0", {"role": "user", "content": f"live {n}"})
+            n += 1
+
+    try:
+        for n in range(100):
+            exporting.memory.write("log://audit", {"event_type": "tick", "n": n})
+        exporting.memory.write("episodic://t0", {"role": "user", "content": "first"})
+        for n in range(1, 600):  # threads to list and read: time for the appender to get in between
+            exporting.memory.write(f"episodic://t{n}", {"role": "user", "content": "x"})
+        writer = threading.Thread(target=append)
+        writer.start()
+        try:
+            document = export_memory(exporting.memory)
+        finally:
+            stop.set()
+            writer.join(30)
+    finally:
+        exporting.close()
+        appending.close()
+    ticks = [e["payload"]["n"] for e in document["events"]["audit"] if e["event_type"] == "tick"]
+    assert ticks == list(range(100))
+    assert document["threads"]["t0"][0]["content"] == "first"

@@ -19,6 +19,8 @@ from ..limits import applied, current
 from .memory import MemoryRouter
 from .uri import render
 
+PAGE = 1000  # turns or events read at a time
+
 
 def export_memory(memory: MemoryRouter) -> dict[str, Any]:
     writes: list[dict[str, Any]] = []
@@ -57,16 +59,39 @@ def export_memory(memory: MemoryRouter) -> dict[str, Any]:
             writes.append({"uri": render("graph", (edge["instance"], "edge", edge["id"])),
                            "value": {"kind": edge["kind"], "from": edge["from"], "to": edge["to"],
                                      "attributes": edge["attributes"]}})
-    threads_listed, instances = memory.episodic.threads(), memory.events.instances()
     # every turn and event, however many: a read's limit (limits.log_limit) bounds a request, not
-    # the export of the whole store (a thread of 10,001 turns could not be exported or moved)
-    whole = max([1, *(t.count for t in threads_listed), *(i.count for i in instances)])
-    with applied(evolve(current(), log_limit=max(whole, current().log_limit))):
-        threads = {t.name: [{k: v for k, v in turn.items() if k != "seq"}
-                            for turn in memory.episodic.recent(t.name, max(1, t.count))]
-                   for t in threads_listed}
+    # the export of the whole store. Read by pages back from the newest at the first read, so what
+    # others append meanwhile never pushes the oldest out (a count taken first, then that many of
+    # the newest, lost them)
+    with applied(evolve(current(), log_limit=max(PAGE, current().log_limit))):
+        threads = {t.name: [{k: v for k, v in turn.items() if k != "seq"} for turn in _all_turns(memory, t.name)]
+                   for t in memory.episodic.threads()}
         events = {i.name: [{"event_type": e["event_type"], "payload": e["payload"], "ts": e["ts"]}
-                           for e in reversed(memory.events.search(i.name, limit=max(1, i.count)))]
-                  for i in instances}
+                           for e in _all_events(memory, i.name)]
+                  for i in memory.events.instances()}
     document.update({"collections": collections, "writes": writes, "threads": threads, "events": events})
     return document
+
+
+def _all_turns(memory: Any, thread: str) -> list[dict[str, Any]]:
+    """A thread's turns, oldest first."""
+    turns: list[dict[str, Any]] = []
+    page = memory.episodic.recent(thread, PAGE)
+    while page:
+        turns[:0] = page
+        if len(page) < PAGE:
+            break
+        page = memory.episodic.recent(thread, PAGE, before=page[0]["seq"])
+    return turns
+
+
+def _all_events(memory: Any, instance: str) -> list[dict[str, Any]]:
+    """A log's events, oldest first."""
+    events: list[dict[str, Any]] = []
+    page = memory.events.search(instance, limit=PAGE)
+    while page:
+        events += page
+        if len(page) < PAGE:
+            break
+        page = memory.events.search(instance, limit=PAGE, before=page[-1]["id"])
+    return events[::-1]
