@@ -116,3 +116,34 @@ def test_appends_during_an_export_never_push_the_oldest_out(tmp_path: Path) -> N
     ticks = [e["payload"]["n"] for e in document["events"]["audit"] if e["event_type"] == "tick"]
     assert ticks == list(range(100))
     assert document["threads"]["t0"][0]["content"] == "first"
+
+
+def test_a_collections_chunking_travels_with_its_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the model was exported: the target chunked with the defaults, and search changed."""
+    source, target = tmp_path / "a", tmp_path / "b"
+    for root in (source, target):
+        (root / ".codebolt").mkdir(parents=True)
+    runtime = Runtime(source)
+    try:
+        runtime.memory.vectors.settings("notes", "hashing-256")
+        settings_file = source / ".codebolt" / "vectordb" / "notes" / "collection.json"
+        settings = json.loads(settings_file.read_text())
+        settings.update(chunk_size=40, chunk_overlap=0, search_mode="hybrid")
+        settings_file.write_text(json.dumps(settings))
+        text = " ".join(f"Sentence {n} is about topic{n} and nothing else at all." for n in range(30))
+        runtime.memory.write("vector://notes/long", {"text": text})
+        before = runtime.memory.vectors.get("notes", "long")
+    finally:
+        runtime.close()
+    document = exported(source, capsys)
+    assert document["collections"]["notes"] == {"embedding_model": "hashing-256", "chunk_size": 40,
+                                                 "chunk_overlap": 0, "search_mode": "hybrid"}
+    (tmp_path / "x.json").write_text(json.dumps(document))
+    assert main(["memory", "import", str(tmp_path / "x.json"), "--workspace", str(target)]) == 0
+    runtime = Runtime(target)
+    try:
+        after = runtime.memory.vectors.get("notes", "long")
+        assert runtime.memory.vectors.settings("notes").chunk_size == 40
+    finally:
+        runtime.close()
+    assert before is not None and after is not None and after["chunks"] == before["chunks"] > 1

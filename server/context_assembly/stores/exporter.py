@@ -44,7 +44,9 @@ def export_memory(memory: MemoryRouter) -> dict[str, Any]:
     if memory.vectors is not None:
         for collection in memory.vectors.list():
             name = collection["collection"]
-            collections[name] = {"embedding_model": collection["embedding_model"]}
+            settings = memory.vectors.settings(name)  # how it chunks and searches, not only its model
+            collections[name] = {"embedding_model": settings.embedding_model, "chunk_size": settings.chunk_size,
+                                 "chunk_overlap": settings.chunk_overlap, "search_mode": settings.search_mode}
             for listed in memory.vectors.list(name):
                 stored = memory.vectors.get(name, listed["doc_uri"])
                 if stored is not None:

@@ -133,10 +133,10 @@ def apply_import(memory: MemoryRouter, plan: ImportPlan) -> dict[str, Any]:
 def _write_database(run: _Run) -> None:
     """Everything but the notes, inside the database's batch (the graph last, in its own transaction)."""
     memory, plan = run.memory, run.plan
-    for name, model in plan.collections.items():  # before their documents (held by `stage_settings`)
+    for name, wanted in plan.collections.items():  # before their documents (held by `stage_settings`)
         run.enter("vector", "/collections/" + name)
         assert memory.vectors is not None  # checked by the plan
-        memory.vectors.settings(name, model)
+        memory.vectors.settings(name, wanted.get("embedding_model"))
     for pointer, uri, value in plan.writes:
         scheme = uri.split("://", 1)[0]
         unit = run.enter(scheme, pointer)
@@ -177,12 +177,12 @@ def _escape(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _collections(plan: ImportPlan) -> dict[str, str | None]:
-    """Every collection the import writes: name -> the model its `collections` entry names."""
-    named: dict[str, str | None] = dict(plan.collections)
+def _collections(plan: ImportPlan) -> dict[str, dict[str, Any]]:
+    """Every collection the import writes: name -> the settings its `collections` entry gives."""
+    named: dict[str, dict[str, Any]] = dict(plan.collections)
     for _pointer, uri, _value in plan.writes:
         if uri.startswith("vector://"):
-            named.setdefault(parse_uri(uri).parts[0], None)
+            named.setdefault(parse_uri(uri).parts[0], {})
     return named
 
 

@@ -4,7 +4,8 @@
 { "writes": [ {"uri": "kv://users/u-1", "value": {...}}, ... ],
   "threads": { "t-42": [ {"role": "user", "content": "..."}, ... ] },
   "graph": "knowledgegraph/seed.json"  |  {"nodes": [...], "edges": [...]},
-  "collections": { "docs": {"embedding_model": "..."} },
+  "collections": { "docs": {"embedding_model": "...", "chunk_size": 512, "chunk_overlap": 64,
+                            "search_mode": "vector"} },
   "events": { "audit": [ {"event_type": "login", "payload": {...}, "ts": 1700000000.0}, ... ] } }
 ```
 
@@ -49,7 +50,7 @@ Problems = list[dict[str, str]]
 class ImportPlan:
     """A checked import: what goes to which store, nothing written yet."""
 
-    collections: dict[str, str | None] = Factory(dict)  # name -> embedding model
+    collections: dict[str, dict[str, Any]] = Factory(dict)  # name -> the settings given (its model, chunking)
     writes: list[tuple[str, str, Any]] = Factory(list)  # (pointer, uri, value) of the record stores
     notes: list[tuple[str, str]] = Factory(list)  # (note name, text)
     nodes: list[GraphNode] = Factory(list)  # graph:// writes, then the `graph` data
@@ -102,16 +103,30 @@ def _problems(document: Any) -> Problems:
                 problems += _refusals(f"{pointer}/{j}", partial(_check_event, instance, event))
     collections = document.get("collections") or {}
     if not isinstance(collections, dict) or not all(isinstance(c, dict) for c in collections.values()):
-        problems.append({"path": "/collections", "message": "collections map a name to {embedding_model}"})
+        problems.append({"path": "/collections", "message": "collections map a name to {embedding_model, "
+                                                            "chunk_size, chunk_overlap, search_mode}"})
     else:  # a model no embedder knows: refused with the rest, not a failure halfway through the writes
-        from .embedding import SPECS
-
         for name, entry in collections.items():
-            model = entry.get("embedding_model")
-            if model is not None and model not in SPECS:
-                problems.append({"path": f"/collections/{_escape(name)}/embedding_model",
-                                 "message": f"unknown embedding model {model!r}; known: {', '.join(sorted(SPECS))}"})
+            problems += _collection_problems(f"/collections/{_escape(name)}", entry)
     return problems
+
+
+def _collection_problems(pointer: str, entry: dict[str, Any]) -> Problems:
+    from .embedding import SPECS
+    from .vector import CollectionSettings
+
+    unknown = sorted(set(entry) - {"embedding_model", "chunk_size", "chunk_overlap", "search_mode"})
+    if unknown:
+        return [{"path": f"{pointer}/{unknown[0]}", "message": f"unknown collection setting '{unknown[0]}'"}]
+    model = entry.get("embedding_model")
+    if model is not None and model not in SPECS:
+        return [{"path": f"{pointer}/embedding_model",
+                 "message": f"unknown embedding model {model!r}; known: {', '.join(sorted(SPECS))}"}]
+    try:
+        CollectionSettings.from_json(entry)
+    except (ValueError, TypeError) as exc:
+        return [{"path": pointer, "message": str(exc)}]
+    return []
 
 
 def _check_event(instance: str, event: Any) -> None:
@@ -238,8 +253,7 @@ def plan_import(memory: MemoryRouter, document: Any, base: Path) -> ImportPlan:
     collections = _mapping(document.get("collections"))
     if collections and memory.vectors is None:
         problems.append({"path": "/collections", "message": "no vector store"})
-    plan.collections = {name: settings.get("embedding_model") for name, settings in collections.items()
-                        if isinstance(settings, dict)}
+    plan.collections = {name: dict(settings) for name, settings in collections.items() if isinstance(settings, dict)}
     try:
         nodes, edges = _graph(memory, document.get("graph"), base)
     except InvalidParamsError as exc:

@@ -27,6 +27,7 @@ import contextlib
 import os
 import re
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
@@ -68,9 +69,10 @@ class VectorStore(Protocol):
         """The collection's settings, created on first use (with `model` when given)."""
         ...
 
-    def stage_settings(self, collections: dict[str, str | None]) -> StagedWrites:
-        """Settings of collections without a settings file (name -> model, None: the stored or the
-        default model), used by this thread's writes but written only by `commit()`."""
+    def stage_settings(self, collections: Mapping[str, str | Mapping[str, Any] | None]) -> StagedWrites:
+        """Settings of collections without a settings file (name -> model or the settings wanted,
+        None: the stored or the default model), used by this thread's writes but written only by
+        `commit()`."""
         ...
 
     def upsert(self, collection: str, doc_uri: str, text: str, metadata: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -119,18 +120,22 @@ class VectorCollections:
             return preferred, True
         return settings_of_claim(self._dir, collection, claimed, preferred), False
 
-    def stage_settings(self, collections: dict[str, str | None]) -> StagedSettings:
-        """The settings of those `collections` (name -> model, None: the stored or default one) that
-        have no settings file, held for this thread's writes instead of written: `commit()` writes
-        the files once the writes have committed (following the claims then committed), `discard()`
-        forgets them. So writes that roll back leave no new settings file."""
+    def stage_settings(self, collections: Mapping[str, str | Mapping[str, Any] | None]) -> StagedSettings:
+        """The settings of those `collections` (name -> model, or the settings wanted: an export's
+        `{embedding_model, chunk_size, chunk_overlap, search_mode}`; None or no model: the stored or
+        default one) that have no settings file, held for this thread's writes instead of written:
+        `commit()` writes the files once the writes have committed (following the claims then
+        committed), `discard()` forgets them. So writes that roll back leave no new settings file."""
         held: dict[str, CollectionSettings] = {}
-        for name, model in collections.items():
+        wanted = {name: ({"embedding_model": given} if not isinstance(given, Mapping) else dict(given))
+                  for name, given in collections.items()}
+        for name, settings in wanted.items():
             if read_settings(self._dir, validate_collection(name), self._default_model) is None:
                 claimed = self.index.claimed_model(name)
-                held[name] = CollectionSettings.defaults(model or (claimed[0] if claimed else self._default_model))
+                model = settings.get("embedding_model") or (claimed[0] if claimed else self._default_model)
+                held[name] = CollectionSettings.from_json({**settings, "embedding_model": model}, model)
         self._staged.settings = held
-        self._staged.unnamed = {name for name, model in collections.items() if model is None}
+        self._staged.unnamed = {name for name, settings in wanted.items() if not settings.get("embedding_model")}
         return StagedSettings(self, held)
 
     # --- writes --------------------------------------------------------------------------------
