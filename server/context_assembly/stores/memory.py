@@ -444,6 +444,9 @@ def vector_document(uri: MemoryUri, value: Any) -> tuple[str, str, dict[str, Any
         doc_uri = uri.parts[1]
     elif named is not None:
         doc_uri = check_key(named, what="document URI", pointer="/value/uri")
+        if utf8_size(uri.parts[0]) + utf8_size(doc_uri) > MAX_ADDRESS_BYTES:  # named in the value, not the URI
+            raise refuse(f"the collection and document names are more than {MAX_ADDRESS_BYTES} bytes of UTF-8 "
+                         "together", "/value/uri")
     else:  # an unnamed document is named by its content, so writing it again does not duplicate it
         doc_uri = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return doc_uri, text, metadata

@@ -63,3 +63,13 @@ def test_event_types_and_graph_names_have_the_same_limits_on_every_backend(memor
     for node in ({"kind": kind + "x" * 3, "name": "n"}, {"kind": "k", "name": name + "x" * 3}):
         with pytest.raises(InvalidParamsError):
             memory.write("graph://g/node/n1", node)
+
+
+def test_a_document_named_in_the_value_has_the_same_limit(memory: MemoryRouter) -> None:
+    """`{"uri": <name>}` in the value skipped the check the URI's names get."""
+    assert memory.vectors is not None
+    over = _cjk(MAX_ADDRESS_BYTES // 3, 9)
+    with pytest.raises(InvalidParamsError) as refused:
+        memory.write("vector://notes", {"uri": over, "text": "release checklist"})
+    assert refused.value.errors[0]["path"] == "/value/uri"
+    assert memory.write("vector://notes", {"uri": over[:600], "text": "release checklist"})["written"] is True
