@@ -149,3 +149,15 @@ def test_prepare_loads_a_written_collection_and_not_an_unknown_one(vectors: Vect
     assert uris(vectors.search("docs", "authentication timeout", top_k=1, mode="hybrid")) == ["auth.md"]
     with pytest.raises(InvalidParamsError):
         vectors.prepare("../escape")
+
+
+def test_a_chunk_without_words_scores_zero_on_every_backend(stores: StoreSet) -> None:
+    """Its embedding is all zeros: PostgreSQL's cosine distance to it is NaN, and it was dropped."""
+    assert stores.vectors is not None
+    stores.vectors.settings("notes", HASHING)
+    for uri, text in (("rule", "----------"), ("party", "party time with friends"),
+                      ("tax", "quarterly tax filing deadline")):
+        stores.vectors.upsert("notes", uri, text, {})
+    hits = stores.vectors.search("notes", "party", top_k=5, min_score=0.0)
+    assert uris(hits)[0] == "party" and sorted(uris(hits)[1:]) == ["rule", "tax"]
+    assert [h["score"] for h in hits][1:] == [0.0, 0.0]

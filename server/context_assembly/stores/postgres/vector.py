@@ -16,6 +16,7 @@ scan of that collection's rows, which is small exactly when this happens).
 from __future__ import annotations
 
 import builtins
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,9 @@ class PgVectorIndex:
                 self.exact_retries += 1
                 conn.execute("SET LOCAL enable_indexscan = off")  # the collection's own rows, exactly
                 rows = conn.execute(sql, params).fetchall()
-        ranked = [(int(i), float(s)) for i, s in rows if s is not None and s >= min_score]
+        # a chunk without words (all-zero embedding) has no cosine distance (NaN): it scores 0, as embedded
+        scored = [(int(i), 0.0 if s is None or math.isnan(s) else float(s)) for i, s in rows]
+        ranked = [(i, s) for i, s in scored if s >= min_score]
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
 
