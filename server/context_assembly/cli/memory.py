@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 ACTIONS = ("read", "write", "delete", "list", "import", "export")
+BULK_BUFFER_MB = 2048  # the embedded graph's buffer pool for import and export (memory is used as needed)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -130,6 +132,22 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"VALUE is not JSON ({exc}); pass --text to write a plain string")
     except InexactNumber as exc:
         return _fail(f"VALUE: {exc}")
+    # a whole graph in one transaction or one read: room for it, for this command only
+    bulk = None
+    if args.action in ("import", "export"):
+        from ..stores.kuzu.session import BUFFER_ENV  # (the graph database: only for these)
+
+        bulk = BUFFER_ENV if BUFFER_ENV not in os.environ else None
+    if bulk:
+        os.environ[bulk] = str(BULK_BUFFER_MB)
+    try:
+        return _run(args, root, value)
+    finally:
+        if bulk:
+            os.environ.pop(bulk, None)
+
+
+def _run(args: argparse.Namespace, root: Path, value: Any) -> int:
     from ..runtime import Runtime  # the engine loads only when a command runs it
 
     runtime = Runtime(root)

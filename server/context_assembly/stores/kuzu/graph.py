@@ -147,12 +147,13 @@ class KuzuGraph:
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every node and edge of every instance (for `memory export`), sorted by instance and id."""
-        nodes = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE}) RETURN {_NODE_COLUMNS} "
-                                                     "ORDER BY n.instance, n.id"))
-        edges = self._read(lambda conn: _query(conn, f"MATCH ()-[r:{REL_TABLE}]->() RETURN {_EDGE_COLUMNS} "
-                                                     "ORDER BY r.instance, r.id"))
-        return {"nodes": [node_from(row).as_dict() for row in nodes],
-                "edges": [edge_from(row).as_dict() for row in edges]}
+        # sorted here, not by the database: its sort holds every row in the buffer pool, which a graph
+        # of some tens of megabytes filled ("buffer pool is full"), and no export was possible
+        nodes = self._read(lambda conn: _query(conn, f"MATCH (n:{NODE_TABLE}) RETURN {_NODE_COLUMNS}"))
+        edges = self._read(lambda conn: _query(conn, f"MATCH ()-[r:{REL_TABLE}]->() RETURN {_EDGE_COLUMNS}"))
+        node_list = sorted((node_from(row).as_dict() for row in nodes), key=lambda n: (n["instance"], n["id"]))
+        edge_list = sorted((edge_from(row).as_dict() for row in edges), key=lambda e: (e["instance"], e["id"]))
+        return {"nodes": node_list, "edges": edge_list}
 
     # -- views and expansion ------------------------------------------------------------------
 

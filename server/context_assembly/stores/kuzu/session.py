@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import queue
 import threading
 import time
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import ladybug
-from attrs import define, frozen
+from attrs import define, field, frozen
 
 from ...errors import ContextAssemblyError, StorageError
 from ...workspace.atomic import WantProbe, has_line, workspace_lock
@@ -57,6 +58,17 @@ DATABASE_FILE = "graph.kuzu"
 _YIELD_S = 0.06
 
 
+BUFFER_ENV = "CONTEXT_ASSEMBLY_GRAPH_BUFFER_MB"
+DEFAULT_BUFFER_MB = 64
+
+
+def buffer_pool_bytes() -> int:
+    """The embedded graph's buffer pool: CONTEXT_ASSEMBLY_GRAPH_BUFFER_MB megabytes, else 64."""
+    text = os.environ.get(BUFFER_ENV, "").strip()
+    megabytes = int(text) if text.isdigit() and int(text) >= 16 else DEFAULT_BUFFER_MB
+    return megabytes * 1024 * 1024
+
+
 @frozen
 class SessionSettings:
     hold_s: float = 0.2  # someone waiting: how long an idle session still waits for work (0: close at once)
@@ -66,7 +78,9 @@ class SessionSettings:
     poll_s: float = 0.1  # how often an idle session looks for a waiting process (and the process's exit)
     lock_timeout_s: float = 10.0  # a waiter fails once the lock has not changed hands this long
     query_timeout_s: float = 10.0
-    buffer_pool_bytes: int = 64 * 1024 * 1024  # Kuzu's default is 80% of RAM, per process
+    # Kuzu's default is 80% of RAM, per process. A write transaction must fit in it: a sidecar's
+    # writes do; `memory import` of a big graph (one transaction) asks for more (BUFFER_ENV)
+    buffer_pool_bytes: int = field(factory=lambda: buffer_pool_bytes())
     max_threads: int = 2
 
 
