@@ -23,6 +23,14 @@ APPENDS = [{"from": "facts", "foreach": True, "write_to": "log://facts"},
 EVENT = {"text": "The auth middleware now validates JWTs.", "thread": "t-1"}
 
 
+class SlowLLM(FakeLLM):
+    """A model that takes a while: time for a retry to arrive while the first attempt runs."""
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        time.sleep(0.3)
+        return super().__call__(request)
+
+
 def _records(runtime: Runtime) -> list[dict[str, Any]]:
     return runtime.memory.events.search(LOG_INSTANCE, LOG_EVENT_TYPE, limit=100)
 
@@ -113,11 +121,6 @@ def test_a_disabled_pipeline_runs_on_retry_once_it_is_active(tmp_path: Path) -> 
 
 
 def test_retries_in_flight_at_once_run_the_pipeline_once(tmp_path: Path) -> None:
-    class SlowLLM(FakeLLM):
-        def __call__(self, request: dict[str, Any]) -> Any:
-            time.sleep(0.3)
-            return super().__call__(request)
-
     llm = SlowLLM({"text": '[{"fact": "a"}]'})
     with engine_over(tmp_path, pipeline("p", [EXTRACT], APPENDS), llm=llm) as (engine, runtime):
         results: list[dict[str, Any]] = []
@@ -171,11 +174,6 @@ def test_a_key_reused_after_an_attempt_that_did_not_end_ok_is_still_a_conflict(t
 def test_retries_on_two_connections_of_one_sidecar_run_once(tmp_path: Path) -> None:
     """Each TCP connection has its own engine: a client that reconnected to retry ran the pipeline
     beside the attempt in progress."""
-    class SlowLLM(FakeLLM):
-        def __call__(self, request: dict[str, Any]) -> Any:
-            time.sleep(0.3)
-            return super().__call__(request)
-
     llm = SlowLLM({"text": '[{"fact": "a"}]'})
     with engine_over(tmp_path, pipeline("p", [EXTRACT], APPENDS), llm=llm) as (engine, runtime):
         other = IngestionEngine(runtime.memory, runtime.workspace, llm=llm)
