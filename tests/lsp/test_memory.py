@@ -104,3 +104,16 @@ async def test_the_servers_own_logs_are_not_written_by_a_client(client: Language
     run = await call(client, "memoryIngestion/execute", {"id": "forger", "payload": {"a": 1}})
     assert run["status"] == "failed" and "server's own log" in run["routes"][0]["errors"][0]["message"]
     await call(client, "memoryIngestion/delete", {"id": "forger"})
+
+
+async def test_a_list_can_be_limited_and_says_when_there_were_more(client: LanguageClient) -> None:
+    for n in range(5):
+        await call(client, "memory/write", {"uri": f"kv://paged-list/k{n}", "value": n})
+    first = await call(client, "memory/list", {"prefix": "kv://paged-list/", "limit": 3})
+    assert [i["uri"] for i in first["items"]] == [f"kv://paged-list/k{n}" for n in range(3)] and first["truncated"]
+    whole = await call(client, "memory/list", {"prefix": "kv://paged-list/", "limit": 5})
+    assert len(whole["items"]) == 5 and "truncated" not in whole
+    assert "truncated" not in await call(client, "memory/list", {"prefix": "kv://paged-list/"})
+    for wrong in (0, -1, 1.5, True, "3"):
+        refused = await error_of(client, "memory/list", {"prefix": "kv://", "limit": wrong})
+        assert refused.code == -32602 and paths(refused) == ["/limit"], wrong

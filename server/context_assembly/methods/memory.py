@@ -25,7 +25,12 @@ def delete(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[s
 
 
 def list_items(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-    return session.memory.list(params["prefix"])
+    limit = params.get("limit")
+    if limit is None:
+        return session.memory.list(params["prefix"])
+    limit = int(limit)
+    items = session.memory.list(params["prefix"], limit=limit + 1)["items"]  # one more: were there others?
+    return {"items": items[:limit], **({"truncated": True} if len(items) > limit else {})}
 
 
 METHODS = (
@@ -34,5 +39,6 @@ METHODS = (
                summary="Write one URI (an append with an idempotency key already used appends nothing)."),
     MethodSpec(PREFIX + "delete", delete, shape(uri="string"),
                summary="Delete one URI (log:// is append-only: refused)."),
-    MethodSpec(PREFIX + "list", list_items, shape(prefix="string"), summary="Every item under a URI prefix."),
+    MethodSpec(PREFIX + "list", list_items, shape(prefix="string", limit="count?"),
+               summary="Every item under a URI prefix (the first `limit` by URI, `truncated` when there were more)."),
 )

@@ -7,6 +7,7 @@ a missing `id` or a `uri` that is not a string is an InvalidParams error listing
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -14,16 +15,25 @@ from attrs import frozen
 
 from ..errors import InvalidParamsError
 
+
+def _count(value: Any) -> bool:
+    """A whole number from 1 (2.0 read as 2, as the schemas count integers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return (isinstance(value, int) or math.isfinite(value) and value.is_integer()) and 1 <= value <= 2**53 - 1
+
+
 JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "boolean": lambda v: isinstance(v, bool),
+    "count": _count,
     "any": lambda v: True,
 }
 _DESCRIBE = {"string": "a string", "object": "an object", "array": "an array", "strings": "an array of strings",
-             "boolean": "a boolean", "any": "any JSON value"}
+             "boolean": "a boolean", "count": "a whole number from 1", "any": "any JSON value"}
 
 
 @frozen
