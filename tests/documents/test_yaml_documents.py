@@ -160,3 +160,54 @@ def test_pointer_at_on_broken_yaml(text: str, expected: tuple[str, str]) -> None
     document = parse_yaml(text[:offset] + text[offset + 1 :])
     assert document.syntax_errors
     assert document.pointer_at(offset) == expected
+
+
+BROKEN_RULES = """\
+rules:
+  - id: r1
+    when: [x]
+    then:
+      add_memories: [a]
+      set_priority:
+        state: high
+  - id: r2
+    then:
+      caps: {}
+  pr
+"""
+
+
+@pytest.mark.parametrize(("pointer", "expected"), [
+    ("", {"rules"}),
+    ("/rules/0", {"id", "when", "then"}),
+    ("/rules/0/then", {"add_memories", "set_priority"}),
+    ("/rules/0/then/set_priority", {"state"}),
+    ("/rules/1", {"id", "then"}),  # `pr` (no colon yet) is not a key
+    ("/rules/1/then", {"caps"}),
+    ("/rules/2", None),
+    ("/rules/0/id", None),
+])
+def test_keys_at_in_yaml_that_does_not_parse_come_from_indentation(pointer: str, expected: set[str] | None) -> None:
+    document = parse_yaml(BROKEN_RULES)
+    assert document.value is None and document.syntax_errors
+    assert document.keys_at(pointer) == expected
+
+
+def test_keys_at_in_yaml_that_parses_come_from_the_tree() -> None:
+    document = parse_yaml(RULES)
+    assert document.keys_at("/rules/0/then") == {"add_memories"}
+    assert document.keys_at("/rules/0/id") is None
+
+
+@pytest.mark.parametrize(("text", "word", "plain"), [
+    ("contribution:\n  pri\n", "pri", True),
+    ("pi", "pi", True),
+    ("a: word\n", "word", True),
+    ("a:\n  'pri'\n", "pri", False),  # quoted
+    ("a: |\n  pri\n", "pri", False),  # a block scalar
+    ("a: b\n", "a", False),  # a key
+])
+def test_plain_scalar_at(text: str, word: str, plain: bool) -> None:
+    offset = text.rindex(word) + 1
+    span = parse_yaml(text).plain_scalar_at(offset)
+    assert (span is not None and text[span[0]:span[1]] == word) is plain

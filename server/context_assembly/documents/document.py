@@ -100,6 +100,11 @@ class ParsedDocument:
         keys = getattr(self._locator, "keys", None)
         return keys(tokens) if keys is not None else None
 
+    def plain_scalar_at(self, offset: int) -> Span | None:
+        """YAML: the span of the plain (unquoted, not block) scalar value at `offset`, else None."""
+        plain_scalar_at = getattr(self._locator, "plain_scalar_at", None)
+        return plain_scalar_at(min(max(offset, 0), len(self.text))) if plain_scalar_at is not None else None
+
     def pointer_tokens_at(self, offset: int) -> tuple[Pointer, str]:
         """Like `pointer_at`, with the pointer as a tuple of reference tokens."""
         return self._locator.pointer_at(min(max(offset, 0), len(self.text)))

@@ -130,3 +130,23 @@ def _siblings_are_items(lines: LineIndex, line: int, column: int) -> bool:
         if entries[0].column == column:
             return entries[0].kind == "item"
     return False
+
+
+def indentation_keys(lines: LineIndex, pointer: Pointer) -> set[str] | None:
+    """The keys that indentation places directly in the mapping at `pointer` (None: none), read
+    the way `indentation_pointer` reads a line's parents, in one pass over the lines: the open
+    entries form a stack of growing columns, and an entry closes those at its column or right of it."""
+    found: set[str] = set()
+    stack: list[tuple[Entry, str | None]] = []  # (entry, the token it adds to the pointer)
+    for line in range(lines.line_count()):
+        for entry in line_entries(lines.line_text(line)):
+            index = 0
+            while stack and stack[-1][0].column >= entry.column:
+                closed, token = stack.pop()
+                if entry.kind == closed.kind == "item" and closed.column == entry.column:
+                    index = int(token or 0) + 1  # the next item of the same sequence
+            token = str(index) if entry.kind == "item" else entry.text if entry.kind == "key" else None
+            if entry.kind == "key" and tuple(t for _, t in stack if t is not None) == pointer:
+                found.add(entry.text)
+            stack.append((entry, token))
+    return found or None

@@ -17,7 +17,7 @@ from .document import ParsedDocument, Span, SyntaxIssue
 from .lines import LineIndex
 from .nesting import MAX_DEPTH, TOO_DEEP, too_deep_offset
 from .pointers import Pointer, array_index
-from .yaml_indent import indentation_pointer
+from .yaml_indent import indentation_keys, indentation_pointer
 
 RECURSIVE_ALIAS = "recursive alias: a node that contains itself cannot be used as JSON data"
 
@@ -146,11 +146,35 @@ class YamlLocator:
     def pointer_at(self, offset: int) -> tuple[Pointer, str]:
         found = self._on_node(offset)
         if found is not None:
-            return found
+            return found[:2]
         return indentation_pointer(self.lines, offset)
 
-    def _on_node(self, offset: int) -> tuple[Pointer, str] | None:
-        """The pointer when `offset` is on a key or a scalar of the tree, else None."""
+    def plain_scalar_at(self, offset: int) -> Span | None:
+        r"""The span of the plain (unquoted, not block) value scalar `offset` is on, else
+        None. Completion reads such a word alone on its line as the first key of a mapping being
+        typed: YAML takes `contribution:\n  pri` or a file holding only `pi` for a scalar value."""
+        found = self._on_node(offset)
+        if found is None or found[1] != "value" or not isinstance(found[2], ScalarNode):
+            return None
+        return self.node_span(found[2]) if found[2].style is None else None
+
+    def keys(self, pointer: Pointer) -> set[str] | None:
+        """The keys of the mapping at `pointer` (None: no mapping there): from the tree, or from
+        indentation when the text does not parse."""
+        if self.root is None:
+            return indentation_keys(self.lines, pointer)
+        node: Node = self.root
+        for token in pointer:
+            step = _child(node, token)
+            if step is None:
+                return None
+            node = step[0]
+        if not isinstance(node, MappingNode):
+            return None
+        return {_key_name(key) for key, _ in node.value}
+
+    def _on_node(self, offset: int) -> tuple[Pointer, str, Node] | None:
+        """The pointer (and the node) when `offset` is on a key or a scalar of the tree, else None."""
         node: Node | None = self.root
         pointer: Pointer = ()
         for _ in range(MAX_DEPTH + 1):  # bounded: aliases can make the tree a cyclic graph
@@ -158,22 +182,22 @@ class YamlLocator:
                 return None
             if isinstance(node, ScalarNode):
                 start, end = self.node_span(node)
-                return (pointer, "value") if start <= offset <= end else None
+                return (pointer, "value", node) if start <= offset <= end else None
             key = self._key_at(node, pointer, offset)
             if key is not None:
-                return key, "key"
+                return key[0], "key", key[1]
             step = self._child_at(node, pointer, offset)
             if step is None:
                 return None
             node, pointer = step
         return None
 
-    def _key_at(self, node: Node, pointer: Pointer, offset: int) -> Pointer | None:
+    def _key_at(self, node: Node, pointer: Pointer, offset: int) -> tuple[Pointer, Node] | None:
         if isinstance(node, MappingNode):
             for key, _ in node.value:
                 start, end = self.node_span(key)
                 if start <= offset <= end:
-                    return pointer + (_key_name(key),)
+                    return pointer + (_key_name(key),), key
         return None
 
     def _child_at(self, node: Node, pointer: Pointer, offset: int) -> tuple[Node, Pointer] | None:

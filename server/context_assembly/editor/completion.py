@@ -74,6 +74,10 @@ SNIPPETS = {
 }
 
 
+def snippet_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
+
+
 class Completer:
     def __init__(self, document: EditorDocument, workspace: Workspace, encoding: str, snippets: bool) -> None:
         self.document = document
@@ -85,14 +89,19 @@ class Completer:
              documentation: str | None = None, text: str | None = None, retrigger: bool = False,
              sort: str | None = None) -> dict[str, Any]:
         new_text = label if text is None else text
+        snippet = False
         if not cursor.in_string and self.document.kind_format == "json":
             new_text = json.dumps(new_text)
+            if retrigger and self.snippets:  # the cursor stays inside the string the next suggestion completes
+                new_text, snippet = snippet_escape(new_text[:-1]) + '$0"', True
         elif not cursor.in_string and self.document.text[cursor.start - 1:cursor.start] == ":":
             new_text = " " + new_text  # YAML: `section:` + `state` would be one scalar, "section:state"
         item: dict[str, Any] = {
             "label": label, "kind": kind, "filterText": label,
             "textEdit": {"range": self.document.range(cursor.start, cursor.end, self.encoding), "newText": new_text},
         }
+        if snippet:
+            item["insertTextFormat"] = 2
         if detail:
             item["detail"] = detail
         if documentation:
@@ -287,8 +296,10 @@ class Completer:
         container = cursor.container
         present = self.document.parsed.keys_at(container) or set()
         items = []
+        yaml = self.document.kind_format == "yaml"
         for i, (key, description) in enumerate(self.key_choices(container)):
-            if key in present and not (cursor.in_string and key == cursor.last):
+            # the key being typed or edited is offered (in YAML it already counts as present)
+            if key in present and not (key == cursor.last and (cursor.in_string or yaml)):
                 continue
             text = key
             if not cursor.in_string and self.document.kind_format == "json":
@@ -323,8 +334,16 @@ class Completer:
 
     def complete(self, offset: int) -> list[dict[str, Any]]:
         cursor = ctx.cursor_at(self.document, offset)
-        if cursor.after_string:
+        if cursor.after_string or cursor.in_comment:
             return []
+        items = self.complete_at(cursor)
+        if not items:  # a YAML word alone on its line, read as a value: the first key of a mapping?
+            as_key = ctx.key_reading(self.document, cursor)
+            if as_key is not None:
+                return self.complete_at(as_key)
+        return items
+
+    def complete_at(self, cursor: ctx.Cursor) -> list[dict[str, Any]]:
         if cursor.part == "key":
             if ctx.is_section(cursor):
                 return self.sections(cursor)

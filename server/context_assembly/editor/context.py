@@ -28,6 +28,7 @@ class Cursor:
     in_string: bool  # the cursor is inside a (possibly unclosed) quoted string
     typed: str  # the text from `start` to the cursor
     after_string: bool = False  # right after the quote that closed a string: nothing to complete
+    in_comment: bool = False  # in a YAML comment: nothing to complete
 
     @property
     def container(self) -> tuple[str, ...]:
@@ -61,6 +62,28 @@ def _string_start(line: str) -> int | None:
 def _yaml_quote_ok(line: str, i: int) -> bool:
     before = line[:i].rstrip()
     return before == "" or before[-1] in ":[,{-"
+
+
+def _yaml_comment_start(line: str) -> int | None:
+    """Index of the '#' that starts a comment in the YAML `line` (at its start or after a space
+    or tab, outside quotes), else None."""
+    quote = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote is not None:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote and quote == "'" and line[i + 1:i + 2] == "'":
+                i += 1  # '' inside a single-quoted string
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'" and _yaml_quote_ok(line, i):
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return i
+        i += 1
+    return None
 
 
 def _in_word(text: str, i: int, line_end: int, yaml: bool) -> bool:
@@ -100,10 +123,25 @@ def cursor_at(document: EditorDocument, offset: int) -> Cursor:
         in_string = False
     # a quote that closes a string just before the cursor: anything offered would go after it
     after_string = quote_index is None and prefix[-1:] in ("\"", "'") and _string_start(prefix[:-1]) is not None
+    in_comment = document.kind_format == "yaml" and "#" in prefix and _yaml_comment_start(prefix) is not None
     # the parser's view at the start of the token being typed (a key being typed ends the pointer)
     tokens, part = document.parsed.pointer_tokens_at(offset)
     return Cursor(offset, tuple(str(t) for t in tokens), part, start, end, in_string, text[start:offset],
-                  after_string)
+                  after_string, in_comment)
+
+
+def key_reading(document: EditorDocument, cursor: Cursor) -> Cursor | None:
+    r"""YAML reads a word alone on its line below a key (`contribution:\n  pri`), or a file that
+    holds only a word, as that key's (the document's) scalar value; while it is being typed, it is
+    rather the first key of the mapping that value is to be. The cursor read that way, else None."""
+    if document.kind_format != "yaml" or cursor.part != "value" or cursor.in_string or cursor.start == cursor.end:
+        return None
+    if document.parsed.plain_scalar_at(cursor.offset) != (cursor.start, cursor.end):
+        return None  # quoted, a block scalar, tagged, several words or lines, or no such node
+    lines = document.parsed.lines
+    if document.text[lines.line_start(lines.line_of(cursor.start)):cursor.start].strip(" \t"):
+        return None  # `key: word`, `- word`: a value indeed
+    return attrs.evolve(cursor, tokens=(*cursor.tokens, document.text[cursor.start:cursor.end]), part="key")
 
 
 def object_at(document: EditorDocument, tokens: tuple[str, ...]) -> dict[str, Any] | None:
