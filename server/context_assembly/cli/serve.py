@@ -73,6 +73,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--auth-timeout", type=float, metavar="SECONDS",  # (transports.AUTH_TIMEOUT_S)
                         help="TCP/WebSocket with a token: a client that has not presented a valid one within "
                              "SECONDS is disconnected, freeing its place (default: 10)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="--ws: a web page origin let in besides this machine's (e.g. https://ui.example.com; "
+                             "repeatable); a browser's handshake from any other origin is refused")
     parser.add_argument("--workers", type=int, default=8, metavar="N",
                         help="threads that run requests, shared by every connection (default: 8)")
     parser.add_argument("--busy-poll-ms", type=busy_poll_ms, default=polling.DEFAULT_MS, metavar="MS",
@@ -203,5 +206,6 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
     runtimes = SharedRuntimes()
     workers = pool(args.workers)  # one pool for every connection: N clients never mean N pools
     network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens, shared_workers=workers),
-                      max_connections=args.max_connections, ssl=context, auth_timeout_s=auth_timeout)
+                      max_connections=args.max_connections, ssl=context, auth_timeout_s=auth_timeout,
+                      allowed_origins=tuple(args.allow_origin))
     return run_network(network, transport, host, port, busy_poll_s=args.busy_poll_ms / 1000)

@@ -37,6 +37,9 @@ OVERSIZED_HEAD = 4096  # bytes of a refused body kept, to find the request's id
 SKIP_AT_MOST = 1 << 32  # a declared size beyond this is junk, not a body to skip: the header is ignored
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*\r?\n?\Z", re.IGNORECASE)
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+# The first line of an HTTP request: a web page's `fetch` to a loopback port sends one, with a body
+# the frames could hide in; no LSP client starts so
+_HTTP_REQUEST = re.compile(rb"[A-Z]{3,10} \S+ HTTP/\d(\.\d)?\r?\n?\Z")
 _READ_SIZE = 64 * 1024
 
 
@@ -181,6 +184,7 @@ class FrameReader:
         self.on_oversized = on_oversized
         self._buffer = bytearray()
         self._eof = False
+        self._started = False  # a line was read: the check of the first one is done
 
     async def _fill(self) -> bool:
         if self._eof:
@@ -242,6 +246,12 @@ class FrameReader:
             line = await self._line()
             if line is None:
                 return None
+            if not self._started and line.strip():
+                self._started = True
+                if _HTTP_REQUEST.match(line):
+                    self.on_problem("an HTTP request, not a JSON-RPC message: the input is closed")
+                    self._eof, self._buffer = True, bytearray()
+                    return None
             if not line.strip():
                 if oversized is not None:  # skipped, never read as headers (a reader without a handler too)
                     head = b""

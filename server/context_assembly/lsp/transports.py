@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 import sys
 import threading
@@ -42,6 +43,9 @@ logger = logging.getLogger(__name__)
 Announce = Callable[[str], None]
 AUTH_TIMEOUT_S = 10.0  # a TCP/WebSocket client has this long to present a valid token (`initialize`)
 DRAIN_S = 5.0  # how long a stopping network server waits for its connections to close
+HANDSHAKE_S = 10.0  # a TLS handshake not done by then is dropped (asyncio's default held a socket 60 s)
+# a page of this machine (http(s)://localhost, 127.0.0.1 or [::1], any port): a WebSocket Origin let in
+LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
 
 
 def _close_if_locked(server: ContextAssemblyServer, after_s: float) -> None:
@@ -154,6 +158,7 @@ class Network:
     max_connections: int = 16
     auth_timeout_s: float = AUTH_TIMEOUT_S
     ssl: Any = None  # an ssl.SSLContext: TLS
+    allowed_origins: tuple[str, ...] = ()  # WebSocket Origins let in besides this machine's (--allow-origin)
     servers: set[ContextAssemblyServer] = field(factory=set)
 
     def full(self) -> bool:
@@ -201,7 +206,8 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
 
         await network.session(serve, _peer(writer.get_extra_info("peername")))
 
-    listener = await asyncio.start_server(connection, host, port, ssl=network.ssl)
+    listener = await asyncio.start_server(connection, host, port, ssl=network.ssl,
+                                          ssl_handshake_timeout=HANDSHAKE_S if network.ssl else None)
     address = listener.sockets[0].getsockname()
     announce(f"{'tls' if network.ssl else 'tcp'}://{_netloc(address)}")
     async with listener:
@@ -211,6 +217,7 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
 
 async def serve_ws(network: Network, host: str, port: int, announce: Announce, stop: asyncio.Event) -> None:
     from websockets.asyncio.server import ServerConnection, serve
+    from websockets.typing import Origin
 
     async def connection(websocket: ServerConnection) -> None:
         if network.full():
@@ -243,7 +250,11 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
 
     # websockets' own bound (1 MiB by default) would close the connection: frames up to the default
     # limit arrive, and the workspace's limits.request_bytes answers those past it.
-    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, ssl=network.ssl) as listener:
+    # A browser always sends Origin: one not of this machine is a web page reaching for the sidecar
+    # (cross-site WebSocket hijacking, DNS rebinding) and is refused (403); agents send none.
+    origins: list[Origin | re.Pattern[str] | None] = [None, LOOPBACK_ORIGIN, *map(Origin, network.allowed_origins)]
+    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, ssl=network.ssl,
+                     origins=origins) as listener:
         address = next(iter(listener.sockets)).getsockname()
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
