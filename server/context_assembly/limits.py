@@ -94,6 +94,12 @@ class Limits:
                  and not isinstance(value, bool) and BY_NAME[name].minimum <= value <= BY_NAME[name].maximum}
         return attrs.evolve(self, **known)
 
+    def at_most(self, ceiling: Limits) -> Limits:
+        """These limits, none above `ceiling`'s (a client of a shared server may lower its own only)."""
+        lowered = {f.name: getattr(ceiling, f.name) for f in attrs.fields(Limits)
+                   if isinstance(getattr(self, f.name), int) and getattr(self, f.name) > getattr(ceiling, f.name)}
+        return attrs.evolve(self, **lowered) if lowered else self
+
 
 DEFAULT = Limits()
 GRAPH_VIEW_ROWS = BY_NAME["graph_view_rows"].default

@@ -402,6 +402,23 @@ def test_snapshots_when_enabled(workspace: Path) -> None:
         rt.close()
 
 
+def test_a_second_assembly_of_one_id_never_replaces_its_snapshot(workspace: Path) -> None:
+    """Any client choosing the id of an assembly replaced its snapshot, the one replays and rule
+    tests read."""
+    write(workspace, "context-assembly.json", {"snapshots": True})
+    rt = Runtime(workspace)
+    try:
+        first = rt.assemble({"scope_variables": SCOPES, "input": {"text": "the first"}}, assembly_id="nightly-1")
+        second = rt.assemble({"scope_variables": SCOPES, "input": {"text": "the second"}}, assembly_id="nightly-1")
+    finally:
+        rt.close()
+    kept = json.loads((workspace / ".codebolt/memory/context/nightly-1.json").read_text())
+    assert kept["request"]["input"]["text"] == "the first" and first.meta.snapshot is not None
+    assert second.meta.snapshot is None
+    assert any(d.kind == "snapshot" and "kept before" in d.reason for d in second.trace.decisions)
+    assert not [p for p in (workspace / ".codebolt/memory/context").iterdir() if p.name.startswith(".")]
+
+
 def test_traversal_through_templates_is_refused_with_real_stores(workspace: Path, tmp_path: Path) -> None:
     canary = tmp_path / "canary.md"
     canary.write_text("SECRET")

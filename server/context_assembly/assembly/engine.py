@@ -38,7 +38,7 @@ from ..rules.engine import CompiledRule, rule_result
 from ..rules.lookup import request_lookup
 from ..rules.settle import Settlement
 from ..stores.uri import default_section, parse_uri
-from ..workspace.atomic import write_atomic
+from ..workspace.atomic import write_new
 from ..workspace.loader import Workspace, load_warnings
 from .budget import pack
 from .candidates import Candidate
@@ -183,7 +183,12 @@ class Assembler:
         path = run.workspace.layout.snapshots_dir / f"{run.assembly_id}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, orjson.dumps(document, option=orjson.OPT_INDENT_2, default=str))
+            if not write_new(path, orjson.dumps(document, option=orjson.OPT_INDENT_2, default=str)):
+                # an assembly id names one assembly: a second one of that id (a retry, or another
+                # client choosing it) never replaces the snapshot replays and rule tests read
+                result.trace.decisions.append(DroppedItem(
+                    "snapshot", f"not written: the snapshot of assembly {run.assembly_id} was kept before"))
+                return
             result.meta.snapshot = path.relative_to(run.workspace.root).as_posix()
         except (OSError, ContextAssemblyError) as exc:  # a snapshot is a debugging aid: never fail the turn
             result.trace.decisions.append(DroppedItem("snapshot", f"the snapshot could not be written: {exc}"))

@@ -115,6 +115,10 @@ class Session:
             del good["access"]
             problems.append(Problem("access can only be set in .codebolt/context-assembly.json", "settings",
                                     path="/access"))
+        if "snapshots" in good and self._runtimes is not None:  # shared: files every client's token reads
+            del good["snapshots"]
+            problems.append(Problem("on a shared server snapshots can only be set in .codebolt/context-assembly.json",
+                                    "settings", path="/snapshots"))
         try:
             Settings().merged(good)
         except (TypeError, ValueError) as exc:
@@ -138,6 +142,8 @@ class Session:
         if merged is not None and merged[0] is workspace and merged[1] is overrides:
             return merged[2]  # the same object while nothing changed: editor caches key on it
         settings = workspace.settings.merged(overrides)
+        if self._runtimes is not None:  # a shared server: its file's limits bound every client's
+            settings = attrs.evolve(settings, limits=settings.limits.at_most(workspace.settings.limits))
         self.runtime.cache.ttl_s = settings.cache_ttl_s
         result = attrs.evolve(workspace, settings=settings)
         self._merged = (workspace, overrides, result)
@@ -153,7 +159,8 @@ class Session:
         """The limits without looking at the disk (the transport asks per message)."""
         last = self.runtime.last_workspace()
         base = last.settings.limits if last is not None else Limits()
-        return base.merged(self._overrides.get("limits"))
+        merged = base.merged(self._overrides.get("limits"))
+        return merged.at_most(base) if self._runtimes is not None else merged
 
     def reload(self) -> Workspace:
         """Re-read what changed under `.codebolt/` now (the loader re-reads changed files only)."""

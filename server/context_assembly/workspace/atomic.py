@@ -52,6 +52,24 @@ def write_atomic(path: Path | str, data: bytes) -> None:
     fsync_directory(target.parent)
 
 
+def write_new(path: Path | str, data: bytes) -> bool:
+    """Create `path` with `data`, whole or not at all, unless it exists: False then, nothing written.
+    (A hard link of the staged file is the atomic create-if-absent: readers never see it half written.)"""
+    target = Path(path)
+    tmp = stage_file(target, data)
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise StorageError(f"cannot write {target}: {exc}", {"path": str(target)}) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_directory(target.parent)
+    return True
+
+
 def stage_file(target: Path, data: bytes) -> Path:
     """`data` written and synced to a temp file beside `target` (a `temp_name`), for a later
     `os.replace`. Raises StorageError on an OS failure, leaving no temp file."""
