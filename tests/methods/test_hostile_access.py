@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from context_assembly.errors import ContextAssemblyError
 from context_assembly.methods import METHODS, Session, call
 from context_assembly.methods.access import Access, ForbiddenError, log_refusal, settings_policy
 from context_assembly.runtime import Runtime
@@ -240,6 +241,27 @@ def test_a_stored_snapshot_is_shown_as_the_token_may_see_it(sessions: dict[str |
         assert SECRET not in json.dumps(call(sessions["reader"], method, params)), method
     replayed = call(sessions["reader"], "contextAssembly/replay", {"snapshot": stored})
     assert replayed["drift"]["removed"] == []  # both sides are seen through the same policy
+
+
+def test_a_snapshot_path_is_a_file_the_token_must_be_allowed_to_read(sessions: dict[str | None, Session],
+                                                                      workspace: Path) -> None:
+    """replay, diff and tracePage read any JSON file of the workspace by path: its content as a
+    request, its keys in the error, and whether it exists, whatever the token's file:// policy."""
+    (workspace / "secret.json").write_text(json.dumps({"api_key": SECRET}))
+    stored = call(sessions[None], "contextAssembly/assemble", REQUEST)["meta"]["assembly_id"]
+    kv_reader = sessions["kv-reader"]  # kv:// only
+    for path in ("secret.json", ".codebolt/context-assembly.json", "no-such.json", f"./{stored}.json"):
+        for method, params in (("contextAssembly/replay", {"snapshot": path}),
+                               ("contextAssembly/diff", {"a": path, "b": REQUEST}),
+                               ("contextAssembly/tracePage", {"snapshot": path})):
+            error = refused(kv_reader, method, params)
+            assert SECRET not in error.message and "api_key" not in error.message, (method, path)
+    assert call(kv_reader, "contextAssembly/replay", {"snapshot": stored})["drifted"] in (True, False)
+    snapshot_path = f".codebolt/memory/context/{stored}.json"  # the snapshots folder: by path too
+    assert "html" in call(kv_reader, "contextAssembly/tracePage", {"snapshot": snapshot_path})
+    with pytest.raises(ContextAssemblyError) as unknown:  # a token that may read files: its file, as before
+        call(sessions["reader"], "contextAssembly/diff", {"a": "secret.json", "b": REQUEST})
+    assert "api_key" in json.dumps(unknown.value.data)
 
 
 def test_an_active_file_outside_the_policy_is_left_out(sessions: dict[str | None, Session]) -> None:

@@ -7,17 +7,19 @@ when settings enable `snapshots`). A replay is never itself kept as a snapshot.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..errors import InvalidParamsError
+from ..errors import ForbiddenError, InvalidParamsError
 from ..model.context import AssembledContext
 from ..model.converter import unstructure
 from ..pipelines.items import Readable, may_read_item
 from ..stores.confine import resolve_inside
+from ..stores.uri import render
 from ..workspace.layout import WorkspaceLayout
 from ..workspace.places import CODEBOLT
 from ..workspace.repository import is_safe_id
@@ -106,10 +108,23 @@ def snapshot_relpath(reference: str) -> str:
     return reference
 
 
-def read_snapshot(root: Path, reference: Any, where: str = "/snapshot") -> Any:
+def read_snapshot(root: Path, reference: Any, where: str = "/snapshot", readable: Readable | None = None) -> Any:
+    """`readable` (a restricted caller's): a path outside the snapshots folder must be a file it may
+    read as `file://<path>`, refused before anything is read (neither its content, nor its keys in an
+    error, nor whether it exists reach a caller who may not read it)."""
     if not isinstance(reference, str) or not reference:
         raise _refuse("a snapshot is named by its assembly_id or a path", where)
-    return read_json_inside(root, snapshot_relpath(reference), where, "snapshot")
+    relpath = snapshot_relpath(reference)
+    if readable is not None and not _in_snapshots(relpath) and not readable(render("file", (relpath,))):
+        raise ForbiddenError(f"may not read {relpath}: name a snapshot by its assembly id, or a file this token "
+                             "may read", {"path": where})
+    return read_json_inside(root, relpath, where, "snapshot")
+
+
+def _in_snapshots(relpath: str) -> bool:
+    folder = WorkspaceLayout(Path(".")).snapshots_dir.as_posix() + "/"
+    normal = posixpath.normpath(relpath)
+    return normal.startswith(folder) and "/" not in normal[len(folder):]
 
 
 def resolve_side(value: Any, root: Path, assemble: Assemble, where: str,
@@ -117,7 +132,7 @@ def resolve_side(value: Any, root: Path, assemble: Assemble, where: str,
     """One side of a diff as an assembled context (JSON): a snapshot (named, or the document),
     an assembled context, or a request (assembled now); as `readable` lets the caller see it."""
     if isinstance(value, str):
-        value = read_snapshot(root, value, where)
+        value = read_snapshot(root, value, where, readable)
     if not isinstance(value, dict):
         raise _refuse("expected a snapshot (assembly_id, path or document), an assembled context or a request", where)
     if isinstance(value.get("result"), dict) and "request" in value:

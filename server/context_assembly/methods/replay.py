@@ -26,7 +26,8 @@ def _assemble(session: Session, where: str, ctx: CallContext) -> Any:
 def replay(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     """`{snapshot: assembly_id | path | snapshot document}` -> `{request, before, after, drift, drifted}`."""
     snapshot = params["snapshot"]
-    document = read_snapshot(session.root, snapshot) if isinstance(snapshot, str) else snapshot
+    document = read_snapshot(session.root, snapshot, readable=session.access.readable()) \
+        if isinstance(snapshot, str) else snapshot
     return replay_snapshot(document, _assemble(session, "/snapshot/request", ctx), readable=session.access.readable())
 
 
