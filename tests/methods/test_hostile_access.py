@@ -311,3 +311,26 @@ def test_an_ingestion_route_outside_the_policy_writes_nothing(sessions: dict[str
     assert "the token 'writer' may not write kv://notes/private/c" in json.dumps(outside)
     logged = access_log(writer)[-1]
     assert (logged["method"], logged["uri"], logged["mode"]) == (method, "kv://notes/private/c", "write")
+
+
+@pytest.mark.parametrize("after_grouping", [
+    [{"type": "group_by", "field": "metadata.instance"}],
+    [{"type": "annotate", "fields": {"sources": ["kv://users/u-ada"]}}],
+])
+def test_a_pipeline_cannot_launder_what_its_items_came_from(sessions: dict[str | None, Session],
+                                                           after_grouping: list[dict[str, Any]]) -> None:
+    """A second group_by kept only the inner groups' own sources, and annotate could set `sources`:
+    a reader of kv://users/* got the secret note through persistentMemory/execute and assemble."""
+    steps = [{"type": "kv_get", "instance": "default", "namespace": "users", "keys": ["u-ada"]},
+             {"type": "kv_get", "instance": "default", "namespace": "notes", "keys": ["secret"]},
+             {"type": "group_by", "field": "metadata.instance"}, *after_grouping]
+    call(sessions[None], "persistentMemory/create", {"id": "laundered", "label": "l", "status": "active",
+                                                     "retrieval": {"pipeline": steps}})
+    reader = sessions["reader"]
+    try:
+        executed = call(reader, "persistentMemory/execute", {"id": "laundered", "request": REQUEST})
+        assembled = call(reader, "contextAssembly/assemble", {**REQUEST, "explicit_memory": ["laundered"]})
+    except ContextAssemblyError as exc:  # annotate refusing to set `sources` is a failure of the step
+        assert "sources" in exc.message
+        return
+    assert SECRET not in json.dumps(executed) and SECRET not in json.dumps(assembled)

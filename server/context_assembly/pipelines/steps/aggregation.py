@@ -8,7 +8,7 @@ from typing import Any
 
 from ...registry.values import MISSING, as_number
 from ..context import StepContext, StepError, choice_param, required_text, text_param, texts_param
-from ..items import Item, item_id
+from ..items import Item, item_id, item_sources
 from .filtering import key_part
 from .retrieval import parse_time
 
@@ -33,7 +33,9 @@ def _group_item(name: str, value: Any, members: list[Item]) -> Item:
     label = "(none)" if value is MISSING else _label(value)
     scores = [m.score for m in members if m.score is not None]
     times = [m.timestamp for m in members if m.timestamp is not None]
-    sources = list(dict.fromkeys(m.source for m in members))
+    # every source each member came from (grouped twice: the inner groups' too), so that the group is
+    # shown only to a caller who may read them all
+    sources = list(dict.fromkeys(s for m in members for s in item_sources(m.source, m.metadata)))
     metadata = {"group_field": name, "group": None if value is MISSING else value, "count": len(members),
                 "sources": sources, "items": [m.id for m in members]}
     return Item(content="\n".join(m.content for m in members), source=sources[0], title=label,

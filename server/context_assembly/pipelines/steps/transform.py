@@ -10,7 +10,7 @@ from ...registry.steps import FORMATS
 from ...registry.variables import INPUT_TEXT
 from ...shortening import extractive, shorten
 from ..context import StepContext, StepError, choice_param, int_param, object_param
-from ..items import Item, item_id
+from ..items import Item, item_id, item_sources
 from ..templates import fill_parts, render_fields
 from . import self_filled
 
@@ -42,7 +42,7 @@ def summarize(params: dict[str, Any], ctx: StepContext) -> None:
     kept, rest = ctx.items[:limit], ctx.items[limit:]
     titles = [i.title or i.source for i in rest]
     named = ", ".join(titles[:_MAX_TITLES]) + (", …" if len(titles) > _MAX_TITLES else "")
-    sources = list(dict.fromkeys(i.source for i in rest))
+    sources = list(dict.fromkeys(s for i in rest for s in item_sources(i.source, i.metadata)))
     summary = Item(content=f"… and {len(rest)} more: {named}", source=sources[0], title="more",
                    metadata={"summary": True, "omitted": len(rest), "items": [i.id for i in rest],
                              "sources": sources},
@@ -99,6 +99,9 @@ def format_items(params: dict[str, Any], ctx: StepContext) -> None:
         item.metadata["format"] = "template" if template is not None else style
 
 
+RESERVED_FIELDS = frozenset({"sources", "source"})
+
+
 def annotate(params: dict[str, Any], ctx: StepContext) -> None:
     raw = params.get("fields")  # left unfilled by the runner: ${item.…} differs per item
     if raw is not None and not isinstance(raw, dict):
@@ -106,6 +109,9 @@ def annotate(params: dict[str, Any], ctx: StepContext) -> None:
     provenance = params.get("provenance", True)
     if not isinstance(provenance, bool):
         raise StepError("'provenance' must be true or false")
+    reserved = sorted(set(raw or {}) & RESERVED_FIELDS)
+    if reserved:  # what an item came from decides who may see it: a pipeline never rewrites it
+        raise StepError(f"'fields' may not set {', '.join(reserved)}: an item's sources are the store's to say")
     for item in ctx.items:
         item.metadata.update(object_param({"fields": ctx.fill(raw or {}, item)}, "fields"))
         if provenance:
