@@ -260,7 +260,8 @@ STEP_TYPES: tuple[StepSpec, ...] = (
              run=".transform:format_items"),
     StepSpec("annotate", "transform", "Add fields and provenance to each item's metadata.", (
         _p("fields", OBJECT, "Metadata fields to set (values may be templates). An assembly sets `origin` "
-           "itself (why the memory ran): a field of that name is not kept there.", lazy=True),
+           "itself (why the memory ran): a field of that name is not kept there. `sources` and `source` "
+           "are refused: what an item came from decides who may read it.", lazy=True),
         _p("provenance", {"type": "boolean"}, "Record the memory, step and store each item came from.",
            default=True),
     ), {"type": "annotate", "fields": {"topic": "docs"}, "provenance": True}, run=".transform:annotate"),
