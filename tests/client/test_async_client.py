@@ -199,6 +199,13 @@ async def test_errors_are_typed(client: ContextAssemblyClient) -> None:
     assert (await client.memory.read("kv://still/serving"))["exists"] is False
 
 
+def facts_pipeline(pipeline_id: str, destination: str) -> dict[str, Any]:
+    """A manual pipeline whose model step extracts facts from `payload.text` into `destination`."""
+    return {"id": pipeline_id, "trigger": "manual", "processors": [
+        {"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
+        "routing": [{"from": "facts", "write_to": destination}]}
+
+
 async def test_llm_callback_answers_llm_complete(workspace: Path) -> None:
     asked: list[dict[str, Any]] = []
 
@@ -206,9 +213,7 @@ async def test_llm_callback_answers_llm_complete(workspace: Path) -> None:
         asked.append(request)
         return {"text": '[{"decision": "use JWT"}]'}
 
-    pipeline = {"id": "facts", "trigger": "manual", "processors": [
-        {"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
-        "routing": [{"from": "facts", "write_to": "kv://facts/latest"}]}
+    pipeline = facts_pipeline("facts", "kv://facts/latest")
     async with ContextAssemblyClient(workspace, llm=model) as client:
         await client.ingestion.create(pipeline)
         result = await client.ingestion.execute("facts", {"text": "We decided to use JWT."})
@@ -228,9 +233,7 @@ async def test_an_llm_callback_may_answer_with_the_text_itself(workspace: Path) 
     def model(request: dict[str, Any]) -> str:
         return '[{"decision": "use JWT"}]'
 
-    pipeline = {"id": "facts-text", "trigger": "manual", "processors": [
-        {"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
-        "routing": [{"from": "facts", "write_to": "kv://facts/plain"}]}
+    pipeline = facts_pipeline("facts-text", "kv://facts/plain")
     async with ContextAssemblyClient(workspace, llm=model) as client:
         await client.ingestion.create(pipeline)
         result = await client.ingestion.execute("facts-text", {"text": "We decided to use JWT."})

@@ -276,7 +276,7 @@ class IngestionEngine:
                 run.status = "partial" if any(r["written"] for r in run.routes) else "failed"
                 run.error = f"the run stopped: {type(exc).__name__}: {exc}"
         result = run.result()
-        self._record(run, result, event)
+        self._record(run, result)
         run.notify("executionCompleted", {
             "execution_id": run.execution_id, "pipeline_id": pipeline_id, "trigger": trigger, "status": run.status,
             "duration_ms": result["duration_ms"], "processors": len(run.processors), "routes": len(run.routes),
@@ -387,13 +387,12 @@ class IngestionEngine:
             "type": entry["type"], "status": entry["status"], "duration_ms": entry["duration_ms"],
             "count": entry["count"]})
 
-    def _record(self, run: _Execution, result: dict[str, Any], event: _Event) -> None:
+    def _record(self, run: _Execution, result: dict[str, Any]) -> None:
         # A keyed run that ended ok is recorded under its execution id: a retry answers it. Other
         # outcomes are recorded without a key, so that a retry runs again (and is recorded too).
         final = run.key is not None and run.status == "ok"
-        record = {**result, "request_hash": event.digest} if run.key is not None else result
         try:
-            self.memory.events.append(LOG_INSTANCE, LOG_EVENT_TYPE, record, key=run.execution_id if final else None)
+            self.memory.events.append(LOG_INSTANCE, LOG_EVENT_TYPE, result, key=run.execution_id if final else None)
         except Exception as exc:  # the run happened; a log that cannot be written is a warning
             _log.warning("cannot record ingestion execution %s: %s", run.execution_id, exc)
             result["warnings"].append(f"the execution could not be recorded in log://{LOG_INSTANCE}: {exc}")

@@ -60,30 +60,29 @@ def append_key(execution: str, route: int, position: int) -> str:
 
 def check_claim(memory: Any, instance: str, execution: str, digest: str, key: str, pipeline_id: str) -> None:
     """A ConflictError when the key was first used, by any attempt, for another event."""
-    claim = memory.events.keyed(instance, claim_key(execution))
-    if claim is not None and claim["payload"].get("request_hash") != digest:
+    _same_event(memory.events.keyed(instance, claim_key(execution)), execution, digest, key, pipeline_id)
+
+
+def claim(memory: Any, instance: str, execution: str, digest: str, key: str, pipeline_id: str) -> None:
+    """Say which event the key stands for, before anything runs: the first attempt's claim is kept
+    (a keyed append answers it to every later one), and a later attempt with another event is refused."""
+    kept = memory.events.append(instance, CLAIM_EVENT_TYPE, {"execution_id": execution, "pipeline_id": pipeline_id,
+                                                             "idempotency_key": key, "request_hash": digest},
+                                key=claim_key(execution))
+    _same_event(kept, execution, digest, key, pipeline_id)
+
+
+def _same_event(claimed: dict[str, Any] | None, execution: str, digest: str, key: str, pipeline_id: str) -> None:
+    if claimed is not None and claimed["payload"].get("request_hash") != digest:
         raise ConflictError(f"idempotency key {key!r} was already used for a different event "
                             f"(pipeline {pipeline_id!r}): send a new key for a new event",
                             {"idempotency_key": key, "pipeline_id": pipeline_id, "execution_id": execution})
 
 
-def claim(memory: Any, instance: str, execution: str, digest: str, key: str, pipeline_id: str) -> None:
-    """Say which event the key stands for, before anything runs: the first attempt's claim is kept
-    (a keyed append), and any later attempt with another event is refused against it."""
-    memory.events.append(instance, CLAIM_EVENT_TYPE, {"execution_id": execution, "pipeline_id": pipeline_id,
-                                                      "idempotency_key": key, "request_hash": digest},
-                         key=claim_key(execution))
-    check_claim(memory, instance, execution, digest, key, pipeline_id)
-
-
 def recorded(memory: Any, instance: str, execution: str) -> dict[str, Any] | None:
     """The result of this execution's `ok` run, if one was recorded."""
     event = memory.events.keyed(instance, execution)
-    if event is None:
-        return None
-    record = dict(event["payload"])
-    record.pop("request_hash", None)
-    return {**record, "duplicate": True}
+    return None if event is None else {**event["payload"], "duplicate": True}
 
 
 def claim_key(execution: str) -> str:

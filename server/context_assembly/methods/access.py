@@ -275,6 +275,8 @@ def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None) -> 
 
 
 def _not_reserved(uri: str) -> None:
+    if uri[:6].lower() != "log://":  # (the scheme is read case-blind): only a log can be reserved
+        return
     parsed = parse_uri(uri)
     if parsed.scheme == "log" and parsed.parts[0] in RESERVED_LOGS:
         message = f"log://{parsed.parts[0]} is the server's own log: it is read, never written by a client"

@@ -473,11 +473,11 @@ def _same_append(scheme: str, stored: Result, value: Any) -> bool:
         event_type, payload, ts = event_fields(value)
         return bool(stored["event_type"] == event_type and json_equal(stored["payload"], payload)
                     and (ts is None or stored["ts"] == ts))
-    given = dict(value) if isinstance(value, dict) else value
-    kept = {k: v for k, v in stored.items() if k not in ("seq", "ts", "duplicate")}
-    if isinstance(given, dict) and given.get("ts") is not None and given["ts"] != stored["ts"]:
+    # a turn (the store checked that it is an object before it answered the first one)
+    if value.get("ts") is not None and value["ts"] != stored["ts"]:
         return False
-    return isinstance(given, dict) and json_equal(kept, {k: v for k, v in given.items() if k != "ts"})
+    kept = {k: v for k, v in stored.items() if k not in ("seq", "ts", "duplicate")}
+    return json_equal(kept, {k: v for k, v in value.items() if k != "ts"})
 
 
 def _check_address_bytes(uri: MemoryUri, key: str | None) -> None:

@@ -28,6 +28,12 @@ def open_backend(backend: str, root: Path, request: pytest.FixtureRequest, proje
     return open_stores(layout, StoreSettings(backend="postgres", dsn=dsn, project=project or fresh_project()))
 
 
+def open_sidecars(backend: str, root: Path, request: pytest.FixtureRequest, count: int) -> list[StoreSet]:
+    """`count` StoreSets on one workspace or one PostgreSQL project: sidecars, each with its own connections."""
+    project = fresh_project()
+    return [open_backend(backend, root, request, project) for _ in range(count)]
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)

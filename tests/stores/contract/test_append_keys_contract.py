@@ -12,8 +12,7 @@ import pytest
 
 from context_assembly.errors import InvalidParamsError
 from context_assembly.stores.store_set import StoreSet
-from tests.postgres import fresh_project
-from tests.stores.contract.conftest import open_backend
+from tests.stores.contract.conftest import open_sidecars
 
 SIDECARS, KEYS = 4, 40
 
@@ -22,8 +21,7 @@ SIDECARS, KEYS = 4, 40
 def sidecars(backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
              ) -> Iterator[list[StoreSet]]:
     monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
-    project = fresh_project()
-    opened = [open_backend(backend, tmp_path / "workspace", request, project) for _ in range(SIDECARS)]
+    opened = open_sidecars(backend, tmp_path / "workspace", request, SIDECARS)
     yield opened
     for stores in opened:
         stores.close()

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from context_assembly.stores.store_set import StoreSet
-from tests.postgres import fresh_project
-from tests.stores.contract.conftest import open_backend
+from tests.stores.contract.conftest import open_sidecars
 
 SIDECARS, APPENDS = 3, 120
 
@@ -20,8 +19,7 @@ SIDECARS, APPENDS = 3, 120
 def sidecars(backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
              ) -> Iterator[list[StoreSet]]:
     monkeypatch.delenv("CONTEXT_ASSEMBLY_DSN", raising=False)
-    project = fresh_project()
-    opened = [open_backend(backend, tmp_path / "workspace", request, project) for _ in range(SIDECARS + 1)]
+    opened = open_sidecars(backend, tmp_path / "workspace", request, SIDECARS + 1)
     yield opened
     for stores in opened:
         stores.close()

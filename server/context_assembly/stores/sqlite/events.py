@@ -72,6 +72,10 @@ def _field_test(name: str, value: Any) -> tuple[str, tuple[Any, ...]] | None:
     return f"{expression} = ?", (int(value) if isinstance(value, bool) else value,)
 
 
+_KEYED = ("SELECT e.id, e.instance, e.event_type, e.payload, e.ts FROM event_keys k JOIN events e ON e.id = k.id "
+          "WHERE k.instance = ? AND k.key = ?")  # the event appended with a key
+
+
 class SqliteEventLog:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -85,9 +89,7 @@ class SqliteEventLog:
         text = encode_value(payload, "/value/payload")
         with self.db.transaction() as conn:  # one writer at a time: the time is taken in commit order
             if key is not None:
-                seen = conn.execute("SELECT e.id, e.instance, e.event_type, e.payload, e.ts FROM event_keys k "
-                                    "JOIN events e ON e.id = k.id WHERE k.instance = ? AND k.key = ?",
-                                    (instance, key)).fetchone()
+                seen = conn.execute(_KEYED, (instance, key)).fetchone()
                 if seen is not None:
                     return {**_event(seen), "duplicate": True}
             if given is None:
@@ -181,8 +183,7 @@ class SqliteEventLog:
     def keyed(self, instance: str, key: str) -> dict[str, Any] | None:
         """The event appended with this idempotency key, if any."""
         check_append_key(key)
-        rows = self.db.read("SELECT e.id, e.instance, e.event_type, e.payload, e.ts FROM event_keys k "
-                            "JOIN events e ON e.id = k.id WHERE k.instance = ? AND k.key = ?", (instance, key))
+        rows = self.db.read(_KEYED, (instance, key))
         return _event(rows[0]) if rows else None
 
     def instances(self) -> list[ThreadInfo]:
