@@ -9,6 +9,7 @@ is logged in `log://access`. Driven through the method table, as the sidecar cal
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from context_assembly.errors import ContextAssemblyError
 from context_assembly.methods import METHODS, Session, call
 from context_assembly.methods.access import Access, ForbiddenError, log_refusal, settings_policy
+from context_assembly.pipelines.items import item_id
 from context_assembly.runtime import Runtime
 
 SECRET = "SECRET-7f3a"  # stored where the reader may not read; must never appear in its answers
@@ -36,6 +38,7 @@ POLICY = {
     "author": {"methods": ["persistentMemory/*"]},
     "caller": {},  # every method, no URI limits
     "kv-reader": {"read": ["kv://**"]},
+    "wider": {"read": ["kv://**", "markdown://**"]},
 }
 PIPELINE = {"id": "save", "trigger": "onAction", "status": "active", "processors": [],
             "routing": [{"from": "payload", "write_to": "kv://notes/{{payload.area}}/{{payload.key}}"}]}
@@ -219,17 +222,75 @@ def test_what_a_call_reads_outside_the_policy_is_left_out(sessions: dict[str | N
     assert "terse" in answer  # what it may read is still there
 
 
-def test_an_assembly_names_what_the_policy_left_out(sessions: dict[str | None, Session], workspace: Path) -> None:
+def test_an_assembly_shows_only_what_the_token_may_read(sessions: dict[str | None, Session], workspace: Path) -> None:
     result = call(sessions["reader"], "contextAssembly/assemble", {**REQUEST, "explicit_memory": [
         *REQUEST["explicit_memory"], "secret-notes"]})
-    decisions = [d for d in result["trace"]["decisions"] if d["kind"] == "access"]
-    assert {d["memory_id"] for d in decisions} == {"kv://notes/secret", "working://t-42/plan", "secret-notes"}
-    assert all(d.get("source") is None and d.get("preview") is None for d in decisions)
-    assert "the access policy left out 1 item(s) of 'secret-notes'" in warnings(result)
+    assert not [d for d in result["trace"]["decisions"] if d["kind"] == "access"]
+    shown = warnings(result)
+    for uri in ("kv://notes/secret", "working://t-42/plan"):  # named by the caller: said, not read
+        assert f"memory '{uri}': outside the read patterns of the caller's token: not read" in shown
+    assert ("memory 'secret-notes': step 1 (kv_get): kv://default/notes/secret is outside the read patterns of "
+            "the caller's token: not read") in shown
+    call_of = {c["reference"]: c for c in result["trace"]["memory_calls"]}
+    assert call_of["secret-notes"]["items"] == 1  # counted as the token sees it
+    assert [s["count"] for s in call_of["secret-notes"]["steps"]] == [0, 1]
     assert [i["memory_id"] for i in result["context"]["constraints"] + result["context"]["knowledge"]
             if i["memory_id"] == "secret-notes"] == ["secret-notes"]  # its readable item stays
     snapshot = workspace / result["meta"]["snapshot"]
     assert SECRET not in snapshot.read_text()  # the snapshot keeps what this caller saw
+
+
+def hidden_ids(uri: str, key: Any) -> set[str]:
+    return {item_id(uri, key), item_id(uri, 0)}
+
+
+def test_an_assembly_says_the_same_whether_or_not_an_unreadable_address_exists(
+        sessions: dict[str | None, Session]) -> None:
+    """Counts, decisions with item ids and "does not exist" told a token which entries it may not
+    read exist: with `log_search` fields or a vector query, what they contain."""
+    memory = {"id": "probe", "label": "probe", "status": "active", "retrieval": {"pipeline": [
+        {"type": "kv_get", "instance": "default", "namespace": "notes", "keys": ["${input.text}"]}]}}
+    call(sessions[None], "persistentMemory/create", memory)
+    answers = []
+    for key in ("secret", "no-such-key"):
+        request = {**REQUEST, "input": {"text": key}, "explicit_memory": [f"kv://notes/{key}", "probe"]}
+        result = call(sessions["reader"], "contextAssembly/assemble", request)
+        text = json.dumps(result)
+        assert not hidden_ids("kv://notes/secret", "secret") & set(re.findall(r"[0-9a-f]{16}", text))
+        answers.append([w.replace(key, "KEY") for w in warnings(result)])
+        calls = {c["reference"]: (c["status"], c["items"]) for c in result["trace"]["memory_calls"]}
+        answers.append(sorted((k.replace(key, "KEY"), v) for k, v in calls.items()))
+        executed = call(sessions["reader"], "persistentMemory/execute", {"id": "probe", "request": request})
+        answers.append([w.replace(key, "KEY") for w in executed["warnings"]])
+    assert answers[:3] == answers[3:]
+    assert "does not exist" not in json.dumps(answers)
+
+
+def test_a_restricted_search_fills_its_top_k_with_what_the_token_may_read(sessions: dict[str | None, Session],
+                                                                          workspace: Path) -> None:
+    runtime = sessions[None].runtime
+    runtime.memory.write("vector://probe/secret", {"text": "login timeout " * 3 + SECRET})
+    for n in range(6):
+        runtime.memory.write(f"vector://probe/public-{n}", {"text": f"login timeout note {n}"})
+    search = {"id": "searching", "label": "s", "status": "active", "retrieval": {"pipeline": [
+        {"type": "vector_search", "collection": "probe", "query": "login timeout", "topK": 3,
+         "minScore": 0}]}}
+    call(sessions[None], "persistentMemory/create", search)
+    sessions["reader"].workspace()  # (the new definition is read on the next call)
+    policy = json.loads((workspace / ".codebolt" / "context-assembly.json").read_text())
+    policy["access"]["public"] = {"read": ["vector://probe/public-*"]}
+    (workspace / ".codebolt" / "context-assembly.json").write_text(json.dumps(policy))
+    public = open_session(workspace, "public")
+    try:
+        everyone = call(sessions[None], "persistentMemory/execute", {"id": "searching", "request": REQUEST})
+        assert SECRET in json.dumps(everyone["items"])  # the best hit, without a policy
+        executed = call(public, "persistentMemory/execute", {"id": "searching", "request": REQUEST})
+        direct = call(public, "contextAssembly/assemble", {**REQUEST, "explicit_memory": ["vector://probe"]})
+    finally:
+        public.close()
+    assert SECRET not in json.dumps(executed) and SECRET not in json.dumps(direct)
+    assert len(executed["items"]) == 3
+    assert len([i for i in direct["context"]["knowledge"] if i["source"].startswith("vector://probe/")]) == 5
 
 
 def test_a_stored_snapshot_is_shown_as_the_token_may_see_it(sessions: dict[str | None, Session]) -> None:
@@ -256,19 +317,48 @@ def test_a_snapshot_path_is_a_file_the_token_must_be_allowed_to_read(sessions: d
                                ("contextAssembly/tracePage", {"snapshot": path})):
             error = refused(kv_reader, method, params)
             assert SECRET not in error.message and "api_key" not in error.message, (method, path)
-    assert call(kv_reader, "contextAssembly/replay", {"snapshot": stored})["drifted"] in (True, False)
-    snapshot_path = f".codebolt/memory/context/{stored}.json"  # the snapshots folder: by path too
+    own = call(kv_reader, "contextAssembly/assemble", REQUEST)["meta"]["assembly_id"]
+    assert call(kv_reader, "contextAssembly/replay", {"snapshot": own})["drifted"] in (True, False)
+    snapshot_path = f".codebolt/memory/context/{own}.json"  # the snapshots folder: by path too
     assert "html" in call(kv_reader, "contextAssembly/tracePage", {"snapshot": snapshot_path})
     with pytest.raises(ContextAssemblyError) as unknown:  # a token that may read files: its file, as before
         call(sessions["reader"], "contextAssembly/diff", {"a": "secret.json", "b": REQUEST})
     assert "api_key" in json.dumps(unknown.value.data)
 
 
+def test_a_stored_snapshot_of_a_token_that_may_read_more_is_not_shown(sessions: dict[str | None, Session],
+                                                                     workspace: Path) -> None:
+    """A snapshot shown without the items a token may not read still had their counts, warnings
+    ("... does not exist") and step traces: a token that may not read the snapshot file sees only
+    snapshots assembled under its own read patterns, or some of them."""
+    kv_reader = sessions["kv-reader"]  # kv:// only, no file://
+    by_unrestricted = call(sessions[None], "contextAssembly/assemble", REQUEST)["meta"]
+    by_reader = call(sessions["reader"], "contextAssembly/assemble", REQUEST)["meta"]
+    by_itself = call(kv_reader, "contextAssembly/assemble", REQUEST)["meta"]
+    wider = open_session(workspace, "wider")
+    try:
+        by_wider = call(wider, "contextAssembly/assemble", REQUEST)["meta"]
+        assert call(wider, "contextAssembly/replay", {"snapshot": by_itself["assembly_id"]})["request"]["input"] == REQUEST["input"]
+    finally:
+        wider.close()
+    for meta in (by_unrestricted, by_reader, by_wider):
+        for method, params in (("contextAssembly/replay", {"snapshot": meta["assembly_id"]}),
+                               ("contextAssembly/diff", {"a": meta["assembly_id"], "b": REQUEST}),
+                               ("contextAssembly/tracePage", {"snapshot": meta["snapshot"]})):
+            assert "may read more" in refused(kv_reader, method, params).message
+    assert json.loads((workspace / by_itself["snapshot"]).read_text())["read"] == ["kv://**"]
+    assert call(kv_reader, "contextAssembly/replay", {"snapshot": by_itself["assembly_id"]})["request"]["input"] == REQUEST["input"]
+
+
 def test_an_active_file_outside_the_policy_is_left_out(sessions: dict[str | None, Session]) -> None:
     request = {**REQUEST, "additional_variables": {"active_file": "src/auth/login.py"}}
     result = call(sessions["kv-reader"], "contextAssembly/assemble", request)
     assert not [i for i in result["context"]["state"] if i["source"].startswith("file://")]
-    assert "the access policy left out the active file 'src/auth/login.py'" in warnings(result)
+    said = "the active file 'src/auth/login.py' is outside the read patterns of the caller's token: not read"
+    assert f"Warning: {said}" in warnings(result)
+    missing = call(sessions["kv-reader"], "contextAssembly/assemble",
+                   {**REQUEST, "additional_variables": {"active_file": "src/no/such.py"}})
+    assert f"Warning: {said}".replace("auth/login", "no/such") in warnings(missing)  # the same, there or not
 
 
 # -- writes --------------------------------------------------------------------------------------
@@ -334,3 +424,28 @@ def test_a_pipeline_cannot_launder_what_its_items_came_from(sessions: dict[str |
         assert "sources" in exc.message
         return
     assert SECRET not in json.dumps(executed) and SECRET not in json.dumps(assembled)
+
+
+def test_an_item_names_its_source_as_a_uri_that_reads_it_back(sessions: dict[str | None, Session],
+                                                              workspace: Path) -> None:
+    """Step-made sources were written unencoded: a note named `a%41` was named `markdown://a%41`,
+    which is the note `aA`, so a token that may read `aA` was shown it."""
+    runtime = sessions[None].runtime
+    names = {"kv": ("kv://default/deals/50%25 off%2Fnow%3F", "50% off/now?"), "markdown": ("markdown://a%2541", "a%41")}
+    runtime.memory.write(names["kv"][0], f"kv {SECRET}")
+    runtime.memory.write(names["markdown"][0], f"note {SECRET}")
+    steps = [{"type": "kv_get", "instance": "default", "namespace": "deals", "keys": [names["kv"][1]]},
+             {"type": "markdown_read", "note": names["markdown"][1]}]
+    call(sessions[None], "persistentMemory/create", {"id": "odd-names", "label": "o", "status": "active",
+                                                     "retrieval": {"pipeline": steps}})
+    items = call(sessions[None], "persistentMemory/execute", {"id": "odd-names", "request": REQUEST})["items"]
+    assert [runtime.memory.read(i["source"])["value"] for i in items] == [f"kv {SECRET}", f"note {SECRET}"]
+    policy = json.loads((workspace / ".codebolt" / "context-assembly.json").read_text())
+    policy["access"]["look-alike"] = {"read": ["markdown://aA", "kv://deals/50% off"]}
+    (workspace / ".codebolt" / "context-assembly.json").write_text(json.dumps(policy))
+    look_alike = open_session(workspace, "look-alike")
+    try:
+        executed = call(look_alike, "persistentMemory/execute", {"id": "odd-names", "request": REQUEST})
+    finally:
+        look_alike.close()
+    assert executed["items"] == [] and SECRET not in json.dumps(executed)

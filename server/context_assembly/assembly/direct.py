@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipelines.items import Item, render_value, turn_key
+from ..pipelines.items import RESTRICTED_OVERFETCH, Item, Readable, may_read_item, render_value, turn_key
 from ..stores.uri import DEFAULT, parse_uri, render
 
 VECTOR_TOP_K = 5
@@ -35,16 +35,20 @@ def _event(uri: str, event: Any) -> Item:
     return Item.create(render_value(event), uri, id(event))
 
 
-def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0) -> list[Item]:
+def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0,
+               readable: Readable | None = None) -> list[Item]:
     """Items for one store URI; raises Miss when there is nothing there. `min_score`: the floor of a
-    collection searched with the task text."""
+    collection searched with the task text; `readable`: a restricted caller's read patterns (its top
+    hits are of what they cover)."""
     parsed = parse_uri(uri)
     if parsed.scheme == "vector" and len(parsed.parts) == 1:
         if memory.vectors is None:
             raise Miss("the vector store is not configured")
-        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K, min_score=min_score) if query else []
-        return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
-                            metadata=dict(h.get("metadata") or {})) for h in hits]
+        top_k = VECTOR_TOP_K if readable is None else VECTOR_TOP_K * RESTRICTED_OVERFETCH
+        hits = memory.vectors.search(parsed.parts[0], query, top_k=top_k, min_score=min_score) if query else []
+        items = [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
+                             metadata=dict(h.get("metadata") or {})) for h in hits]
+        return [i for i in items if may_read_item(readable, i.source, i.metadata)][:VECTOR_TOP_K]
     if parsed.scheme == "graph" and len(parsed.parts) == 1:
         if memory.graph is None:
             raise Miss("the knowledge graph is not configured")

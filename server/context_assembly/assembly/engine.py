@@ -37,7 +37,7 @@ from ..registry.variables import MEMORY_SOURCE
 from ..rules.engine import CompiledRule, rule_result
 from ..rules.lookup import request_lookup
 from ..rules.settle import Settlement
-from ..stores.uri import default_section, parse_uri
+from ..stores.uri import default_section, parse_uri, render
 from ..workspace.atomic import write_new
 from ..workspace.loader import Workspace, load_warnings
 from .budget import pack
@@ -54,8 +54,6 @@ from .summary import Llm, Summariser, SummaryCache
 from .tokens import Counter, token_counter
 from .tools import system_prompt_item, tool_item_id, tool_items
 from .warnings import warning_items as warning_items_within
-
-ACCESS_REASON = "outside the read patterns of the caller's token"
 
 
 @define
@@ -150,7 +148,7 @@ class Assembler:
         with applied(settings.limits):  # the stores check a pipeline's top_k, limits and views against these
             executions = self.executor.run(references, workspace.memories, request, lookup, timeout_s, cancelled,
                                            lambda e: run.emit("pipelineComplete", **_call_summary(e)),
-                                           settings.budget.vector_min_score, llm)
+                                           settings.budget.vector_min_score, llm, run.readable)
         if cancelled():
             raise CancelledError("the assembly was cancelled")
         self._collect(run, executions, lookup)
@@ -179,7 +177,9 @@ class Assembler:
 
     def _snapshot(self, run: _Run, result: AssembledContext) -> None:
         """Keep the request and the result for replay (`.codebolt/memory/context/<id>.json`)."""
-        document = {"request": unstructure(run.request), "result": unstructure(result)}
+        # "read": the caller's read patterns (null: unrestricted), for the tokens it may be shown to
+        document = {"request": unstructure(run.request), "result": unstructure(result),
+                    "read": None if run.readable is None else list(run.readable.patterns)}
         path = run.workspace.layout.snapshots_dir / f"{run.assembly_id}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,12 +205,10 @@ class Assembler:
             for warning in execution.warnings:  # a key, note or file a step found missing: never a silent drop
                 run.warn(f"memory '{ref.reference}': {warning}", kind="step", reference=ref.reference)
             section, priority, limits = _placement(ref, execution.definition)
-            hidden = 0
             for item in execution.items:
+                # the runs kept only what the caller may read; this guards that, and says nothing:
+                # an id, a count or a decision would tell the caller what it may not read exists
                 if not may_read_item(run.readable, item.source, item.metadata):
-                    hidden += 1  # neither its content nor its source is shown: the token may not read it
-                    run.trace.decisions.append(DroppedItem("access", ACCESS_REASON, item.id, ref.reference,
-                                                           None, section))
                     continue
                 blocker = None if ref.explicit else run.settlement.excludes(ref.reference, item.source)
                 if blocker is not None:
@@ -227,19 +225,17 @@ class Assembler:
                 )
                 run.candidates.append(Candidate(context_item, ref.reference, len(run.candidates), limits,
                                                 raw_content=item.raw_content, timestamp=item.timestamp))
-            if hidden:
-                run.warn(f"the access policy left out {hidden} item(s) of '{ref.reference}'", kind="access",
-                         reference=ref.reference)
             for key in execution.variables_used:
                 if key not in run.trace.variables_used:
                     run.trace.variables_used.append(key)
         active = run.request.additional_variables.get("active_file")
         if isinstance(active, str) and active:
-            state = active_file_item(active, self.memory.files.read, run.count)
-            if isinstance(state, str):
+            if run.readable is not None and not run.readable(render("file", (active,))):  # before reading:
+                # the same warning whether or not the file is there
+                run.warn(f"the active file '{active}' is outside the read patterns of the caller's token: not read",
+                         kind="access")
+            elif isinstance(state := active_file_item(active, self.memory.files.read, run.count), str):
                 run.warn(state, kind="active_file")
-            elif not may_read_item(run.readable, state.source, None):
-                run.warn(f"the access policy left out the active file '{active}'", kind="access")
             else:
                 run.candidates.append(Candidate(state, "state", len(run.candidates)))
         run.candidates.insert(0, Candidate(task_item(run.request, run.count), "state", -1))

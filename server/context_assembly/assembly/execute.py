@@ -21,7 +21,7 @@ from ..model.converter import unstructure
 from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest
 from ..pipelines.context import Llm
-from ..pipelines.items import Item
+from ..pipelines.items import Item, Readable, may_read_item
 from ..pipelines.runner import run_pipeline
 from ..registry.steps import lookup_step
 from .cache import ResultCache
@@ -29,6 +29,7 @@ from .direct import Miss, read_items
 from .notes_read import RecordingStores, Stamp, ViewStamp, still_holds, views_hold
 from .resolve import Reference
 
+OUTSIDE_READ_PATTERNS = "outside the read patterns of the caller's token: not read"
 UNCACHED_STORES = {"file", "working"}  # not generation-tracked cheaply, or per turn by nature
 
 
@@ -140,10 +141,10 @@ class Executor:
 
     def _run_definition(self, ref: Reference, definition: MemoryDefinition, request: AssemblyRequest,
                         lookup: dict[str, Any], deadline: float, cancelled: Callable[[], bool],
-                        key: tuple | None, llm: Llm | None = None) -> Execution:
+                        key: tuple | None, llm: Llm | None = None, readable: Readable | None = None) -> Execution:
         stores = RecordingStores(self.stores)
         run = run_pipeline(definition, request, stores, lookup=lookup, deadline=deadline, cancelled=cancelled,
-                           llm=llm)
+                           llm=llm, readable=readable)
         steps = [s.to_dict() for s in run.steps]  # skipped, nested (depth, branch) and warned steps say so
         execution = Execution(ref, run.status, run.items, run.duration_ms, run.error, run.missing_variables,
                               steps, definition, run.variables_used, stores.stamps, stores.view_stamps,
@@ -152,22 +153,32 @@ class Executor:
             self.cache.put(key, execution)
         return execution
 
-    def _run_uri(self, ref: Reference, query: str, min_score: float) -> Execution:
+    def _run_uri(self, ref: Reference, query: str, min_score: float, readable: Readable | None = None) -> Execution:
         started = time.perf_counter()
         try:
-            items = read_items(self.memory, ref.reference, query, min_score)
+            items = read_items(self.memory, ref.reference, query, min_score, readable)
             status, error = "ok", None
         except Miss as miss:
             items, status, error = [], "missing", str(miss)
         except Exception as exc:  # a refused URI, a store error: this reference only
             items, status, error = [], "failed", str(getattr(exc, "message", exc))
-        return Execution(ref, status, items, round((time.perf_counter() - started) * 1000, 3), error)
+        warnings: list[str] = []
+        if readable is not None:
+            items = [i for i in items if may_read_item(readable, i.source, i.metadata)]
+            if not items and not readable(ref.reference):
+                # a URI the caller may not read says the same whether or not (and why not) it is there
+                items, status, error = [], "ok", None
+                warnings.append(OUTSIDE_READ_PATTERNS)
+        return Execution(ref, status, items, round((time.perf_counter() - started) * 1000, 3), error,
+                         warnings=warnings)
 
     def run(self, references: list[Reference], memories: dict[str, MemoryDefinition], request: AssemblyRequest,
             lookup: dict[str, Any], timeout_s: float, cancelled: Callable[[], bool],
             done: Callable[[Execution], None], vector_min_score: float = 0.0,
-            llm: Llm | None = None) -> list[Execution]:
-        """`llm`: the client's model, for steps that ask one (derive_query llm_rephrase)."""
+            llm: Llm | None = None, readable: Readable | None = None) -> list[Execution]:
+        """`llm`: the client's model, for steps that ask one (derive_query llm_rephrase). `readable`: a
+        restricted caller's read patterns; its runs read and keep only what they cover, and are cached
+        under them."""
         query = request.input.text if request.input and request.input.text else ""
         deadline = time.monotonic() + timeout_s
         generations = self._generations(references, memories)
@@ -180,16 +191,17 @@ class Executor:
                 definition = memories[ref.reference]
                 key = self._cache_key(definition, lookup_key, generations)
                 if key is not None:  # with a model a rephrasing step derives another query than without
-                    key = (*key, llm is not None)
+                    key = _with_reader((*key, llm is not None), readable)
                 # a hit is answered here: the hand-off to the pool and back costs more than the lookup
                 hit = self._cached(ref, definition, key)
                 if hit is not None:
                     results[index] = hit
                     continue
                 task = self.pool.submit(contextvars.copy_context().run, self._run_definition, ref,
-                                        definition, request, lookup, deadline, cancelled, key, llm)
+                                        definition, request, lookup, deadline, cancelled, key, llm, readable)
             elif ref.kind == "uri":
-                task = self.pool.submit(contextvars.copy_context().run, self._run_uri, ref, query, vector_min_score)
+                task = self.pool.submit(contextvars.copy_context().run, self._run_uri, ref, query, vector_min_score,
+                                        readable)
             else:
                 results[index] = Execution(ref, "missing", error=ref.error)
                 continue
@@ -229,6 +241,11 @@ class Executor:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _with_reader(key: tuple, readable: Readable | None) -> tuple:
+    """A run's cache key with the caller's read patterns (an unrestricted caller's key unchanged)."""
+    return key if readable is None else (*key, "read", readable.patterns)
 
 
 def _outcome(task: futures.Future[Execution], ref: Reference) -> Execution:

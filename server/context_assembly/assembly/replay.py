@@ -1,8 +1,9 @@
 """Replaying a stored assembly (seed 003): the snapshot's request run again against today's
 definitions and stores, and what drifted since.
 
-Snapshots are `.codebolt/memory/context/{assembly_id}.json` holding `{request, result}` (written
-when settings enable `snapshots`). A replay is never itself kept as a snapshot.
+Snapshots are `.codebolt/memory/context/{assembly_id}.json` holding `{request, result, read}`
+(written when settings enable `snapshots`; `read`: the caller's read patterns, null when
+unrestricted). A replay is never itself kept as a snapshot.
 """
 
 from __future__ import annotations
@@ -115,10 +116,19 @@ def read_snapshot(root: Path, reference: Any, where: str = "/snapshot", readable
     if not isinstance(reference, str) or not reference:
         raise _refuse("a snapshot is named by its assembly_id or a path", where)
     relpath = snapshot_relpath(reference)
-    if readable is not None and not _in_snapshots(relpath) and not readable(render("file", (relpath,))):
+    if readable is None or readable(render("file", (relpath,))):
+        return read_json_inside(root, relpath, where, "snapshot")
+    if not _in_snapshots(relpath):
         raise ForbiddenError(f"may not read {relpath}: name a snapshot by its assembly id, or a file this token "
                              "may read", {"path": where})
-    return read_json_inside(root, relpath, where, "snapshot")
+    document = read_json_inside(root, relpath, where, "snapshot")
+    made = document.get("read") if isinstance(document, dict) else None
+    if not (isinstance(made, list) and set(made) <= set(readable.patterns)):
+        # assembled for a caller who may read more: its counts, warnings and step traces would tell
+        # this one what it may not read (older snapshots, which do not say, count as unrestricted)
+        raise ForbiddenError(f"snapshot {reference} was assembled for a token that may read more than this one",
+                             {"path": where})
+    return document
 
 
 def _in_snapshots(relpath: str) -> bool:

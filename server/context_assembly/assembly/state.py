@@ -12,6 +12,7 @@ from typing import Any
 
 from ..model.context import ContextItem
 from ..model.request import AssemblyRequest
+from ..stores.uri import render
 from .tokens import Counter
 
 STATE_SOURCE = "assembly://state"
@@ -50,7 +51,7 @@ def active_file_item(path: str, read: Callable[[str], str | None], count: Counte
     if text is None:
         return f"active file '{path}' does not exist"
     content = f"Active file: {path}\n```\n{text}\n```"
-    return ContextItem("state:active-file", content, None, f"file://{path}", "state", "critical", None,
+    return ContextItem("state:active-file", content, None, render("file", (path,)), "state", "critical", None,
                        count(content), {"kind": "active_file", "path": path})
 
 

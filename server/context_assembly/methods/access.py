@@ -17,7 +17,8 @@ reference patterns of rules (`rules/globs.py`: `*` within one segment, `**` acro
 
 A session's `Access` is applied where memory is touched: `GuardedMemory` checks each read, write,
 delete and list of the URI layer (the `memory/*` methods, `endTurn`, ingestion's routes), and the
-assembler drops every item whose source the token may not read (`readable`).
+pipelines and direct references read and keep only what the token may read (`readable`), saying
+nothing of the rest.
 """
 
 from __future__ import annotations
@@ -247,18 +248,28 @@ class Access:
         if not grant.allows_uri(uri, grant.read if mode == "read" else grant.write):
             raise self._refuse(f"the token {self.name!r} may not {mode} {uri}", uri=uri, mode=mode)
 
-    def readable(self) -> Callable[[str], bool] | None:
+    def readable(self) -> ReadPatterns | None:
         """A test of item sources for this call (None: everything is readable). A broken policy or a
         name without an entry reads nothing."""
         if self.name is None:
             return None
         grant = self.grant()
         if grant is None or grant.problem is not None:
-            return lambda source: False
+            return ReadPatterns(())
         if grant.read is None:
             return None
-        patterns = grant.read
-        return lambda source: grant.allows_uri(source, patterns)
+        return ReadPatterns(grant.read)
+
+
+@frozen
+class ReadPatterns:
+    """A restricted caller's test of item sources (`Readable`). Compared and hashed by its patterns:
+    a pipeline run trimmed by it is cached under it, and shared by every caller with the same ones."""
+
+    patterns: tuple[str, ...]
+
+    def __call__(self, source: str) -> bool:
+        return any(pattern_covers(p, s) for s in uri_spellings(source) for p in self.patterns)
 
 
 UNRESTRICTED = Access()

@@ -9,7 +9,6 @@ from typing import Any
 from ..assembly.request import parse_request
 from ..assembly.tokens import token_counter
 from ..errors import CancelledError, InvalidParamsError, NotFoundError, TimeoutError_
-from ..pipelines.items import may_read_item
 from ..pipelines.runner import run_pipeline
 from ..pipelines.validate import validate_definition
 from ..registry.steps import STEP_GROUPS, StepSpec, step_types
@@ -43,19 +42,14 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
     settings = workspace.settings
     deadline = time.monotonic() + settings.pipeline_timeout_ms / 1000
     ctx.progress(f"running {params['id']}", None)
+    # a restricted token's run reads and keeps only what its read patterns cover (nor counts the rest)
     run = run_pipeline(definition, request, session.runtime.stores, deadline=deadline, cancelled=ctx.cancelled,
-                       llm=ctx.llm)
+                       llm=ctx.llm, readable=session.access.readable())
     if run.status == "cancelled":
         raise CancelledError(f"the execution of {params['id']!r} was cancelled")
     if run.status == "timeout":
         raise TimeoutError_(f"{params['id']!r} did not finish within {settings.pipeline_timeout_ms} ms",
                             {"id": params["id"], "timeout_ms": settings.pipeline_timeout_ms})
-    readable = session.access.readable()
-    if readable is not None:  # the token's read patterns: what it may not read is left out, and counted
-        kept = [item for item in run.items if may_read_item(readable, item.source, item.metadata)]
-        if len(kept) < len(run.items):
-            run.warnings.append(f"the access policy left out {len(run.items) - len(kept)} item(s)")
-        run.items = kept
     return run.to_result(definition, token_counter(settings.tokenizer))
 
 

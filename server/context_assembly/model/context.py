@@ -67,7 +67,7 @@ class DroppedItem:
     """A decision the trace records: an item left out (or a conflict settled) and why."""
 
     # "duplicate" | "cap" | "max_items" | "max_tokens" | "shortened" | "budget" | "relevance" | "excluded" | "conflict"
-    # | "access" (the caller's token may not read its source: neither source nor preview is given)
+    # | "access" (snapshots of earlier versions only: what a token may not read is now never read or counted)
     # | "priority" (a per-source rule changed the item's priority: it stays)
     kind: str
     reason: str

@@ -16,7 +16,7 @@ from attrs import define, field
 
 from ..model.request import AssemblyRequest
 from ..registry.values import as_number
-from .items import Item
+from .items import Item, Readable, may_read_item
 from .templates import Variables, fill
 
 # -- the stores ------------------------------------------------------------------------------------
@@ -140,6 +140,9 @@ class StepContext:
     run_steps: RunSteps | None = None  # set by the runner: control steps run nested steps with it
     llm: Llm | None = None  # None: no client model (a CLI run, a client without llm/complete)
     passing: bool = False  # a step stood in for the model's answer (slow, failing): the result is not kept
+    # a restricted caller's read patterns (None: everything): what they do not cover is never added,
+    # so counts, later steps, warnings and the cached run know only what the caller may read
+    readable: Readable | None = None
     variables_used: set[str] = field(factory=set)
     # per step, reset by the runner before each one:
     step: str = ""  # the current step's label (alias, or type#index)
@@ -155,7 +158,9 @@ class StepContext:
         return fill(value, self.variables(item))
 
     def add(self, items: list[Item]) -> None:
-        """Append newly read items; they are this step's output."""
+        """Append newly read items; they are this step's output (those the caller may read)."""
+        if self.readable is not None:
+            items = [i for i in items if self.may_show(i)]
         for item in items:
             if not item.origin:
                 item.origin = self.step
@@ -164,6 +169,18 @@ class StepContext:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
+
+    def may_show(self, item: Item) -> bool:
+        """Whether the caller may read every source of `item`."""
+        return may_read_item(self.readable, item.source, item.metadata)
+
+    def withheld(self, uri: str) -> bool:
+        """Whether the caller may not read the address `uri` a step names: then the step neither reads
+        it nor says whether it exists (the same warning either way)."""
+        if self.readable is None or self.readable(uri):
+            return False
+        self.warn(f"{uri} is outside the read patterns of the caller's token: not read")
+        return True
 
     def check(self) -> None:
         """Raise when the deadline passed or the run was cancelled (called between steps and in loops)."""

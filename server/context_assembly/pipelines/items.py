@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import attrs
 from attrs import define, field
@@ -32,7 +32,18 @@ def turn_key(turn: dict[str, Any], fallback: Any) -> Any:
     return fallback
 
 
-Readable = Callable[[str], bool]  # may the caller read this source? (its token's access policy)
+class Readable(Protocol):
+    """May the caller read this source? (its token's read patterns, `methods/access.py` ReadPatterns)"""
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """What it is made of: what a snapshot records and a cache key holds."""
+
+    def __call__(self, source: str) -> bool: ...
+
+
+# how many times more hits a search fetches for a restricted caller, so its top k are of what it may read
+RESTRICTED_OVERFETCH = 4
 
 
 def item_sources(source: str, metadata: Any) -> Iterator[str]:

@@ -25,7 +25,7 @@ from ..model.request import AssemblyRequest, ScopeVariables
 from ..registry.steps import lookup_step, step_names
 from ..rules.lookup import build_lookup
 from .context import Llm, StepCancelled, StepContext, StepError, StepTimeout, Stores
-from .items import Item
+from .items import Item, Readable
 from .shorthand import is_shorthand, normalise_memory
 from .steps import self_filled_params, step_function
 from .templates import TemplateError
@@ -170,9 +170,11 @@ def as_definition(definition: MemoryDefinition | dict[str, Any]) -> MemoryDefini
 
 def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: AssemblyRequest, stores: Stores, *,
                  lookup: Mapping[str, Any] | None = None, deadline: float | None = None,
-                 cancelled: Callable[[], bool] | None = None, llm: Llm | None = None) -> PipelineRun:
+                 cancelled: Callable[[], bool] | None = None, llm: Llm | None = None,
+                 readable: Readable | None = None) -> PipelineRun:
     """Run a definition's pipeline for a request. Never raises for anything the definition or stores do.
-    `llm`: the connected client's model (`llm/complete`), for steps that ask one (derive_query llm_rephrase)."""
+    `llm`: the connected client's model (`llm/complete`), for steps that ask one (derive_query llm_rephrase).
+    `readable`: a restricted caller's read patterns; the steps read and keep only what they cover."""
     started = time.perf_counter()
     if not isinstance(definition, (dict, MemoryDefinition)):
         return _finish(PipelineRun(None), started, "failed", "a definition must be an object")
@@ -186,7 +188,7 @@ def run_pipeline(definition: MemoryDefinition | dict[str, Any], request: Assembl
         return _finish(run, started, "skipped", "the request lacks " + ", ".join(missing))
     ctx = StepContext(definition.id, request, _with_defaults(build_lookup(request) if lookup is None else lookup,
                                                           definition), stores, deadline=deadline, cancelled=cancelled,
-                      llm=llm)
+                      llm=llm, readable=readable)
     try:
         steps = _steps_of(definition)
         _run_list(steps, ctx, run, depth=0)

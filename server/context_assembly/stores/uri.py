@@ -212,13 +212,15 @@ def _finite(seconds: float, text: object, pointer: str) -> float:
 _HEADED = frozenset({"vector", "log", "working", "blob"})  # <head>/<rest> (`_head_and_rest`)
 
 
-def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | None = None) -> str:
-    """The canonical URI of an address: shortest kv:// form, each part percent-encoded."""
+def render(scheme: str, parts: tuple[str, ...] | list[str], *, pointer: str | None = None,
+           longest: bool = False) -> str:
+    """The canonical URI of an address: shortest kv:// form, each part percent-encoded.
+    `longest`: kv:// with all three segments, defaults written (how pipeline items name an entry)."""
     parts = tuple(parts)
     if scheme == "kv":
         instance, namespace, key = parts
-        shown = [key] if (instance, namespace) == (DEFAULT, DEFAULT) else (
-            [namespace, key] if instance == DEFAULT else [instance, namespace, key])
+        shown = [instance, namespace, key] if longest else [key] if (instance, namespace) == (DEFAULT, DEFAULT) \
+            else [namespace, key] if instance == DEFAULT else [instance, namespace, key]
         body = "/".join(quote(p, safe=_SAFE) for p in shown)
     elif scheme in _HEADED or scheme == "graph" and len(parts) == 3:
         # <head>/<rest>, <instance>/<kind>/<id>: the head is one segment, its '/' encoded (a thread

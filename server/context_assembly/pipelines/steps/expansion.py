@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...stores.uri import render
 from ..context import StepContext, StepError, int_param, object_param, required_text, texts_param
-from ..items import Item
+from ..items import RESTRICTED_OVERFETCH, Item
 from .retrieval import render_row, row_item, row_key, view_rows
 
 NODE_FIELDS = ("node_id", "id")  # where an item names its graph node (metadata)
@@ -30,7 +31,7 @@ def _neighbor_item(node: dict[str, Any], instance: str) -> Item:
         shown.update(attributes)
     title = node.get("name") if isinstance(node.get("name"), str) else node_id
     metadata = {**node, "node_id": node_id}
-    return Item.create(render_row(shown) or node_id, f"graph://{instance}/node/{node_id}", node_id,
+    return Item.create(render_row(shown) or node_id, render("graph", (instance, "node", node_id)), node_id,
                        title=title, metadata=metadata)
 
 
@@ -47,11 +48,14 @@ def graph_neighbor_expand(params: dict[str, Any], ctx: StepContext) -> None:
         return
     known = set(seeds)
     added = []
-    for node in graph.neighbors(instance, seeds, depth=depth, edge_kinds=edge_kinds, limit=limit):
+    wanted = limit if ctx.readable is None else limit * RESTRICTED_OVERFETCH
+    for node in graph.neighbors(instance, seeds, depth=depth, edge_kinds=edge_kinds, limit=wanted):
         if not isinstance(node, dict) or node.get("id") is None or str(node["id"]) in known:
             continue
         known.add(str(node["id"]))
-        added.append(_neighbor_item(node, instance))
+        item = _neighbor_item(node, instance)
+        if ctx.may_show(item):  # a restricted caller's limit is of the nodes it may read
+            added.append(item)
     ctx.add(added[:limit])
 
 
@@ -60,6 +64,10 @@ def graph_view_expand(params: dict[str, Any], ctx: StepContext) -> None:
     raw = params.get("params")  # left unfilled by the runner: ${item.…} differs per item
     if raw is not None and not isinstance(raw, dict):
         raise StepError("'params' must be an object")
+    source = render("graph", (view,))
+    if ctx.withheld(source):
+        ctx.add([])
+        return
     seen = {item.id for item in ctx.items}
     added = []
     for item in list(ctx.items):
@@ -67,7 +75,7 @@ def graph_view_expand(params: dict[str, Any], ctx: StepContext) -> None:
         bound = object_param({"params": ctx.fill(raw or {}, item)}, "params")
         for row in view_rows(ctx, view, bound):
             # keyed by content, not position: a row two items both reach is added once
-            new = row_item(row, f"graph://{view}", row_key(row), view)
+            new = row_item(row, source, row_key(row), view)
             if new.id not in seen:
                 seen.add(new.id)
                 new.metadata.setdefault("expanded_from", item.id)

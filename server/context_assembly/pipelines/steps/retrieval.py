@@ -14,6 +14,7 @@ from typing import Any
 
 from ...errors import TimeoutError_
 from ...registry.values import as_number
+from ...stores.uri import render
 from ..context import (
     StepContext,
     StepError,
@@ -26,7 +27,7 @@ from ..context import (
     text_param,
     texts_param,
 )
-from ..items import Item, render_value, turn_key
+from ..items import RESTRICTED_OVERFETCH, Item, render_value, turn_key
 
 
 def _score(value: Any) -> float | None:
@@ -57,6 +58,7 @@ def kv_get(params: dict[str, Any], ctx: StepContext) -> None:
     instance = text_param(params, "instance", "default") or "default"
     namespace = text_param(params, "namespace", "default") or "default"
     keys = texts_param(params, "keys")
+    listed = keys is None
     if keys is None:
         lister = getattr(store, "keys", None)
         if lister is None:
@@ -65,8 +67,11 @@ def kv_get(params: dict[str, Any], ctx: StepContext) -> None:
     items = []
     for key in keys:
         ctx.check()
+        uri = render("kv", (instance, namespace, key), longest=True)
+        # a listed key the caller may not read is left out as a list leaves it out, a named one is said
+        if (listed and ctx.readable is not None and not ctx.readable(uri)) or (not listed and ctx.withheld(uri)):
+            continue
         value = store.get(instance, namespace, key)
-        uri = f"kv://{instance}/{namespace}/{key}"
         if value is None:
             ctx.warn(f"{uri} does not exist")
             continue
@@ -79,8 +84,10 @@ def json_get(params: dict[str, Any], ctx: StepContext) -> None:
     store = ctx.store("json_docs")
     doc = required_text(params, "doc")
     pointer = text_param(params, "pointer", "") or ""
+    uri = render("json", (doc,), pointer=pointer or None)
+    if ctx.withheld(uri):
+        return
     value = store.get(doc, pointer or None)
-    uri = f"json://{doc}" + (f"#{pointer}" if pointer else "")
     if value is None:
         ctx.warn(f"{uri} does not exist")
         return
@@ -106,11 +113,14 @@ def markdown_read(params: dict[str, Any], ctx: StepContext) -> None:
     items = []
     for note in names:
         ctx.check()
+        uri = render("markdown", (note,))
+        if ctx.withheld(uri):
+            continue
         text = store.read(note)
         if text is None:
-            ctx.warn(f"markdown://{note} does not exist")
+            ctx.warn(f"{uri} does not exist")
             continue
-        items.append(Item.create(text, f"markdown://{note}", note, title=note_title(text, note),
+        items.append(Item.create(text, uri, note, title=note_title(text, note),
                                  metadata={"note": note}))
     ctx.add(items)
 
@@ -118,11 +128,14 @@ def markdown_read(params: dict[str, Any], ctx: StepContext) -> None:
 def file_read(params: dict[str, Any], ctx: StepContext) -> None:
     store = ctx.store("files")
     path = required_text(params, "path")
+    uri = render("file", (path,))
+    if ctx.withheld(uri):
+        return
     text = store.read(path)
     if text is None:
-        ctx.warn(f"file://{path} does not exist")
+        ctx.warn(f"{uri} does not exist")
         return
-    ctx.add([Item.create(text, f"file://{path}", path, title=path, metadata={"path": path})])
+    ctx.add([Item.create(text, uri, path, title=path, metadata={"path": path})])
 
 
 # -- events and turns ------------------------------------------------------------------------------
@@ -160,7 +173,7 @@ def _event_item(event: dict[str, Any], instance: str) -> Item:
     else:
         body = _compact(payload) if payload is not None else ""
     event_id = event.get("id")
-    return Item.create(f"{event_type}: {body}" if body else event_type, f"log://{instance}",
+    return Item.create(f"{event_type}: {body}" if body else event_type, render("log", (instance,)),
                        event_id if event_id is not None else body, title=event_type,
                        timestamp=_timestamp(event.get("ts")),
                        metadata={"event_id": event_id, "event_type": event_type, "payload": payload})
@@ -175,6 +188,9 @@ def log_search(params: dict[str, Any], ctx: StepContext) -> None:
     fields = object_param(params, "fields")
     limit = int_param(params, "limit", 20, minimum=1) or 20
     ctx.check()
+    if ctx.withheld(render("log", (instance,))):
+        ctx.add([])
+        return
     # the store filters by payload field (indexed, then exactly): the newest `limit` that match,
     # however many newer events do not (a filter here over a fetched window missed older matches)
     events = store.search(instance, event_type=named or None, since=since, fields=fields or None, limit=limit)
@@ -187,6 +203,9 @@ def episodic_recent(params: dict[str, Any], ctx: StepContext) -> None:
     if not thread_id:
         raise StepError("no thread: pass 'thread_id' or send the request with a thread")
     limit = int_param(params, "limit", 10, minimum=1) or 10
+    if ctx.withheld(render("episodic", (thread_id,))):
+        ctx.add([])
+        return
     turns = store.recent(thread_id, limit)
     items = []
     for index, turn in enumerate(turns[-limit:]):
@@ -195,7 +214,7 @@ def episodic_recent(params: dict[str, Any], ctx: StepContext) -> None:
         role = str(turn.get("role") or "turn")
         content = render_value(turn.get("content", ""))
         key = turn_key(turn, f"{turn.get('ts')}|{role}|{content}")
-        items.append(Item.create(f"{role}: {content}", f"episodic://{thread_id}", key, title=role,
+        items.append(Item.create(f"{role}: {content}", render("episodic", (thread_id,)), key, title=role,
                                  timestamp=_timestamp(turn.get("ts")),
                                  metadata={"role": role, "thread_id": thread_id, "turn": index}))
     ctx.add(items)
@@ -210,7 +229,7 @@ def _hit_item(hit: dict[str, Any], collection: str) -> Item:
     chunk = hit.get("chunk")
     own = hit.get("source")
     source = own if isinstance(own, str) and own.startswith("vector://") else \
-        f"vector://{collection}" + (f"/{doc_uri}" if doc_uri else "")
+        render("vector", (collection, str(doc_uri)) if doc_uri else (collection,))
     if isinstance(own, str) and own != source:
         metadata.setdefault("source", own)
     metadata.update({k: v for k, v in (("doc_uri", doc_uri), ("chunk", chunk), ("hit_id", hit.get("id")))
@@ -233,8 +252,11 @@ def vector_search(params: dict[str, Any], ctx: StepContext) -> None:
         ctx.warn("the query is empty: nothing to search for")
         ctx.add([])
         return
-    hits = store.search(collection, query, top_k=top_k, min_score=min_score or 0.0, mode=mode)
-    ctx.add([_hit_item(hit, collection) for hit in hits[:top_k] if isinstance(hit, dict)])
+    # a restricted caller's top k are of what it may read: more are fetched to fill them
+    wanted = top_k if ctx.readable is None else top_k * RESTRICTED_OVERFETCH
+    hits = store.search(collection, query, top_k=wanted, min_score=min_score or 0.0, mode=mode)
+    items = [_hit_item(hit, collection) for hit in hits[:wanted] if isinstance(hit, dict)]
+    ctx.add([i for i in items if ctx.may_show(i)][:top_k])
 
 
 def row_item(row: dict[str, Any], source: str, key: Any, view: str) -> Item:
@@ -258,8 +280,11 @@ def view_rows(ctx: StepContext, view: str, params: dict[str, Any]) -> list[dict[
 def graph_view_read(params: dict[str, Any], ctx: StepContext) -> None:
     view = required_text(params, "view")
     bound = object_param(params, "params")
-    rows = view_rows(ctx, view, bound)
-    ctx.add([row_item(row, f"graph://{view}", row_key(row), view) for row in rows])
+    source = render("graph", (view,))
+    if ctx.withheld(source):
+        ctx.add([])
+        return
+    ctx.add([row_item(row, source, row_key(row), view) for row in view_rows(ctx, view, bound)])
 
 
 def row_key(row: dict[str, Any]) -> Any:
