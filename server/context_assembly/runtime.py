@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .assembly.engine import Assembler
     from .assembly.execute import Executor
     from .model.context import AssembledContext
+    from .pipelines.items import Readable
     from .stores.bundle import StoreBundleView
     from .stores.memory import MemoryRouter
 
@@ -193,10 +194,17 @@ class Runtime:
         workspace = self._workspace
         return workspace is not None and kind in workspace.rule_set.compacted
 
-    def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    def lookup(self, request: AssemblyRequest,
+               readable: Readable | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup (and the derived values in it) every method and command evaluates
-        rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides."""
-        return request_lookup(request, self._count_turns)  # as the assembler's
+        rules against: the assembly's own, so `evaluateRules` explains what `assemble` decides.
+        `readable`: a restricted caller's read patterns (a thread outside them has no turn count)."""
+        count: Callable[[str], int] = self._count_turns
+        if readable is not None:  # late: a plain evaluation never imports the assembly stack
+            from .assembly.engine import readable_turns
+
+            count = readable_turns(count, readable)
+        return request_lookup(request, count)  # as the assembler's
 
     def _count_turns(self, thread: str) -> int:
         settings, refused = self._store_settings
@@ -206,7 +214,7 @@ class Runtime:
 
     def evaluate(self, request: AssemblyRequest, workspace: Workspace | None = None,
                  engine_id: str | None = None, explain: str | None = None, trace_format: str = "full",
-                 encoded: bool = False) -> Any:
+                 encoded: bool = False, readable: Readable | None = None) -> Any:
         """Rule evaluation as `evaluate`, `evaluateRules` and `contextRuleEngine/evaluate` answer it:
         over the assembly's lookup (derived values included), with a warning per rule file that
         failed to load. `engine_id`: that engine alone (enabled or not; the caller checked it
@@ -215,7 +223,7 @@ class Runtime:
         "compact": the trace packed (rules/compact.py). `encoded`: the caller only writes the answer
         as JSON (`RuleSet.evaluate_wire`)."""
         workspace = workspace or self.workspace()
-        lookup, derived = self.lookup(request)
+        lookup, derived = self.lookup(request, readable)
         rule_set = workspace.rule_set
         if engine_id is not None:
             rule_set = RuleSet([e for e in rule_set.engines if e.id == engine_id])

@@ -326,6 +326,10 @@ def test_a_snapshot_path_is_a_file_the_token_must_be_allowed_to_read(sessions: d
     assert "api_key" in json.dumps(unknown.value.data)
 
 
+def replayed_input(session: Session, assembly_id: str) -> Any:
+    return call(session, "contextAssembly/replay", {"snapshot": assembly_id})["request"]["input"]
+
+
 def test_a_stored_snapshot_of_a_token_that_may_read_more_is_not_shown(sessions: dict[str | None, Session],
                                                                      workspace: Path) -> None:
     """A snapshot shown without the items a token may not read still had their counts, warnings
@@ -338,7 +342,7 @@ def test_a_stored_snapshot_of_a_token_that_may_read_more_is_not_shown(sessions: 
     wider = open_session(workspace, "wider")
     try:
         by_wider = call(wider, "contextAssembly/assemble", REQUEST)["meta"]
-        assert call(wider, "contextAssembly/replay", {"snapshot": by_itself["assembly_id"]})["request"]["input"] == REQUEST["input"]
+        assert replayed_input(wider, by_itself["assembly_id"]) == REQUEST["input"]
     finally:
         wider.close()
     for meta in (by_unrestricted, by_reader, by_wider):
@@ -347,7 +351,7 @@ def test_a_stored_snapshot_of_a_token_that_may_read_more_is_not_shown(sessions: 
                                ("contextAssembly/tracePage", {"snapshot": meta["snapshot"]})):
             assert "may read more" in refused(kv_reader, method, params).message
     assert json.loads((workspace / by_itself["snapshot"]).read_text())["read"] == ["kv://**"]
-    assert call(kv_reader, "contextAssembly/replay", {"snapshot": by_itself["assembly_id"]})["request"]["input"] == REQUEST["input"]
+    assert replayed_input(kv_reader, by_itself["assembly_id"]) == REQUEST["input"]
 
 
 def test_an_active_file_outside_the_policy_is_left_out(sessions: dict[str | None, Session]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipelines.items import RESTRICTED_OVERFETCH, Item, Readable, may_read_item, render_value, turn_key
+from ..pipelines.items import Item, Readable, may_read_item, render_value, turn_key
 from ..stores.uri import DEFAULT, parse_uri, render
 
 VECTOR_TOP_K = 5
@@ -44,21 +44,25 @@ def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0,
     if parsed.scheme == "vector" and len(parsed.parts) == 1:
         if memory.vectors is None:
             raise Miss("the vector store is not configured")
-        top_k = VECTOR_TOP_K if readable is None else VECTOR_TOP_K * RESTRICTED_OVERFETCH
-        hits = memory.vectors.search(parsed.parts[0], query, top_k=top_k, min_score=min_score) if query else []
-        items = [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
-                             metadata=dict(h.get("metadata") or {})) for h in hits]
-        return [i for i in items if may_read_item(readable, i.source, i.metadata)][:VECTOR_TOP_K]
+        # a restricted caller's hits are ranked among what it may read
+        admit = None if readable is None else lambda source, metadata: may_read_item(readable, source, metadata)
+        hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K, min_score=min_score,
+                                     **({"admit": admit} if admit is not None else {})) if query else []
+        return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),
+                            metadata=dict(h.get("metadata") or {})) for h in hits]
     if parsed.scheme == "graph" and len(parsed.parts) == 1:
         if memory.graph is None:
             raise Miss("the knowledge graph is not configured")
         rows = memory.graph.run_view(parsed.parts[0], {})
         return [Item.create(_row_text(row), uri, i, metadata={"row": row}) for i, row in enumerate(rows)]
     result = memory.read(uri)
-    if not result["exists"] and parsed.scheme == "kv":
-        namespace = _kv_namespace(memory, uri, parsed.parts)
+    if parsed.scheme == "kv" and not (result["exists"] and (readable is None or readable(uri))):
+        # a key the caller may not read is absent to it: which of key and namespace answers, and
+        # whether anything does, must not tell it the key exists
+        namespace = [i for i in _kv_namespace(memory, uri, parsed.parts) if may_read_item(readable, i.source, None)]
         if namespace:
             return namespace
+        raise Miss(f"'{uri}' does not exist")
     if not result["exists"]:
         raise Miss(f"'{uri}' does not exist")
     value = result["value"]
@@ -82,9 +86,14 @@ def _kv_namespace(memory: Any, uri: str, parts: tuple[str, ...]) -> list[Item]:
     else:
         return []
     entries = memory.kv.list(instance, namespace)
-    prefix = "kv://" if instance == DEFAULT else f"kv://{instance}/"
-    return [Item.create(f"{e.key}: {render_value(e.value)}", f"{prefix}{namespace}/{e.key}", e.key, title=e.key,
-                        metadata={"namespace": namespace, "key": e.key}) for e in entries if e.key]
+    return [Item.create(f"{e.key}: {render_value(e.value)}", _entry_uri(instance, namespace, e.key), e.key,
+                        title=e.key, metadata={"namespace": namespace, "key": e.key}) for e in entries if e.key]
+
+
+def _entry_uri(instance: str, namespace: str, key: str) -> str:
+    """`kv://<namespace>/<key>` (the instance written when not the default), each part encoded."""
+    full = render("kv", (instance, namespace, key), longest=True)
+    return full.replace(f"kv://{DEFAULT}/", "kv://", 1) if instance == DEFAULT else full
 
 
 def _row_text(row: Any) -> str:

@@ -116,9 +116,10 @@ class Assembler:
             observer("error", {"assembly_id": assembly_id, "message": f"{type(exc).__name__}: {exc}", "code": -32603})
             raise
 
-    def lookup(self, request: AssemblyRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    def lookup(self, request: AssemblyRequest,
+               readable: Readable | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The variable lookup of a request, derived values included, as every method builds it."""
-        return request_lookup(request, lambda thread: self.memory.episodic.count(thread))
+        return request_lookup(request, readable_turns(lambda thread: self.memory.episodic.count(thread), readable))
 
     def _assemble(self, raw: Any, observer: AssemblyObserver, cancelled: Callable[[], bool],
                   assembly_id: str, llm: Llm | None, snapshot: bool = True,
@@ -129,7 +130,7 @@ class Assembler:
         settings = workspace.settings
         run = _Run(assembly_id, request, workspace, observer, token_counter(settings.tokenizer), readable=readable)
         run.emit("started", thread_id=request.thread_id)
-        lookup, derived = self.lookup(request)
+        lookup, derived = self.lookup(request, readable)
         for problem in _validate(request, workspace):
             run.warn(problem, kind="validation")
         run.stage("validate")
@@ -394,6 +395,20 @@ def _placement(ref: Reference, definition: MemoryDefinition | None) -> tuple[str
     limits = {k: v for k, v in (("max_items", contribution.max_items), ("max_tokens", contribution.max_tokens))
               if v is not None}
     return str(section), priority, limits
+
+
+def readable_turns(count: Callable[[str], int], readable: Readable | None) -> Callable[[str], int]:
+    """The turn counter of `addVar.turn_count` for a caller: a thread it may not read has no count
+    (the variable is absent, as when nothing is stored), not the number of its turns."""
+    if readable is None:
+        return count
+
+    def counted(thread: str) -> int:
+        if not readable(render("episodic", (thread,))):
+            raise LookupError(thread)
+        return count(thread)
+
+    return counted
 
 
 def _memory_call(execution: Execution) -> MemoryCall:

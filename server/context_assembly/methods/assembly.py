@@ -134,7 +134,8 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     request = parse_request(params, ctx.params_depth)
     return session.runtime.evaluate(request, session.workspace(), explain=params.get("explain", "all"),
-                                    trace_format=params.get("trace_format", "full"), encoded=ctx.encodes)
+                                    trace_format=params.get("trace_format", "full"), encoded=ctx.encodes,
+                                    readable=session.access.readable())
 
 
 def required(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

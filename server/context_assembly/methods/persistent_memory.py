@@ -42,9 +42,12 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
     settings = workspace.settings
     deadline = time.monotonic() + settings.pipeline_timeout_ms / 1000
     ctx.progress(f"running {params['id']}", None)
-    # a restricted token's run reads and keeps only what its read patterns cover (nor counts the rest)
-    run = run_pipeline(definition, request, session.runtime.stores, deadline=deadline, cancelled=ctx.cancelled,
-                       llm=ctx.llm, readable=session.access.readable())
+    # a restricted token's run reads and keeps only what its read patterns cover (nor counts the
+    # rest); the variables are an assembly's, derived ones (addVar.turn_count) included
+    readable = session.access.readable()
+    lookup, _ = session.runtime.lookup(request, readable)
+    run = run_pipeline(definition, request, session.runtime.stores, lookup=lookup, deadline=deadline,
+                       cancelled=ctx.cancelled, llm=ctx.llm, readable=readable)
     if run.status == "cancelled":
         raise CancelledError(f"the execution of {params['id']!r} was cancelled")
     if run.status == "timeout":

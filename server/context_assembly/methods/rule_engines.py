@@ -51,7 +51,8 @@ def evaluate(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     if engine_id is not None and all(e.id != engine_id for e in workspace.rule_set.engines):
         raise NotFoundError(f"rule engine {engine_id!r} not found", {"id": engine_id})
     return session.runtime.evaluate(request, workspace, engine_id, explain=params.get("explain", "all"),
-                                    trace_format=params.get("trace_format", "full"), encoded=ctx.encodes)
+                                    trace_format=params.get("trace_format", "full"), encoded=ctx.encodes,
+                                    readable=session.access.readable())
 
 
 def trace_layout(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

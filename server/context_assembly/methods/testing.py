@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import NotFoundError
@@ -30,7 +31,8 @@ def test(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
             matching = f" matching '{params['pattern']}'" if params.get("pattern") else ""
             raise NotFoundError(f"no test case '{params['case']}'{matching} in {where}")
     run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False),
-                    coverage=bool(params.get("coverage")), files=files, lookup_of=session.runtime.lookup)
+                    coverage=bool(params.get("coverage")), files=files,
+                    lookup_of=functools.partial(session.runtime.lookup, readable=session.access.readable()))
     return as_json(run)
 
 

@@ -56,8 +56,9 @@ class FileStore(Protocol):
 
 class VectorStore(Protocol):
     def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
-               mode: str = "vector") -> list[dict[str, Any]]:
-        """Hits `{id, doc_uri, chunk, text, score, metadata, source}`, best first."""
+               mode: str = "vector", admit: Callable[[str, Any], bool] | None = None) -> list[dict[str, Any]]:
+        """Hits `{id, doc_uri, chunk, text, score, metadata, source}`, best first. `admit`: the
+        documents (source, metadata) a restricted caller may see: ranked as if the others were not there."""
 
 
 class GraphStore(Protocol):
@@ -65,7 +66,8 @@ class GraphStore(Protocol):
         ...
 
     def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
-                  limit: int = 50) -> list[dict[str, Any]]: ...
+                  limit: int = 50, *, admit: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """`admit`: the node and edge URIs a restricted caller may see; the walk never crosses the others."""
 
 
 class Stores(Protocol):
@@ -173,6 +175,11 @@ class StepContext:
     def may_show(self, item: Item) -> bool:
         """Whether the caller may read every source of `item`."""
         return may_read_item(self.readable, item.source, item.metadata)
+
+    def admit(self) -> Callable[[str, Any], bool] | None:
+        """A store's test of what the caller may see (source, metadata), for searches that rank."""
+        readable = self.readable
+        return None if readable is None else lambda source, metadata: may_read_item(readable, source, metadata)
 
     def withheld(self, uri: str) -> bool:
         """Whether the caller may not read the address `uri` a step names: then the step neither reads

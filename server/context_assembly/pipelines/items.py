@@ -42,10 +42,6 @@ class Readable(Protocol):
     def __call__(self, source: str) -> bool: ...
 
 
-# how many times more hits a search fetches for a restricted caller, so its top k are of what it may read
-RESTRICTED_OVERFETCH = 4
-
-
 def item_sources(source: str, metadata: Any) -> Iterator[str]:
     """Every source an item's content came from: its own, and those it was grouped or summarised
     from (`metadata.sources`)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import chain
+from urllib.parse import unquote
 
 from attrs import define, field
 
@@ -105,6 +106,7 @@ class Settlement:
         for pattern, rule in self.excluded.items():
             if reference in self.kept.get(pattern, ()):
                 continue
-            if source and reference_matches(pattern, source):
+            # a pattern is written as people name things (`markdown://meeting notes/*`), a source encoded
+            if source and (reference_matches(pattern, source) or reference_matches(pattern, unquote(source))):
                 return pattern, rule
         return None

@@ -12,9 +12,12 @@ depend on a backend's row types.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import Factory, frozen
+
+from .uri import render
 
 
 @frozen
@@ -43,6 +46,15 @@ class GraphEdge:
         # `from`/`to` are the wire names (SPEC §5.1 edge `{kind, from, to}`).
         return {"instance": self.instance, "id": self.id, "kind": self.kind, "from": self.from_id,
                 "to": self.to_id, "attributes": self.attributes}
+
+
+Admit = Callable[[str], bool]  # graph://<instance>/node|edge/<id> -> may the walk go there
+
+
+def admitted(admit: Admit | None, edge: GraphEdge, node_id: str) -> bool:
+    """Whether a walk may take `edge` to the node `node_id` (always, without `admit`)."""
+    return admit is None or (admit(render("graph", (edge.instance, "edge", edge.id)))
+                             and admit(render("graph", (edge.instance, "node", node_id))))
 
 
 @frozen
@@ -100,8 +112,9 @@ class GraphStore(Protocol):
         ...
 
     def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
-                  limit: int = 50) -> list[dict[str, Any]]:
-        """Breadth-first from the seeds: `NeighborHit.as_dict()` rows, nearest first, seeds left out."""
+                  limit: int = 50, *, admit: Admit | None = None) -> list[dict[str, Any]]:
+        """Breadth-first from the seeds: `NeighborHit.as_dict()` rows, nearest first, seeds left out.
+        `admit`: the node and edge URIs a restricted caller may see; the walk never crosses the others."""
         ...
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:

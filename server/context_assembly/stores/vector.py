@@ -27,7 +27,7 @@ import contextlib
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
@@ -38,6 +38,7 @@ from ..errors import InvalidParamsError, StorageError
 from ..workspace.atomic import fsync_directory, write_atomic
 from .embedding import default_embedder_name, embedder_dimension
 from .interfaces import StagedWrites
+from .uri import render
 
 SEARCH_MODES = ("vector", "hybrid", "keyword")
 SETTINGS_FILE = "collection.json"
@@ -96,8 +97,10 @@ class VectorStore(Protocol):
         ...
 
     def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
-               mode: str | None = "vector") -> Hits:
-        """Best hits first; an unknown collection gives []. `mode=None`: the collection's setting."""
+               mode: str | None = "vector", admit: Admit | None = None) -> Hits:
+        """Best hits first; an unknown collection gives []. `mode=None`: the collection's setting.
+        `admit`: which documents a restricted caller may see (source URI, metadata); the others
+        are left out before anything is ranked, cut or fused."""
         ...
 
     def list(self, collection: str | None = None) -> Records:
@@ -135,8 +138,13 @@ def hit_id(collection: str, doc_uri: str, ord_: int) -> str:
     return f"{collection}/{doc_uri}#{ord_}"
 
 
+# (a hit's source URI, its document's metadata) -> may the caller see it
+Admit = Callable[[str, Any], bool]
+
+
 def source_uri(collection: str, doc_uri: str) -> str:
-    return f"vector://{collection}/{doc_uri}"
+    """A hit's source: the document's URI, each part encoded (it names that document, and no other)."""
+    return render("vector", (collection, doc_uri))
 
 
 def _check_mode(_instance: object, _attribute: object, value: str) -> None:

@@ -26,6 +26,7 @@ from .embedding import Matrix, get_embedder
 from .vector import (
     RRF_K,
     SEARCH_MODES,
+    Admit,
     CollectionSettings,
     DocBatch,
     Hits,
@@ -229,7 +230,7 @@ class VectorCollections:
         return True
 
     def search(self, collection: str, query: str, top_k: int = 5, min_score: float = 0.0,
-               mode: str | None = "vector") -> Hits:
+               mode: str | None = "vector", admit: Admit | None = None) -> Hits:
         validate_collection(collection)
         _check_search(query, top_k, min_score)
         if mode is None:
@@ -240,6 +241,8 @@ class VectorCollections:
                                      [{"path": "/mode", "message": f"must be one of {', '.join(SEARCH_MODES)}"}])
         if top_k == 0:
             return []
+        if admit is not None:
+            return self._hits(collection, self._admitted(collection, query, top_k, min_score, mode, admit))
         if mode == "vector":
             ranked = self._vector(collection, query, top_k, min_score)
         elif mode == "keyword":
@@ -270,16 +273,34 @@ class VectorCollections:
 
     def _hybrid(self, collection: str, query: str, top_k: int, min_score: float) -> Ranked:
         pool = max(HYBRID_POOL, 4 * top_k)
-        fused: dict[int, float] = {}
-        cosine = dict(self._vector(collection, query, pool, min_score))
-        # with a floor, a keyword-only hit must also clear it (an irrelevant 0.05 hit stays out)
-        keyword = [i for i, _ in self._keyword(collection, query, pool) if min_score <= 0 or i in cosine]
-        for leg in (list(cosine), keyword):
-            for rank, chunk_id in enumerate(leg, start=1):
-                fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-        best = 2.0 / (RRF_K + 1)
-        order = sorted(fused, key=lambda i: (-fused[i], -cosine.get(i, -2.0), i))[:top_k]
-        return [(i, min(1.0, fused[i] / best)) for i in order]
+        return _fused(self._vector(collection, query, pool, min_score), self._keyword(collection, query, pool),
+                      top_k, min_score)
+
+    def _admitted(self, collection: str, query: str, top_k: int, min_score: float, mode: str,
+                  admit: Admit) -> Ranked:
+        """A restricted caller's search: each leg ranked over the documents it may see only, so
+        neither what is cut nor a fused score depends on the others (fetched deeper until enough
+        are admitted or the collection is exhausted). Keyword scores still weigh terms by the whole
+        collection (BM25's document frequencies)."""
+        wanted = top_k if mode != "hybrid" else max(HYBRID_POOL, 4 * top_k)
+        cap = max(current().search_top_k, wanted)  # (a hybrid pool is not bounded by the limit)
+        depth = min(max(HYBRID_POOL, 4 * wanted), cap)
+        while True:
+            legs = [self._vector(collection, query, depth, min_score) if mode != "keyword" else [],
+                    self._keyword(collection, query, depth) if mode != "vector" else []]
+            rows = self.index.chunks(list({i for leg in legs for i, _ in leg}))
+            seen = {i for i, row in rows.items() if admit(source_uri(collection, row.doc_uri), row.metadata)}
+            cosine, keyword = ([(i, s) for i, s in leg if i in seen] for leg in legs)
+            if all(len(leg) < depth for leg in legs) or depth >= cap or (
+                    mode == "hybrid" and min(len(cosine), len(keyword)) >= wanted) or (
+                    mode != "hybrid" and len(cosine or keyword) >= wanted):
+                break
+            depth = min(depth * 4, cap)
+        if mode == "vector":
+            return cosine[:top_k]
+        if mode == "keyword":
+            return [(i, s) for i, s in keyword if s >= min_score][:top_k]
+        return _fused(cosine[:wanted], keyword[:wanted], top_k, min_score)
 
     def _hits(self, collection: str, ranked: Ranked) -> Hits:
         if not ranked:
@@ -392,3 +413,17 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _fused(vector: Ranked, keyword: Ranked, top_k: int, min_score: float) -> Ranked:
+    """Reciprocal-rank fusion of the two legs, scaled so a hit first in both scores 1."""
+    fused: dict[int, float] = {}
+    cosine = dict(vector)
+    # with a floor, a keyword-only hit must also clear it (an irrelevant 0.05 hit stays out)
+    words = [i for i, _ in keyword if min_score <= 0 or i in cosine]
+    for leg in (list(cosine), words):
+        for rank, chunk_id in enumerate(leg, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+    best = 2.0 / (RRF_K + 1)
+    order = sorted(fused, key=lambda i: (-fused[i], -cosine.get(i, -2.0), i))[:top_k]
+    return [(i, min(1.0, fused[i] / best)) for i in order]

@@ -95,3 +95,15 @@ def test_the_published_schema_takes_either_form() -> None:
     assert validation_errors("graph-view", {"id": "v", "match": {"kind": "Module"}, "expand": {"depth": 2}}) == []
     assert validation_errors("graph-view", {"id": "v", "cypher": "MATCH (n:Entity) RETURN n.id AS id"}) == []
     assert validation_errors("graph-view", {"id": "v", "description": "neither"}) != []
+
+
+def test_an_admitted_walk_never_crosses_what_it_may_not_see(graph: GraphStore) -> None:
+    """`admit` (a restricted caller's read patterns over node and edge URIs): a node reached only
+    through a hidden node or edge is not reached, and no path names either."""
+    everything = graph.neighbors("main", ["a"], depth=3)
+    assert [h["id"] for h in everything] == ["b", "d", "c", "e"]
+    hidden = {"graph://main/node/b", "graph://main/edge/e3"}
+    walked = graph.neighbors("main", ["a"], depth=3, admit=lambda uri: uri not in hidden)
+    assert walked == []  # b hides c and e behind it; e3 hides d
+    assert [h["id"] for h in graph.neighbors("main", ["a"], depth=3, admit=lambda uri: uri != "graph://main/node/c")
+            ] == ["b", "d"]

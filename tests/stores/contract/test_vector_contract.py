@@ -161,3 +161,26 @@ def test_a_chunk_without_words_scores_zero_on_every_backend(stores: StoreSet) ->
     hits = stores.vectors.search("notes", "party", top_k=5, min_score=0.0)
     assert uris(hits)[0] == "party" and sorted(uris(hits)[1:]) == ["rule", "tax"]
     assert [h["score"] for h in hits][1:] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_an_admitted_search_ranks_as_if_the_rest_were_not_there(vectors: VectorStore, mode: str) -> None:
+    """`admit` (a restricted caller's read patterns): the hidden documents change neither which
+    hits come back nor their scores (keyword scores aside: BM25 weighs terms by the whole
+    collection), however many better hidden hits there are."""
+    for n in range(60):
+        vectors.upsert("docs", f"hidden-{n}.md", f"login request timeout slow authentication server {n}", {})
+    vectors.settings("seen", HASHING)
+    for uri, text in DOCS.items():
+        vectors.upsert("seen", uri, text, {"title": uri.removesuffix(".md")})
+
+    def shown(source: str, metadata: object) -> bool:
+        return "/hidden-" not in source and isinstance(metadata, dict)
+
+    query = "login request timeout postgres connections release"  # (no two hits tie)
+    admitted = vectors.search("docs", query, top_k=3, mode=mode, admit=shown)
+    alone = vectors.search("seen", query, top_k=3, mode=mode)
+    assert uris(admitted) == uris(alone) and len(admitted) == 3
+    if mode != "keyword":
+        assert [h["score"] for h in admitted] == pytest.approx([h["score"] for h in alone])
+    assert all(h["source"].startswith("vector://docs/") for h in admitted)

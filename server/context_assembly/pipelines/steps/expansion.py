@@ -6,7 +6,7 @@ from typing import Any
 
 from ...stores.uri import render
 from ..context import StepContext, StepError, int_param, object_param, required_text, texts_param
-from ..items import RESTRICTED_OVERFETCH, Item
+from ..items import Item
 from .retrieval import render_row, row_item, row_key, view_rows
 
 NODE_FIELDS = ("node_id", "id")  # where an item names its graph node (metadata)
@@ -46,16 +46,17 @@ def graph_neighbor_expand(params: dict[str, Any], ctx: StepContext) -> None:
         ctx.warn("no item names a graph node (metadata.node_id or metadata.id): nothing to expand")
         ctx.add([])
         return
+    readable = ctx.readable
+    if readable is not None:  # a walk never starts at, crosses or reaches what the caller may not read
+        seeds = [s for s in seeds if readable(render("graph", (instance, "node", s)))]
     known = set(seeds)
     added = []
-    wanted = limit if ctx.readable is None else limit * RESTRICTED_OVERFETCH
-    for node in graph.neighbors(instance, seeds, depth=depth, edge_kinds=edge_kinds, limit=wanted):
+    walk = {} if readable is None else {"admit": readable}
+    for node in graph.neighbors(instance, seeds, depth=depth, edge_kinds=edge_kinds, limit=limit, **walk):
         if not isinstance(node, dict) or node.get("id") is None or str(node["id"]) in known:
             continue
         known.add(str(node["id"]))
-        item = _neighbor_item(node, instance)
-        if ctx.may_show(item):  # a restricted caller's limit is of the nodes it may read
-            added.append(item)
+        added.append(_neighbor_item(node, instance))
     ctx.add(added[:limit])
 
 

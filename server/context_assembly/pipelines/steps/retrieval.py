@@ -27,7 +27,7 @@ from ..context import (
     text_param,
     texts_param,
 )
-from ..items import RESTRICTED_OVERFETCH, Item, render_value, turn_key
+from ..items import Item, render_value, turn_key
 
 
 def _score(value: Any) -> float | None:
@@ -252,11 +252,10 @@ def vector_search(params: dict[str, Any], ctx: StepContext) -> None:
         ctx.warn("the query is empty: nothing to search for")
         ctx.add([])
         return
-    # a restricted caller's top k are of what it may read: more are fetched to fill them
-    wanted = top_k if ctx.readable is None else top_k * RESTRICTED_OVERFETCH
-    hits = store.search(collection, query, top_k=wanted, min_score=min_score or 0.0, mode=mode)
-    items = [_hit_item(hit, collection) for hit in hits[:wanted] if isinstance(hit, dict)]
-    ctx.add([i for i in items if ctx.may_show(i)][:top_k])
+    admit = ctx.admit()  # a restricted caller's hits are ranked among what it may read
+    hits = store.search(collection, query, top_k=top_k, min_score=min_score or 0.0, mode=mode,
+                        **({"admit": admit} if admit is not None else {}))
+    ctx.add([_hit_item(hit, collection) for hit in hits[:top_k] if isinstance(hit, dict)])
 
 
 def row_item(row: dict[str, Any], source: str, key: Any, view: str) -> Item:

@@ -43,7 +43,7 @@ from ...errors import ContextAssemblyError, InvalidParamsError, NotFoundError, S
 from ...limits import current
 from ...workspace.atomic import write_atomic
 from ...workspace.layout import WorkspaceLayout
-from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph import Admit, GraphEdge, GraphNode, NeighborHit, admitted
 from ..graph_checks import (
     MAX_LEVEL_EDGES,
     attributes_json,
@@ -185,7 +185,7 @@ class KuzuGraph:
         return [{name: to_json(value) for name, value in row.items()} for row in self._read(work)]
 
     def neighbors(self, instance: str, node_ids: list[str], depth: int = 1, edge_kinds: list[str] | None = None,
-                  limit: int = 50, direction: str = "both") -> list[dict[str, Any]]:
+                  limit: int = 50, direction: str = "both", *, admit: Admit | None = None) -> list[dict[str, Any]]:
         """Breadth-first expansion from `node_ids`: each node reached once, by its shortest path.
 
         Results are ordered by distance, then by edge id and node id; the seeds themselves are not
@@ -195,7 +195,7 @@ class KuzuGraph:
         seeds, depth, kinds, limit = check_expansion(node_ids, depth, edge_kinds, limit, direction)
         if not seeds or not depth or not limit:
             return []
-        hits = self._read(lambda conn: _expand(conn, space, seeds, depth, kinds, limit, direction))
+        hits = self._read(lambda conn: _expand(conn, space, seeds, depth, kinds, limit, direction, admit))
         return [hit.as_dict() for hit in hits]
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -470,7 +470,7 @@ def _batches(values: list[T]) -> list[list[T]]:
 
 
 def _expand(conn: ladybug.Connection, instance: str, seeds: list[str], depth: int, kinds: list[str], limit: int,
-            direction: str) -> list[NeighborHit]:
+            direction: str, admit: Admit | None = None) -> list[NeighborHit]:
     arrow = {"both": "-[r:{rel}]-", "out": "-[r:{rel}]->", "in": "<-[r:{rel}]-"}[direction].format(rel=REL_TABLE)
     kind_filter = " AND r.kind IN $kinds" if kinds else ""
     columns = (f"RETURN s.id AS source, {_NODE_COLUMNS}, r.instance AS e_instance, r.id AS e_id, r.kind AS e_kind, "
@@ -496,6 +496,8 @@ def _expand(conn: ladybug.Connection, instance: str, seeds: list[str], depth: in
                 continue
             seed, path = paths[row["source"]]
             edge = edge_from({name[2:]: value for name, value in row.items() if name.startswith("e_")})
+            if not admitted(admit, edge, row["id"]):
+                continue
             paths[row["id"]] = (seed, (*path, edge))
             hits.append(NeighborHit(node=node_from(row), seed=seed, path=(*path, edge)))
             frontier.append(row["id"])

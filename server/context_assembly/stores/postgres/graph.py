@@ -17,7 +17,7 @@ import orjson
 
 from ...errors import InvalidParamsError, NotFoundError
 from ...workspace.layout import WorkspaceLayout
-from ..graph import GraphEdge, GraphNode, NeighborHit
+from ..graph import Admit, GraphEdge, GraphNode, NeighborHit, admitted
 from ..graph_checks import (
     MAX_LEVEL_EDGES,
     attributes_json,
@@ -172,15 +172,15 @@ class PgGraph:
 
     def neighbors(self, instance: str, node_ids: builtins.list[str], depth: int = 1,
                   edge_kinds: builtins.list[str] | None = None, limit: int = 50,
-                  direction: str = "both") -> builtins.list[dict[str, Any]]:
+                  direction: str = "both", *, admit: Admit | None = None) -> builtins.list[dict[str, Any]]:
         space = self._space(instance)
         seeds, depth, kinds, limit = check_expansion(node_ids, depth, edge_kinds, limit, direction)
         if not seeds or not depth or not limit:
             return []
-        return [hit.as_dict() for hit in self._expand(space, seeds, depth, kinds, limit, direction)]
+        return [hit.as_dict() for hit in self._expand(space, seeds, depth, kinds, limit, direction, admit)]
 
     def _expand(self, space: str, seeds: builtins.list[str], depth: int, kinds: builtins.list[str], limit: int,
-                direction: str) -> builtins.list[NeighborHit]:
+                direction: str, admit: Admit | None = None) -> builtins.list[NeighborHit]:
         paths: dict[str, tuple[str, tuple[GraphEdge, ...]]] = {seed: (seed, ()) for seed in seeds}
         frontier = list(dict.fromkeys(seeds))
         hits: builtins.list[NeighborHit] = []
@@ -195,6 +195,8 @@ class PgGraph:
                     continue
                 seed, path = paths[source]
                 edge = _edge(row[1:7])
+                if not admitted(admit, edge, reached):
+                    continue
                 paths[reached] = (seed, (*path, edge))
                 hits.append(NeighborHit(node=_node(row[7:12]), seed=seed, path=(*path, edge)))
                 frontier.append(reached)
