@@ -25,6 +25,7 @@ on that thread joins its transaction (as a savepoint), so the batch commits or r
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +50,16 @@ PROBE_WAIT_S = 0.5  # how long a failing call waits for the reason connecting fa
 WHY_KEPT_S = 60.0  # how long the reason a connection failed is reused before it is looked for again
 RETRY_AFTER_S = 2.0  # after a failure to connect, calls fail at once for this long (no pile-up of waits)
 INVALIDATION = ("notify", "read")  # stores.invalidation: generations pushed by the database, or read per use
+
+
+# `\u0000` in JSON text (a U+0000 of a string), not the end of an escaped backslash (`\\u0000`)
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def jsonb_text(text: str) -> str:
+    """JSON text jsonb accepts: U+0000 (which jsonb cannot hold) as U+FFFD. The jsonb copy only
+    narrows searches in the database; the exact text beside it is what is read back."""
+    return _NUL_ESCAPE.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
 
 
 def _unreachable(exc: Exception) -> bool:

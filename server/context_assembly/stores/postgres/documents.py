@@ -1,13 +1,14 @@
-"""JSON documents on PostgreSQL (jsonb): pointer reads in the database, pointer writes under a row lock.
+"""JSON documents on PostgreSQL: the exact text (read back as written, key order and U+0000
+included, as embedded) beside a jsonb copy for the database's own use; pointer writes under a row lock.
 
 A pointer write locks the document's row (`SELECT … FOR UPDATE`) for its transaction, so two
-sidecars patching different parts of one document both land: no read-modify-write race.
+sidecars patching different parts of one document both land: no read-modify-write race. A row a
+sidecar of an earlier version wrote has no text: its jsonb is read instead.
 """
 
 from __future__ import annotations
 
 import builtins
-import re
 import time
 from typing import Any
 
@@ -15,11 +16,10 @@ from ...documents.pointers import parse_pointer
 from ..confine import check_key, refuse
 from ..interfaces import JsonDocument
 from ..sqlite.json_docs import decode_value, encode_value, remove_at_pointer, resolve_pointer, set_at_pointer
-from .database import PgDatabase
+from .database import PgDatabase, jsonb_text
 
 STORE = "json"
-# Tokens PostgreSQL's #> reads differently from RFC 6901 (negative or zero-padded array indexes).
-_LOOSE_INDEX = re.compile(r"-\d+|0\d+|\+\d+|\s.*|.*\s")
+_TEXT = "SELECT coalesce(text, value::text) FROM ca_json WHERE project = %s AND name = %s"
 
 
 class PgJsonStore:
@@ -28,16 +28,10 @@ class PgJsonStore:
 
     def get(self, name: str, pointer: str = "") -> tuple[bool, Any]:
         check_key(name, what="JSON document name")
-        tokens = parse_pointer(pointer)
-        if any(_LOOSE_INDEX.fullmatch(token) for token in tokens):
-            rows = self.db.read("SELECT value::text FROM ca_json WHERE project = %s AND name = %s",
-                                (self.db.project, name))
-            return resolve_pointer(decode_value(rows[0][0]), pointer) if rows else (False, None)
-        rows = self.db.read("SELECT (value #> %s::text[])::text FROM ca_json WHERE project = %s AND name = %s",
-                            (list(tokens), self.db.project, name))
-        if not rows or rows[0][0] is None:
-            return False, None
-        return True, decode_value(rows[0][0])
+        parse_pointer(pointer)  # a malformed pointer is refused, whether or not the document exists
+        rows = self.db.read(_TEXT, (self.db.project, name))
+        # the pointer is resolved here (RFC 6901, on the exact text), not with jsonb's #>
+        return resolve_pointer(decode_value(rows[0][0]), pointer) if rows else (False, None)
 
     def put(self, name: str, value: Any, pointer: str = "") -> JsonDocument:
         check_key(name, what="JSON document name")
@@ -45,8 +39,7 @@ class PgJsonStore:
         text = encode_value(value)  # refuse a bad value before touching the database
         with self.db.connection() as conn:
             if pointer:
-                row = conn.execute("SELECT value::text FROM ca_json WHERE project = %s AND name = %s FOR UPDATE",
-                                   (self.db.project, name)).fetchone()
+                row = conn.execute(_TEXT + " FOR UPDATE", (self.db.project, name)).fetchone()
                 if row is None:
                     raise refuse(f"json://{name} does not exist: write the whole document before a part of it")
                 value = set_at_pointer(decode_value(row[0]), pointer, value)
@@ -55,9 +48,11 @@ class PgJsonStore:
         return JsonDocument(name, value, now, len(text.encode()))
 
     def _store(self, conn: Any, name: str, text: str, now: float) -> None:
-        conn.execute("INSERT INTO ca_json(project, name, value, size, updated_at) VALUES (%s, %s, %s::jsonb, %s, %s) "
-                     "ON CONFLICT (project, name) DO UPDATE SET value = excluded.value, size = excluded.size, "
-                     "updated_at = excluded.updated_at", (self.db.project, name, text, len(text.encode()), now))
+        conn.execute("INSERT INTO ca_json(project, name, value, text, size, updated_at) "
+                     "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
+                     "value = excluded.value, text = excluded.text, size = excluded.size, "
+                     "updated_at = excluded.updated_at",
+                     (self.db.project, name, jsonb_text(text), text, len(text.encode()), now))
         self.db.bump(conn, STORE)
 
     def delete(self, name: str, pointer: str = "") -> bool:
@@ -67,8 +62,7 @@ class PgJsonStore:
                 deleted = conn.execute("DELETE FROM ca_json WHERE project = %s AND name = %s",
                                        (self.db.project, name)).rowcount > 0
             else:
-                row = conn.execute("SELECT value::text FROM ca_json WHERE project = %s AND name = %s FOR UPDATE",
-                                   (self.db.project, name)).fetchone()
+                row = conn.execute(_TEXT + " FOR UPDATE", (self.db.project, name)).fetchone()
                 document = decode_value(row[0]) if row else None
                 deleted = row is not None and remove_at_pointer(document, pointer)
                 if deleted:

@@ -19,7 +19,7 @@ from ..confine import check_key, refuse
 from ..event import payload_matches
 from ..interfaces import ThreadInfo
 from ..sqlite.json_docs import decode_value, encode_value
-from .database import PgDatabase
+from .database import PgDatabase, jsonb_text
 
 _COLUMNS = "id, instance, event_type, payload_text, ts"
 _EVENT_KEYED = ("SELECT e.id, e.instance, e.event_type, e.payload_text, e.ts FROM ca_event_keys k "
@@ -55,7 +55,7 @@ class PgEventLog:
                 ts = given
             row = conn.execute("INSERT INTO ca_events(project, instance, event_type, payload, payload_text, ts) "
                                "VALUES (%s, %s, %s, %s::jsonb, %s, %s) RETURNING id",
-                               (project, instance, event_type, text, text, float(ts))).fetchone()
+                               (project, instance, event_type, jsonb_text(text), text, float(ts))).fetchone()
             if key is not None and row:
                 conn.execute("INSERT INTO ca_event_keys VALUES (%s, %s, %s, %s)", (project, instance, key, row[0]))
             self.db.bump(conn, "log")
@@ -93,7 +93,7 @@ class PgEventLog:
         if equal:
             # jsonb containment narrows in the database; exact JSON equality is checked below.
             where.append("payload @> %s::jsonb")
-            params.append(encode_value(dict(equal), "/fields"))
+            params.append(jsonb_text(encode_value(dict(equal), "/fields")))
         rows = self.db.read(f"SELECT {_COLUMNS} FROM ca_events WHERE {' AND '.join(where)} "
                             "ORDER BY ts DESC, id DESC" + ("" if equal else " LIMIT %s"),
                             tuple(params) if equal else (*params, limit))

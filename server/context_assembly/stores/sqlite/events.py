@@ -69,6 +69,8 @@ def _field_test(name: str, value: Any) -> tuple[str, tuple[Any, ...]] | None:
     if isinstance(value, float) and not math.isfinite(value) or \
             isinstance(value, int) and not -(2**63) <= value < 2**63:  # beyond what SQLite binds
         return None
+    if isinstance(value, str) and "\x00" in value:  # json_extract's text ends at a U+0000: never equal
+        return None
     return f"{expression} = ?", (int(value) if isinstance(value, bool) else value,)
 
 
