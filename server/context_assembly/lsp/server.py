@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +84,9 @@ class ContextAssemblyServer(LanguageServer):
         self.peer: str | None = None  # the client's address, for the access log
         # handlers' threads: this server's own pool, or its share of the pool all connections use
         self.workers: Executor = ConnectionWorkers(shared_workers) if shared_workers is not None else pool(workers)
+        # where the event loop's refusals are logged: not this connection's share, whose close
+        # (right after a refused token) would cancel the write
+        self.log_workers: Executor = shared_workers if shared_workers is not None else self.workers
         self.loop: asyncio.AbstractEventLoop | None = None
         self.llm_offered = False
         self.initial_settings: dict[str, Any] = {}
@@ -180,23 +185,51 @@ class ContextAssemblyServer(LanguageServer):
         self.token_name = None
         error = access.ForbiddenError("a valid token is required: pass it as initializationOptions.token",
                                {"method": "initialize", "token": None})
-        self.log_refusal(error)
-        self.request_stop()  # after the answer goes out: the transport closes the connection
+        # the transport closes the connection after the answer goes out, and the refusal is in the log
+        logged = self.logging_refusal(error)
+        if logged is None:
+            self.request_stop()
+        else:
+            logged.add_done_callback(lambda _logged: self.request_stop())
         raise JsonRpcException(code=error.code, message=error.message)
 
     def log_refusal(self, error: ForbiddenError) -> None:
-        from ..methods.access import log_refusal
+        """The session's `Access` reports its refusals here (`logging_refusal`)."""
+        self.logging_refusal(error)
+
+    def logging_refusal(self, error: ForbiddenError) -> Future[None] | None:
+        """Log a refusal in `log://access` within the process's rate (past it, only counted:
+        `refusals.py`), never on the event loop: a worker's refusal is written by that worker, the
+        event loop's by the shared pool (a flood of bad tokens held every client while SQLite
+        wrote, or a runtime was built, there). The future of the pool's write, if any."""
+        from .refusals import LIMIT
+
+        suppressed = LIMIT.admit()
+        if suppressed is None:
+            return None
+        append = functools.partial(self._append_refusal, error, self.peer, suppressed, time.time())
+        if not self.on_loop():
+            append()
+            return None
+        try:
+            return self.log_workers.submit(append)
+        except RuntimeError:  # the pool is shut down: the process is stopping
+            logger.warning("access refused: %s (%s)", error.message, self.peer or "unknown peer")
+            return None
+
+    def _append_refusal(self, error: ForbiddenError, peer: str | None, suppressed: int, at: float) -> None:
+        from ..methods.access import left_out, log_refusal
 
         if self.session is not None:
-            log_refusal(self.session.runtime.memory, error, self.peer)
+            log_refusal(self.session.runtime.memory, error, peer, suppressed=suppressed, at=at)
         elif self.runtimes is not None and self.pinned_root is not None:
             runtime = self.runtimes.acquire(self.pinned_root)
             try:
-                log_refusal(runtime.memory, error, self.peer)
+                log_refusal(runtime.memory, error, peer, suppressed=suppressed, at=at)
             finally:
                 self.runtimes.release(runtime)
         else:
-            logger.warning("access refused: %s (%s)", error.message, self.peer or "unknown peer")
+            logger.warning("access refused: %s (%s)%s", error.message, peer or "unknown peer", left_out(suppressed))
 
     def request_limit(self) -> int:
         """limits.request_bytes of the workspace served (the default before `initialize`; the
@@ -218,6 +251,13 @@ class ContextAssemblyServer(LanguageServer):
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.stop_requested = asyncio.Event()
+
+    def on_loop(self) -> bool:
+        """Whether this thread is running the server's event loop."""
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:  # a worker's thread: no loop runs there
+            return False
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` on the event loop thread (from any thread)."""

@@ -7,6 +7,9 @@ WebSocket one message per frame (text or binary; answers go out as text frames, 
 one sender task). TCP and WebSocket serve many clients at once (up to
 `--max-connections`), each its own session over one shared runtime (stores, compiled engines, the
 result cache), optionally over TLS and behind a token; the process serves until SIGTERM or SIGINT.
+A network client's next message is read only while less than `OUTPUT_HIGH_WATER` of its answers
+is unsent (one that sends and never reads held them all in memory), and a closing connection is
+dropped after `FLUSH_S`, at once when it never presented a valid token.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ Announce = Callable[[str], None]
 AUTH_TIMEOUT_S = 10.0  # a TCP/WebSocket client has this long to present a valid token (`initialize`)
 DRAIN_S = 5.0  # how long a stopping network server waits for its connections to close
 HANDSHAKE_S = 10.0  # a TLS handshake not done by then is dropped (asyncio's default held a socket 60 s)
+# bytes of answers a TCP/WebSocket connection may have unsent before its next message waits: room
+# for a pipelining client's answers, a bound on what a client that never reads costs (per connection)
+OUTPUT_HIGH_WATER = 1 << 20
+FLUSH_S = 3.0  # a closing connection's unsent answers get this long (then it is dropped): below DRAIN_S
 # a page of this machine (http(s)://localhost, 127.0.0.1 or [::1], any port): a WebSocket Origin let in
 LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
 
@@ -80,23 +87,47 @@ class PipeWriter:
 
 
 class QueuedWebSocketWriter:
-    """Sends each message as a text frame, in the order written, from one task."""
+    """Sends each message as a text frame, in the order written, from one task (on the event loop,
+    as every write is: the writer is not thread-safe). Counts the bytes queued and not yet sent:
+    over `high_water` the session reads no further message (`room`), as `websocket.send` waits
+    while the client reads nothing."""
 
-    def __init__(self, websocket: Any) -> None:
+    def __init__(self, websocket: Any, high_water: int = OUTPUT_HIGH_WATER) -> None:
         self.websocket = websocket
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.high_water = high_water
+        self.queue: asyncio.Queue[tuple[str, int] | None] = asyncio.Queue()  # (text, its size in bytes)
+        self.queued = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._failed = False
         self.task = asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
-        while (text := await self.queue.get()) is not None:
+        while (item := await self.queue.get()) is not None:
+            text, size = item
             try:
                 await self.websocket.send(text)
             except Exception as exc:  # the connection closed: the reader ends the session
                 logger.warning("websocket send failed: %s", exc)
+                self._failed = True
+                self._room.set()  # nothing leaves the queue any more: the reader must not wait on it
                 return
+            self.queued -= size
+            if self.queued <= self.high_water:
+                self._room.set()
 
     def write(self, data: bytes) -> None:
-        self.queue.put_nowait(data.decode("utf-8"))
+        if self._failed:
+            return
+        # decoded now, a compact copy: an encoder's output (`data`) held a few KiB each while queued
+        self.queue.put_nowait((data.decode("utf-8"), len(data)))
+        self.queued += len(data)
+        if self.queued > self.high_water:
+            self._room.clear()
+
+    async def room(self) -> None:
+        """Wait while more than `high_water` bytes are queued."""
+        await self._room.wait()
 
     def close(self) -> None:
         self.queue.put_nowait(None)
@@ -113,11 +144,16 @@ async def _until_stopped(server: ContextAssemblyServer, work: Awaitable[Any]) ->
     await asyncio.gather(reading, stopping, return_exceptions=True)
 
 
-async def _pump(server: ContextAssemblyServer, reader: FrameReader) -> None:
+async def _pump(server: ContextAssemblyServer, reader: FrameReader,
+                room: Callable[[], Awaitable[None]] | None = None) -> None:
+    """`room`: awaited before the next message is read (TCP: while the client has too many
+    answers unsent; stdio has none)."""
     protocol = server.protocol
     while (body := await reader.next_body()) is not None:
         if not protocol.receive(body):
             reader.resync(body)
+        if room is not None:
+            await room()
         await asyncio.sleep(0)  # let answers and cancellations through between messages
 
 
@@ -198,11 +234,14 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
 
         async def serve(server: ContextAssemblyServer) -> None:
             server.protocol.set_writer(writer, include_headers=True)
+            # the pump's drain() waits while more than this is unsent, costs a few checks when it is
+            # not, and raises once the connection is lost (the pump ends). Answers are written on the
+            # event loop only (the StreamWriter is not thread-safe: workers post theirs).
+            writer.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
             try:
-                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader))))
+                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), writer.drain))
             finally:
-                with contextlib.suppress(Exception):
-                    writer.close()
+                await _end_stream(writer, server.locked)
 
         await network.session(serve, _peer(writer.get_extra_info("peername")))
 
@@ -233,18 +272,16 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
                     body = message.encode("utf-8", "surrogatepass") if isinstance(message, str) else message
                     if len(body) > (limit := server.request_limit()):
                         server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
-                        continue
-                    server.protocol.receive(body)
+                    else:
+                        server.protocol.receive(body)
+                    await writer.room()  # the next message waits while the client leaves its answers unread
 
             try:
                 await _until_stopped(server, receive())
             except Exception as exc:  # the connection dropped
                 logger.warning("websocket connection ended: %s", exc)
             finally:
-                writer.close()
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(writer.task, 2)
-                    await websocket.close()
+                await _end_websocket(websocket, writer, server.locked)
 
         await network.session(session, _peer(websocket.remote_address))
 
@@ -259,6 +296,33 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
         await _close_all(network)
+
+
+async def _end_stream(writer: asyncio.StreamWriter, locked: bool) -> None:
+    """Close a TCP connection: once its unsent answers went out, for FLUSH_S at most (close alone
+    waits for them: a client that reads nothing kept the socket and its buffer for good); one that
+    never presented a valid token at once, what it was not sent dropped."""
+    if not locked:
+        writer.close()
+        with contextlib.suppress(Exception):  # TimeoutError: the client reads nothing; a reset
+            await asyncio.wait_for(writer.wait_closed(), FLUSH_S)
+    writer.transport.abort()
+
+
+async def _end_websocket(websocket: Any, writer: QueuedWebSocketWriter, locked: bool) -> None:
+    """Close a WebSocket connection: once its queued answers and the close handshake went out, for
+    FLUSH_S at most (the handshake waits on a client that reads nothing for good); one that never
+    presented a valid token at once."""
+    writer.close()
+    if not locked:
+        with contextlib.suppress(Exception):  # TimeoutError: the client reads nothing
+            async with asyncio.timeout(FLUSH_S):
+                await writer.task
+                await websocket.close()
+    writer.task.cancel()
+    websocket.transport.abort()
+    with contextlib.suppress(Exception):
+        await websocket.wait_closed()  # closed before websockets' own close() runs on it
 
 
 async def _close_all(network: Network, timeout_s: float = DRAIN_S) -> None:

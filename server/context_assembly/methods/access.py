@@ -13,7 +13,7 @@ closed, saying why). `methods` are shell globs over method names (`memory/*`). U
 reference patterns of rules (`rules/globs.py`: `*` within one segment, `**` across segments, and
 `X/**` covers the container X itself), matched against every spelling of the address (`kv://users/u-1` is also
 `kv://default/users/u-1`). Every refusal is a -32004 error and an event `access.refused` in
-`log://access`.
+`log://access` (a sidecar logs them at a bounded rate: `lsp/refusals.py`).
 
 A session's `Access` is applied where memory is touched: `GuardedMemory` checks each read, write,
 delete and list of the URI layer (the `memory/*` methods, `endTurn`, ingestion's routes), and the
@@ -275,14 +275,23 @@ class ReadPatterns:
 UNRESTRICTED = Access()
 
 
-def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None) -> None:
-    """Append the refusal to `log://access` (best effort: a failing log never hides the refusal)."""
-    payload = {**error.data, "message": error.message, "peer": peer, "at": time.time()}
-    logger.warning("access refused: %s (%s)", error.message, peer or "unknown peer")
+def log_refusal(memory: Any, error: ForbiddenError, peer: str | None = None, *, suppressed: int = 0,
+                at: float | None = None) -> None:
+    """Append the refusal to `log://access` (best effort: a failing log never hides the refusal).
+    `suppressed`: refusals left out since the previous one logged (the server's rate limit,
+    `lsp/refusals.py`), in the payload when there were any; `at`: when it was refused (now)."""
+    payload = {**error.data, "message": error.message, "peer": peer, "at": time.time() if at is None else at,
+               **({"suppressed": suppressed} if suppressed else {})}
+    logger.warning("access refused: %s (%s)%s", error.message, peer or "unknown peer", left_out(suppressed))
     try:
         memory.write(LOG_URI, {"event_type": "access.refused", "payload": payload})
     except Exception as exc:  # the refusal stands whatever the log does
         logger.warning("could not log the refusal: %s", exc)
+
+
+def left_out(suppressed: int) -> str:
+    """The note a refusal's warning ends with when refusals before it were not logged."""
+    return f"; {suppressed} more refused since the previous one logged (not logged: rate limit)" if suppressed else ""
 
 
 def _not_reserved(uri: str) -> None:
