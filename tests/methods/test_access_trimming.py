@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from context_assembly.errors import ForbiddenError
 from context_assembly.methods import Session, call
 from context_assembly.methods.access import Access, log_refusal, settings_policy
 
@@ -29,6 +30,7 @@ POLICY: dict[str, Any] = {
     "doc-a": {"read": ["vector://probe/A"]},
     "public": {"read": ["vector://probe/public-*"]},
     "nodes": {"read": ["graph://default/node/public-*", "graph://default/edge/**", "kv://**"]},
+    "docs": {"read": ["file://docs/**"]},
 }
 Open = Callable[[str | None], Session]
 
@@ -218,6 +220,32 @@ def test_an_expansion_from_a_hidden_seed_answers_as_from_a_missing_one(opener: O
     answers = [executed(nodes, "expanding", {**REQUEST, "input": {"text": seed}})["items"][1:]
                for seed in ("hidden-b", "no-such-node")]
     assert answers[0] == answers[1] == []
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def test_a_link_in_a_readable_folder_reads_only_what_the_token_may_read(admin: Session, opener: Open,
+                                                                          workspace: Path) -> None:
+    """`file://` patterns were matched against the path as written: a link under docs/ to a file
+    outside it was read by a token that may read docs/** only."""
+    (workspace / "secret").mkdir()
+    (workspace / "secret" / "s.txt").write_text(SECRET)
+    (workspace / "docs").mkdir(exist_ok=True)
+    (workspace / "docs" / "guide.txt").write_text("the guide")
+    (workspace / "docs" / "link.txt").symlink_to(Path("..") / "secret" / "s.txt")
+    (workspace / "docs" / "alias.txt").symlink_to("guide.txt")
+    create(admin, "reading", [{"type": "file_read", "path": "docs/link.txt"},
+                              {"type": "file_read", "path": "docs/alias.txt"}])
+    assert SECRET in json.dumps(executed(admin, "reading"))  # (what the link leads to)
+    docs = opener("docs")
+    with pytest.raises(ForbiddenError):
+        call(docs, "memory/read", {"uri": "file://docs/link.txt"})
+    assert call(docs, "memory/read", {"uri": "file://docs/alias.txt"})["value"] == "the guide"
+    request = {**REQUEST, "additional_variables": {"active_file": "docs/link.txt"},
+               "explicit_memory": ["file://docs/link.txt"]}
+    answers = [executed(docs, "reading"), call(docs, "contextAssembly/assemble", request)]
+    assert SECRET not in json.dumps(answers) and "the guide" in json.dumps(answers[0])
 
 
 # -- rules -----------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrs import define, frozen
+from attrs import define, field, frozen
 
 from ..errors import ContextAssemblyError, ForbiddenError, InvalidParamsError
 from ..limits import check_value_size
@@ -209,6 +209,7 @@ class Access:
     name: str | None = None
     policy: Callable[[], tuple[Any, str | None]] = lambda: ({}, None)  # (access settings, problem)
     refused: Refused = _log_nowhere
+    real_file: RealFile | None = None  # the session's: where a workspace path really is (links followed)
 
     @property
     def restricted(self) -> bool:
@@ -245,7 +246,8 @@ class Access:
         if self.name is None:
             return
         grant = self._granted()
-        if not grant.allows_uri(uri, grant.read if mode == "read" else grant.write):
+        patterns = grant.read if mode == "read" else grant.write
+        if patterns is not None and not ReadPatterns(patterns, self.real_file)(uri):
             raise self._refuse(f"the token {self.name!r} may not {mode} {uri}", uri=uri, mode=mode)
 
     def readable(self) -> ReadPatterns | None:
@@ -258,17 +260,35 @@ class Access:
             return ReadPatterns(())
         if grant.read is None:
             return None
-        return ReadPatterns(grant.read)
+        return ReadPatterns(grant.read, self.real_file)
+
+
+RealFile = Callable[[str], "str | None"]  # workspace-relative path -> where it really is (None: outside)
 
 
 @frozen
 class ReadPatterns:
     """A restricted caller's test of item sources (`Readable`). Compared and hashed by its patterns:
-    a pipeline run trimmed by it is cached under it, and shared by every caller with the same ones."""
+    a pipeline run trimmed by it is cached under it, and shared by every caller with the same ones.
+    A `file://` path must be covered both as written and where its links lead (`real_file`): a link
+    in a readable folder to a file outside it reads that file."""
 
     patterns: tuple[str, ...]
+    real_file: RealFile | None = field(default=None, eq=False, repr=False)
 
     def __call__(self, source: str) -> bool:
+        if not self._covers(source):
+            return False
+        if self.real_file is None or source[:7].lower() != "file://":
+            return True
+        try:
+            path = parse_uri(source, pointer="").parts[0]
+        except ContextAssemblyError:
+            return True  # (no store reads it)
+        real = self.real_file(path)
+        return real is None or real == path or self._covers(render("file", (real,)))
+
+    def _covers(self, source: str) -> bool:
         return any(pattern_covers(p, s) for s in uri_spellings(source) for p in self.patterns)
 
 

@@ -23,7 +23,7 @@ from ..runtime import Runtime
 from ..schemas import validation_errors
 from ..workspace.atomic import sweep_temp_files
 from ..workspace.loader import Workspace
-from ..workspace.places import Places
+from ..workspace.places import CODEBOLT, Places
 from ..workspace.repository import (
     RuleEngineRepository,
     definition_repository,
@@ -81,7 +81,7 @@ class Session:
         self.text_source = text_source
         # what this session's client may do (the sidecar sets it from the token presented); every
         # method touches memory through `memory` and assembles through `assemble`, both of which apply it
-        self.access: Access = UNRESTRICTED
+        self._access: Access = UNRESTRICTED
         self.memory = GuardedMemory(lambda: self.runtime.memory, lambda: self.access)
         # the workspace with the editor's unsaved documents laid over the disk, once an editor is attached
         self.editor_view: Callable[[], Workspace] | None = None
@@ -186,6 +186,24 @@ class Session:
         too, where many sessions share the runtime)."""
         options.setdefault("workspace", self.workspace)
         return self.runtime.assemble(request, readable=self.access.readable(), **options)
+
+    @property
+    def access(self) -> Access:
+        return self._access
+
+    @access.setter
+    def access(self, access: Access) -> None:
+        # a restricted token's file:// patterns are checked where links lead too (real_file)
+        self._access = access if not access.restricted else attrs.evolve(access, real_file=self._real_file)
+
+    def _real_file(self, path: str) -> str | None:
+        """Where the workspace path `path` really is, relative to the root (None: outside it)."""
+        root = self.places.root
+        real = self.places.readable(root / path)
+        if real is None:
+            return None
+        return real.relative_to(root).as_posix() if real.is_relative_to(root) else \
+            (CODEBOLT + "/" + real.relative_to(self.places.codebolt).as_posix())
 
     def document_text(self, uri: str) -> str | None:
         """The text of a definition document: as the editor has it open, else as on disk (inside the workspace)."""
