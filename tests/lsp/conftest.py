@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .support import SERVER, clone, make_client, seeded_copy
+from .support import SERVER, Served, clone, make_client, seeded_copy
 
 # The server reads its settings from `workspace/configuration` (section contextAssembly): a long
 # pipeline timeout keeps the tests that hold a store's lock deterministic on a slow machine.
@@ -26,6 +26,17 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def workspace(seeded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return clone(seeded_template, tmp_path_factory.mktemp("ws") / "quickstart")
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[list[Served]]:
+    """The network servers a test starts (`support.start`): each stopped after it, exiting 0 and
+    without a traceback (a dropped client is dropped quietly)."""
+    started: list[Served] = []
+    yield started
+    for server in started:
+        assert await server.stop() == 0
+        assert not [line for line in server.stderr if b"Traceback" in line], server.stderr
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, client_factory=make_client))

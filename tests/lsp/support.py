@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pytest_lsp import LanguageClient
 from pytest_lsp.client import register_lsp_features
 from pytest_lsp.protocol import LanguageClientProtocol
 
+from context_assembly.client.connection import Connection, ConnectionLost
 from context_assembly.lsp import pygls_compat as compat
 from context_assembly.runtime import Runtime
 from context_assembly.stores.importer import import_file
@@ -225,3 +227,12 @@ async def start(workspace: Path, transport: str, *args: str, token: str | None =
         match = re.search(r"listening on (tcp|tls|ws|wss)://[^:]+:(\d+)", line)
         if match:
             return Served(process, match.group(1), int(match.group(2)))
+
+
+async def admitted(connect: Callable[[], Awaitable[Connection]]) -> Connection:
+    """The connection a full server takes once a place frees: `connect` retried until it is kept."""
+    while True:
+        try:
+            return await connect()
+        except ConnectionLost:
+            await asyncio.sleep(0.1)

@@ -12,7 +12,6 @@ import os
 import re
 import ssl
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from context_assembly.methods import METHODS
 from context_assembly.methods.access import load_tokens, token_name
 from context_assembly.runtime import Runtime
 
-from .support import REQUEST, SERVER, Served, clone, start
+from .support import REQUEST, SERVER, Served, admitted, clone, start
 
 TOKEN = "s3cret-token"
 WRITE = {"uri": "kv://door/written", "value": "should not be"}
@@ -35,14 +34,6 @@ INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities"
 @pytest.fixture
 def workspace(seeded_template: Path, tmp_path: Path) -> Path:
     return clone(seeded_template, tmp_path / "ws")
-
-
-@pytest.fixture
-async def served(workspace: Path) -> AsyncIterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for server in started:
-        assert await server.stop() == 0
 
 
 async def client(port: int, token: str | None = None, tls: ssl.SSLContext | None = None,
@@ -65,14 +56,6 @@ async def refusal(awaitable: Any) -> ContextAssemblyError:
 async def closed(connection: Connection) -> None:
     while connection.lost is None:
         await asyncio.sleep(0.05)
-
-
-async def admitted(port: int) -> Connection:
-    while True:
-        try:
-            return await client(port)
-        except ConnectionLost:
-            await asyncio.sleep(0.1)
 
 
 # -- many clients --------------------------------------------------------------------------------
@@ -105,7 +88,8 @@ async def test_the_connection_limit_refuses_one_more_and_frees_a_place(workspace
     assert b'"code":-32000' in answer and b"at most 2" in answer
     writer.close()
     await first.close()
-    third = await asyncio.wait_for(admitted(server.port), 20)  # a place comes free once the server lets go
+    # a place comes free once the server lets go
+    third = await asyncio.wait_for(admitted(lambda: client(server.port)), 20)
     assert (await third.request("memory/read", {"uri": "kv://users/u-ada"}))["exists"] is True
     await asyncio.gather(second.close(), third.close())
 

@@ -11,13 +11,13 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from context_assembly.client.connection import Connection, ConnectionLost, RpcError
+from context_assembly.client.connection import Connection, RpcError
 from context_assembly.errors import ForbiddenError
 from context_assembly.lsp import refusals
 from context_assembly.lsp.framing import frame
@@ -26,7 +26,7 @@ from context_assembly.lsp.server import ContextAssemblyServer
 from context_assembly.lsp.workers import pool
 from context_assembly.runtime import Runtime
 
-from .support import Served, clone, start
+from .support import Served, admitted, clone, start
 
 TOKEN = "s3cret-token"
 INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {}}
@@ -44,15 +44,6 @@ def workspace(seeded_template: Path, tmp_path: Path) -> Path:
     return clone(seeded_template, tmp_path / "ws")
 
 
-@pytest.fixture
-async def served() -> AsyncIterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for server in started:
-        assert await server.stop() == 0
-        assert not [line for line in server.stderr if b"Traceback" in line], server.stderr  # dropped quietly
-
-
 async def client(port: int, warm: bool = True) -> Connection:
     """A token holder; `warm`: it sends `initialized`, whose warm-up loads the embedder (tens of
     MiB) on a worker."""
@@ -62,14 +53,6 @@ async def client(port: int, warm: bool = True) -> Connection:
     if warm:
         connection.notify("initialized", {})
     return connection
-
-
-async def admitted(port: int) -> Connection:
-    while True:
-        try:
-            return await client(port)
-        except ConnectionLost:
-            await asyncio.sleep(0.1)
 
 
 def resident(pid: int) -> int:
@@ -175,7 +158,7 @@ async def test_a_tcp_client_without_a_token_is_dropped_at_the_timeout_however_fu
     sock = await raw_flood(server.port)
     assert await dropped(sock), "the socket outlived --auth-timeout"
     sock.close()
-    holder = await asyncio.wait_for(admitted(server.port), 20)  # its place of --max-connections is free
+    holder = await asyncio.wait_for(admitted(lambda: client(server.port)), 20)  # its place of --max-connections is free
     assert (await holder.request("memory/read", READ))["exists"] is True
     await holder.close()
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities"
 @pytest.fixture
 def workspace(seeded_template: Path, tmp_path: Path) -> Path:
     return clone(seeded_template, tmp_path / "ws")
-
-
-@pytest.fixture
-async def served() -> AsyncIterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for server in started:
-        assert await server.stop() == 0
 
 
 async def _initialize_over(url: str, origin: str | None) -> dict[str, Any]:

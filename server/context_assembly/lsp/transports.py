@@ -291,7 +291,7 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
     # (cross-site WebSocket hijacking, DNS rebinding) and is refused (403); agents send none.
     origins: list[Origin | re.Pattern[str] | None] = [None, LOOPBACK_ORIGIN, *map(Origin, network.allowed_origins)]
     async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, ssl=network.ssl,
-                     origins=origins) as listener:
+                     origins=origins, logger=_handshake_logger()) as listener:
         address = next(iter(listener.sockets)).getsockname()
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
@@ -323,6 +323,28 @@ async def _end_websocket(websocket: Any, writer: QueuedWebSocketWriter, locked: 
     websocket.transport.abort()
     with contextlib.suppress(Exception):
         await websocket.wait_closed()  # closed before websockets' own close() runs on it
+
+
+class _RefusedHandshakes(logging.Filter):
+    """websockets logs every refused handshake (an Origin not let in, a request that is not a
+    WebSocket upgrade) as an error with a traceback: one line instead, as a refused token gets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from websockets.exceptions import InvalidHandshake
+
+        refused = record.exc_info[1] if record.exc_info else None
+        if isinstance(refused, InvalidHandshake):
+            logger.warning("refused a WebSocket handshake: %s", refused)
+            return False
+        return True
+
+
+def _handshake_logger() -> logging.Logger:
+    """websockets' server logger, its refused handshakes in one line (`_RefusedHandshakes`)."""
+    handshakes = logging.getLogger("websockets.server")
+    if not any(isinstance(f, _RefusedHandshakes) for f in handshakes.filters):
+        handshakes.addFilter(_RefusedHandshakes())
+    return handshakes
 
 
 async def _close_all(network: Network, timeout_s: float = DRAIN_S) -> None:
