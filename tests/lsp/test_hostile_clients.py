@@ -269,6 +269,40 @@ def refusals(workspace: Path) -> list[dict[str, Any]]:
         runtime.close()
 
 
+async def test_editor_features_count_only_the_turns_a_token_may_read(workspace: Path, served: list[Served],
+                                                                     tmp_path: Path) -> None:
+    """The rule-test lens, its diagnostics and "Evaluate rule" built their variables with the
+    unrestricted lookup: they told a token how many turns a thread it may not read holds."""
+    (workspace / ".codebolt" / "context-assembly.json").write_text(json.dumps({"access": POLICY}))
+    engine = {"id": "probe", "name": "probe", "enabled": True, "rules": [
+        {"id": "many", "name": "many", "priority": 1,
+         "when": [{"field": "addVar.turn_count", "operator": "gt", "value": 5}], "then": {"add_memories": ["kv://x"]}}]}
+    (workspace / ".codebolt" / "context-rule-engines" / "probe.json").write_text(json.dumps(engine))
+    runtime = Runtime(workspace)
+    for n in range(7):
+        runtime.memory.write("episodic://t-secret", {"role": "user", "content": f"turn {n}"})
+    runtime.close()
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {"reader": "r-token"}}))
+    served.append(server := await start(workspace, "tcp", "--token-file", str(tokens)))
+    reader = await client(server.port, "r-token")
+    test = {"request": {"thread_id": "t-secret", "scope_variables": {"thread": {"thread_id": "t-secret"}},
+                        "input": {"text": "x"}},
+            "cases": [{"name": "probe", "expect": {"rules_not_fired": ["probe/many"]}}]}
+    uri = (workspace / ".codebolt" / "tests" / "probe.json").as_uri()
+    reader.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": 1,
+                                                            "text": json.dumps(test)}})
+    ran = await reader.request("workspace/executeCommand", {"command": "contextAssembly.runTest",
+                                                            "arguments": [".codebolt/tests/probe.json", "probe"]})
+    diagnostics = await reader.request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
+    evaluated = await reader.request("workspace/executeCommand", {"command": "contextAssembly.evaluateRule",
+                                                                  "arguments": ["probe", "many"]})
+    await reader.close()
+    assert [r["status"] for r in ran["results"]] == ["passed"]
+    assert not [d for d in diagnostics["items"] if "probe/many" in d["message"]]
+    assert [c["matched"] for c in evaluated["cases"] if c["file"].endswith("probe.json")] == [False]
+
+
 async def test_a_token_cannot_choose_its_workspace_and_so_its_policy(workspace: Path, served: list[Served],
                                                                      tmp_path: Path) -> None:
     """Without --workspace a token holder's rootUri chose the workspace: "/" read any file on the

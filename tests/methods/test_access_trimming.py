@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from context_assembly.errors import ForbiddenError
+from context_assembly.errors import ContextAssemblyError, ForbiddenError
 from context_assembly.methods import Session, call
 from context_assembly.methods.access import Access, log_refusal, settings_policy
 
@@ -246,6 +246,10 @@ def test_a_link_in_a_readable_folder_reads_only_what_the_token_may_read(admin: S
                "explicit_memory": ["file://docs/link.txt"]}
     answers = [executed(docs, "reading"), call(docs, "contextAssembly/assemble", request)]
     assert SECRET not in json.dumps(answers) and "the guide" in json.dumps(answers[0])
+    (workspace / "docs" / "loop").symlink_to("loop")  # refused by the store as for anyone, not a crash
+    with pytest.raises(ContextAssemblyError) as looped:
+        call(docs, "memory/read", {"uri": "file://docs/loop"})
+    assert looped.value.code != -32603
 
 
 # -- rules -----------------------------------------------------------------------------------------
@@ -269,6 +273,19 @@ def test_an_exclusion_names_things_as_people_write_them(admin: Session, workspac
         "markdown://meeting%20notes/q3"]
 
 
+def test_an_exclusion_never_reads_a_slash_inside_a_name_as_a_separator(admin: Session, workspace: Path) -> None:
+    """`kv://notes/*` (the entries of the namespace `notes`) excluded the key named `notes/x` of the
+    default namespace (`kv://notes%2Fx`) once sources were also matched decoded."""
+    engine = {"id": "ex", "name": "ex", "enabled": True, "rules": [
+        {"id": "drop-notes", "name": "drop the notes namespace", "priority": 1,
+         "when": [{"field": "input.text", "operator": "contains", "value": "login"}],
+         "then": {"add_memories": ["kv://notes%2Fx"], "exclude_memories": ["kv://notes/*"]}}]}
+    (workspace / ".codebolt" / "context-rule-engines" / "ex.json").write_text(json.dumps(engine))
+    admin.runtime.memory.write("kv://notes%2Fx", "the key notes/x")
+    result = call(admin, "contextAssembly/assemble", REQUEST)
+    assert "the key notes/x" in json.dumps(result["context"])
+
+
 def test_a_pipeline_run_alone_sees_the_variables_an_assembly_derives(admin: Session) -> None:
     """persistentMemory/execute built its variables without the derived ones: a definition reading
     `${addVar.turn_count}` ran otherwise than in an assembly."""
@@ -280,3 +297,4 @@ def test_a_pipeline_run_alone_sees_the_variables_an_assembly_derives(admin: Sess
     assembled = call(admin, "contextAssembly/assemble", {**REQUEST, "explicit_memory": ["counting"]})
     [shown] = [i for section in assembled["context"].values() for i in section if i["memory_id"] == "counting"]
     assert executed(admin, "counting")["items"][0]["metadata"]["turns"] == shown["metadata"]["turns"] == 3
+

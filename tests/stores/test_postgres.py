@@ -294,19 +294,23 @@ def test_migration_4_gives_existing_chunks_and_other_writers_chunks_their_words(
 
 def test_json_documents_of_an_earlier_version_read_as_its_writes_left_them(postgres_dsn: str,
                                                                            tmp_path: Path) -> None:
-    """Migration 6 keeps each document's exact text beside its jsonb. A row an earlier version
-    wrote (jsonb alone), or rewrote after this one (its upsert sets `value` only), is read from
-    its jsonb: the text it made stale is forgotten by the trigger."""
+    """Migration 6 keeps each document's exact text beside its jsonb, valid while `text_at` is the
+    row's `updated_at`. A row an earlier version wrote, or rewrote after this one (its upsert sets
+    `value` and `updated_at`), is read from its jsonb, even when the jsonb did not change (U+0000
+    and U+FFFD are one there)."""
     project = fresh_project()
     stores = pg_stores(tmp_path, postgres_dsn, project)
     stores.json_docs.put("doc", {"b": 1, "a": 2})
+    stores.json_docs.put("nul", {"k": "a\u0000b"})
     assert list(stores.json_docs.get("doc")[1]) == ["b", "a"]  # as written
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        for name, value in (("doc", '{"b": 3, "a": 4}'), ("old", '{"y": 1}')):  # as versions before 6 write
+        for name, value in (("doc", '{"b": 3, "a": 4}'), ("old", '{"y": 1}'), ("nul", '{"k": "a\ufffdb"}')):
             conn.execute("INSERT INTO ca_json(project, name, value, size, updated_at) VALUES (%s, %s, %s::jsonb, "
-                         "%s, 0) ON CONFLICT (project, name) DO UPDATE SET value = excluded.value, "
-                         "size = excluded.size", (project, name, value, len(value)))
+                         "%s, %s) ON CONFLICT (project, name) DO UPDATE SET value = excluded.value, "
+                         "size = excluded.size, updated_at = excluded.updated_at",  # as versions before 6 write
+                         (project, name, value, len(value), time.time()))
     assert stores.json_docs.get("doc") == (True, {"a": 4, "b": 3}) and stores.json_docs.get("old", "/y") == (True, 1)
+    assert stores.json_docs.get("nul", "/k") == (True, "a\ufffdb")
     stores.json_docs.put("old", {"z": 1, "y": 2})
     assert list(stores.json_docs.get("old")[1]) == ["z", "y"]
     stores.close()

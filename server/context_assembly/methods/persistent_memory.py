@@ -45,7 +45,7 @@ def execute(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[
     # a restricted token's run reads and keeps only what its read patterns cover (nor counts the
     # rest); the variables are an assembly's, derived ones (addVar.turn_count) included
     readable = session.access.readable()
-    lookup, _ = session.runtime.lookup(request, readable)
+    lookup, _ = session.lookup(request)
     run = run_pipeline(definition, request, session.runtime.stores, lookup=lookup, deadline=deadline,
                        cancelled=ctx.cancelled, llm=ctx.llm, readable=readable)
     if run.status == "cancelled":

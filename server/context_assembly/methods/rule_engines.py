@@ -148,7 +148,7 @@ def validate_text(session: Session, text: str, uri: str | None = None, draft: An
     document = _editor_document(session, uri, text, draft)
     # as the editor sees the rest of the workspace (other unsaved documents included)
     workspace = overlay(session.editor_view() if session.editor_view else session.workspace(), [document])
-    found = document_diagnostics(document, workspace, session.position_encoding, lookup_of=session.runtime.lookup)
+    found = document_diagnostics(document, workspace, session.position_encoding, lookup_of=session.lookup)
     errors = [_entry(d, with_ranges) for d in found if d["severity"] == SEVERITY[Severity.ERROR]]
     warnings = [_entry(d, with_ranges) for d in found if d["severity"] != SEVERITY[Severity.ERROR]]
     return {"valid": not errors, "errors": errors, "warnings": warnings}

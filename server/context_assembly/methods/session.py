@@ -187,6 +187,11 @@ class Session:
         options.setdefault("workspace", self.workspace)
         return self.runtime.assemble(request, readable=self.access.readable(), **options)
 
+    def lookup(self, request: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A request's variable lookup as this session's caller may see it (a thread its token may
+        not read has no turn count): what every method and editor feature evaluates rules against."""
+        return self.runtime.lookup(request, self.access.readable())
+
     @property
     def access(self) -> Access:
         return self._access
@@ -199,7 +204,10 @@ class Session:
     def _real_file(self, path: str) -> str | None:
         """Where the workspace path `path` really is, relative to the root (None: outside it)."""
         root = self.places.root
-        real = self.places.readable(root / path)
+        try:
+            real = self.places.readable(root / path)
+        except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13): the store refuses it
+            return None
         if real is None:
             return None
         return real.relative_to(root).as_posix() if real.is_relative_to(root) else \

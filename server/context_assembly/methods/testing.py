@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from ..errors import NotFoundError
@@ -32,7 +31,7 @@ def test(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str
             raise NotFoundError(f"no test case '{params['case']}'{matching} in {where}")
     run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False),
                     coverage=bool(params.get("coverage")), files=files,
-                    lookup_of=functools.partial(session.runtime.lookup, readable=session.access.readable()))
+                    lookup_of=session.lookup)
     return as_json(run)
 
 

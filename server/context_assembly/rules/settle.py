@@ -107,6 +107,12 @@ class Settlement:
             if reference in self.kept.get(pattern, ()):
                 continue
             # a pattern is written as people name things (`markdown://meeting notes/*`), a source encoded
-            if source and (reference_matches(pattern, source) or reference_matches(pattern, unquote(source))):
+            if source and (reference_matches(pattern, source) or reference_matches(pattern, as_named(source))):
                 return pattern, rule
         return None
+
+
+def as_named(source: str) -> str:
+    """A source URI with its names decoded, except a `/` or `%` inside a name (`kv://notes%2Fx`, the
+    key `notes/x`, stays one segment: never the entry `x` of the namespace `notes`)."""
+    return "/".join(unquote(part).replace("%", "%25").replace("/", "%2F") for part in source.split("/"))

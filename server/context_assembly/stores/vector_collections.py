@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -254,15 +254,18 @@ class VectorCollections:
     # --- search legs ---------------------------------------------------------------------------
 
     def _vector(self, collection: str, query: str, limit: int, min_score: float) -> Ranked:
+        q = self._embedded_query(collection, query)
+        return [] if q is None else self.index.nearest(collection, q, limit, min_score)
+
+    def _embedded_query(self, collection: str, query: str) -> Matrix | None:
+        """The query in the collection's model (None: nothing to search for)."""
         if not HAS_ALNUM.search(query):
-            return []
+            return None
         claimed = self.index.claimed_model(collection)
         if claimed is None:
-            return []
+            return None
         q = get_embedder(claimed[0]).embed([query])[0]
-        if not q.any():
-            return []
-        return self.index.nearest(collection, q, limit, min_score)
+        return q if q.any() else None
 
     def _keyword(self, collection: str, query: str, limit: int) -> Ranked:
         """Full-text ranks mapped to [0, 1): r / (1 + r), the same order whatever the backend's scale."""
@@ -279,25 +282,27 @@ class VectorCollections:
     def _admitted(self, collection: str, query: str, top_k: int, min_score: float, mode: str,
                   admit: Admit) -> Ranked:
         """A restricted caller's search: each leg ranked over the documents it may see only, so
-        neither what is cut nor a fused score depends on the others (fetched deeper until enough
-        are admitted or the collection is exhausted). Keyword scores still weigh terms by the whole
-        collection (BM25's document frequencies)."""
+        neither what is cut nor a fused score depends on the others. A leg is read deeper (x4)
+        until it holds enough admitted hits or the collection has no more; `admit` is asked once
+        per document. Keyword scores still weigh terms by the whole collection (BM25's document
+        frequencies)."""
         wanted = top_k if mode != "hybrid" else max(HYBRID_POOL, 4 * top_k)
-        cap = max(current().search_top_k, wanted)  # (a hybrid pool is not bounded by the limit)
-        depth = min(max(HYBRID_POOL, 4 * wanted), cap)
-        while True:
-            legs = [self._vector(collection, query, depth, min_score) if mode != "keyword" else [],
-                    self._keyword(collection, query, depth) if mode != "vector" else []]
-            rows = self.index.chunks(list({i for leg in legs for i, _ in leg}))
-            seen = {i for i, row in rows.items() if admit(source_uri(collection, row.doc_uri), row.metadata)}
-            cosine, keyword = ([(i, s) for i, s in leg if i in seen] for leg in legs)
-            if all(len(leg) < depth for leg in legs) or depth >= cap or (
-                    mode == "hybrid" and min(len(cosine), len(keyword)) >= wanted) or (
-                    mode != "hybrid" and len(cosine or keyword) >= wanted):
-                break
-            depth = min(depth * 4, cap)
+        admitted = _Admitted(self.index, collection, admit)
+
+        def leg(fetch: Callable[[int], Ranked]) -> Ranked:
+            depth = max(HYBRID_POOL, 4 * wanted)
+            while True:
+                ranked = fetch(depth)
+                kept = admitted.of(ranked)
+                if len(kept) >= wanted or len(ranked) < depth:  # enough, or nothing more to read
+                    return kept
+                depth *= 4
+
+        q = self._embedded_query(collection, query) if mode != "keyword" else None
+        cosine = leg(lambda k: self.index.nearest(collection, q, k, min_score)) if q is not None else []
         if mode == "vector":
             return cosine[:top_k]
+        keyword = leg(lambda k: self._keyword(collection, query, k))
         if mode == "keyword":
             return [(i, s) for i, s in keyword if s >= min_score][:top_k]
         return _fused(cosine[:wanted], keyword[:wanted], top_k, min_score)
@@ -427,3 +432,21 @@ def _fused(vector: Ranked, keyword: Ranked, top_k: int, min_score: float) -> Ran
     best = 2.0 / (RRF_K + 1)
     order = sorted(fused, key=lambda i: (-fused[i], -cosine.get(i, -2.0), i))[:top_k]
     return [(i, min(1.0, fused[i] / best)) for i in order]
+
+
+class _Admitted:
+    """Which chunks of a collection a restricted caller may see, asked once per document."""
+
+    def __init__(self, index: VectorIndex, collection: str, admit: Admit) -> None:
+        self.index, self.collection, self.admit = index, collection, admit
+        self.chunks: dict[int, bool] = {}
+        self.documents: dict[str, bool] = {}
+
+    def of(self, ranked: Ranked) -> Ranked:
+        """`ranked` without the chunks the caller may not see (nor those deleted meanwhile)."""
+        unseen = [i for i, _ in ranked if i not in self.chunks]
+        for chunk_id, row in self.index.chunks(unseen).items():
+            if row.doc_uri not in self.documents:
+                self.documents[row.doc_uri] = self.admit(source_uri(self.collection, row.doc_uri), row.metadata)
+            self.chunks[chunk_id] = self.documents[row.doc_uri]
+        return [(i, s) for i, s in ranked if self.chunks.get(i)]

@@ -65,7 +65,7 @@ def compute(ls: ContextAssemblyServer, snap: Snapshot) -> tuple[int | None, list
     if document is None:  # a `$schema` file an edit broke: what was published for it is cleared
         return (snap.version, []) if state.store.known(snap.uri) is not None else None
     found = document_diagnostics(document, state.workspace(), encoding(ls), ran_on(state, document),
-                                 ls.require_session().runtime.lookup)
+                                 ls.require_session().lookup)
     return document.version, [structure(ls, d, types.Diagnostic) for d in found]
 
 
@@ -232,7 +232,7 @@ def workspace_report(ls: ContextAssemblyServer, previous: dict[str, str] | None 
 
     state = editor_state(ls)
     workspace = state.workspace()
-    lookup_of = ls.require_session().runtime.lookup
+    lookup_of = ls.require_session().lookup
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
     open_docs = {d.relpath: d for d in state.store.all()}
     for relpath, source in workspace.files.items():

@@ -40,7 +40,7 @@ def run_test(ls: ContextAssemblyServer, file: str, case: str | None, snap: Snaps
     for test_file in files:
         test_file.cases = [c for c in test_file.cases if case is None or c.name == case]
     run = run_tests(workspace, lambda request: session.assemble(request, snapshot=False), files=files,
-                    lookup_of=session.runtime.lookup)
+                    lookup_of=session.lookup)
     uri = snap.uri
     document = document_of(ls, snap) or load_document(uri, session.places)
     if document is not None:  # the failing cases of this text stay on the file until it changes
@@ -91,7 +91,7 @@ def register(server: ContextAssemblyServer) -> None:
         engine_id, rule_id = _arguments(args, 2, EVALUATE_RULE)
         state = editor_state(ls)
         result = await asyncio.get_running_loop().run_in_executor(ls.workers, lambda: evaluate_rule(
-            state.workspace(), engine_id, rule_id, ls.require_session().runtime.lookup))
+            state.workspace(), engine_id, rule_id, ls.require_session().lookup))
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=(
             f"{result['rule']} fires in {result['fired']} of {len(result['cases'])} test case(s)"
             if result["cases"] else f"{result['rule']}: no test case under .codebolt/tests/ to evaluate it with")))

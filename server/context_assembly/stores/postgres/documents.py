@@ -3,7 +3,7 @@ included, as embedded) beside a jsonb copy for the database's own use; pointer w
 
 A pointer write locks the document's row (`SELECT … FOR UPDATE`) for its transaction, so two
 sidecars patching different parts of one document both land: no read-modify-write race. A row a
-sidecar of an earlier version wrote has no text: its jsonb is read instead.
+sidecar of an earlier version wrote last (its `text_at` is not its `updated_at`) is read from its jsonb.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from ..sqlite.json_docs import decode_value, encode_value, remove_at_pointer, re
 from .database import PgDatabase, jsonb_text
 
 STORE = "json"
-_TEXT = "SELECT coalesce(text, value::text) FROM ca_json WHERE project = %s AND name = %s"
+# the exact text when this version wrote the row last, else (an earlier version's write) the jsonb
+_TEXT = ("SELECT CASE WHEN text_at = updated_at THEN text ELSE value::text END FROM ca_json "
+         "WHERE project = %s AND name = %s")
 
 
 class PgJsonStore:
@@ -48,11 +50,11 @@ class PgJsonStore:
         return JsonDocument(name, value, now, len(text.encode()))
 
     def _store(self, conn: Any, name: str, text: str, now: float) -> None:
-        conn.execute("INSERT INTO ca_json(project, name, value, text, size, updated_at) "
-                     "VALUES (%s, %s, %s::jsonb, %s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
+        conn.execute("INSERT INTO ca_json(project, name, value, text, size, updated_at, text_at) "
+                     "VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (project, name) DO UPDATE SET "
                      "value = excluded.value, text = excluded.text, size = excluded.size, "
-                     "updated_at = excluded.updated_at",
-                     (self.db.project, name, jsonb_text(text), text, len(text.encode()), now))
+                     "updated_at = excluded.updated_at, text_at = excluded.text_at",
+                     (self.db.project, name, jsonb_text(text), text, len(text.encode()), now, now))
         self.db.bump(conn, STORE)
 
     def delete(self, name: str, pointer: str = "") -> bool:

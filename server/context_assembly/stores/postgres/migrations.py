@@ -124,18 +124,11 @@ CREATE TABLE ca_event_keys (project text NOT NULL, instance text NOT NULL, key t
 CREATE TABLE ca_episodic_keys (project text NOT NULL, thread_id text NOT NULL, key text NOT NULL,
     seq integer NOT NULL, PRIMARY KEY (project, thread_id, key));
 """),
-    # A JSON document's exact text (jsonb sorts keys and cannot hold U+0000). A sidecar of an
-    # earlier version writes `value` alone: the trigger forgets a text its write made stale.
+    # A JSON document's exact text (jsonb sorts keys and cannot hold U+0000), valid while `text_at`
+    # is the row's `updated_at`: a sidecar of an earlier version writes `value` and `updated_at` alone.
     (6, """
 ALTER TABLE ca_json ADD COLUMN text text;
-CREATE FUNCTION ca_json_text_follows() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.text IS NOT DISTINCT FROM OLD.text AND NEW.value IS DISTINCT FROM OLD.value THEN
-        NEW.text := NULL;
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER ca_json_text_stale BEFORE UPDATE ON ca_json FOR EACH ROW EXECUTE FUNCTION ca_json_text_follows();
+ALTER TABLE ca_json ADD COLUMN text_at double precision;
 """),
 )
 

@@ -90,10 +90,12 @@ class PgEventLog:
             params.append(since)
         equal = fields if isinstance(fields, Mapping) else None
         keep = list(fields) if fields is not None and not isinstance(fields, Mapping) else None
-        if equal:
-            # jsonb containment narrows in the database; exact JSON equality is checked below.
+        wanted = encode_value(dict(equal), "/fields") if equal else ""
+        if equal and jsonb_text(wanted) == wanted and "\ufffd" not in wanted:
+            # jsonb containment narrows in the database; exact JSON equality is checked below. Not
+            # for a U+0000 or U+FFFD (the jsonb copy holds both as U+FFFD: two keys may be one there)
             where.append("payload @> %s::jsonb")
-            params.append(jsonb_text(encode_value(dict(equal), "/fields")))
+            params.append(wanted)
         rows = self.db.read(f"SELECT {_COLUMNS} FROM ca_events WHERE {' AND '.join(where)} "
                             "ORDER BY ts DESC, id DESC" + ("" if equal else " LIMIT %s"),
                             tuple(params) if equal else (*params, limit))

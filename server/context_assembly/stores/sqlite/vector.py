@@ -259,9 +259,13 @@ class SqliteVectorIndex:
             self._start_build(collection, index)
         scores, ids = index.scores(q), index.every_id
         n = len(scores)
-        top = np.argpartition(scores, n - limit)[n - limit:] if limit < n else np.arange(n)
+        if limit < n:  # the best `limit`, and every chunk tied with the last: the tie is cut by id below,
+            # not by the partition's order (a deeper search's first `limit` are then these)
+            top = np.flatnonzero(scores >= scores[np.argpartition(scores, n - limit)[n - limit:]].min())
+        else:
+            top = np.arange(n)
         top = top[(scores[top] >= min_score) & (scores[top] > -np.inf)]  # -inf: a masked row of a saved matrix
-        order = top[np.lexsort((ids[top], -scores[top]))]
+        order = top[np.lexsort((ids[top], -scores[top]))][:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def _keyword(self, collection: str, terms: Terms, limit: int) -> Ranked:
