@@ -72,6 +72,18 @@ SAVE_BUSY_S = 60.0  # another process held the collection's matrix lock past mat
 SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, read-only): not tried again sooner
 
 
+def best_positions(scores: Any, ids: Any, limit: int) -> Any:
+    """The positions of the `limit` best scores, a tie at the edge cut by the smaller ids (not by
+    the partition's order: a deeper search's first `limit` are then these). Linear in the scores."""
+    edge = scores[np.argpartition(scores, len(scores) - limit)[len(scores) - limit:]].min()
+    better = np.flatnonzero(scores > edge)
+    tied = np.flatnonzero(scores == edge)
+    wanted = limit - len(better)
+    if len(tied) > wanted:
+        tied = tied[np.argpartition(ids[tied], wanted - 1)[:wanted]]
+    return np.concatenate((better, tied))
+
+
 class ReadElsewhere(Exception):
     """Another process is reading the collection's matrix whole, and will save it (`count`: its chunks)."""
 
@@ -259,13 +271,9 @@ class SqliteVectorIndex:
             self._start_build(collection, index)
         scores, ids = index.scores(q), index.every_id
         n = len(scores)
-        if limit < n:  # the best `limit`, and every chunk tied with the last: the tie is cut by id below,
-            # not by the partition's order (a deeper search's first `limit` are then these)
-            top = np.flatnonzero(scores >= scores[np.argpartition(scores, n - limit)[n - limit:]].min())
-        else:
-            top = np.arange(n)
+        top = best_positions(scores, ids, limit) if limit < n else np.arange(n)
         top = top[(scores[top] >= min_score) & (scores[top] > -np.inf)]  # -inf: a masked row of a saved matrix
-        order = top[np.lexsort((ids[top], -scores[top]))][:limit]
+        order = top[np.lexsort((ids[top], -scores[top]))]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def _keyword(self, collection: str, terms: Terms, limit: int) -> Ranked:
