@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +61,25 @@ async def test_a_tcp_connection_that_starts_as_an_http_request_is_closed(workspa
     writer.close()
     assert b'"result"' not in answer
     assert not (workspace / ".codebolt" / "memory" / "pwned.md").exists()
+
+
+async def test_a_flood_of_refused_handshakes_is_logged_at_a_bounded_rate(workspace: Path,
+                                                                         served: list[Served]) -> None:
+    """Each refused Origin was a warning line (before: a traceback): a page retrying in a loop
+    filled the server's log. Peers' warnings are a burst, then one a second, with the count left out."""
+    served.append(server := await start(workspace, "ws"))
+    url = f"ws://127.0.0.1:{server.port}"
+
+    async def refused() -> None:
+        with pytest.raises(InvalidStatus):
+            await _initialize_over(url, "https://evil.example.com")
+
+    for _ in range(60):
+        await refused()
+    await asyncio.sleep(1.2)  # room for one more
+    await refused()
+    assert "result" in await _initialize_over(url, None)  # an agent is served meanwhile
+    assert await server.stop() == 0
+    said = [line for line in server.stderr if b"refused a WebSocket handshake" in line]
+    assert 20 <= len(said) <= 23
+    assert re.search(rb"\((\d+) more such warnings left out: rate limit\)", said[-1])

@@ -5,6 +5,7 @@ One token bucket per process (`LIMIT`, shared by every connection): a burst of `
 is logged, then `PER_S` a second. A refusal past that is counted, not logged; the next one logged
 carries the count (`"suppressed": n` in its event, and in its warning), so a sustained flood still
 shows in the log and in the server's output about once a second, with how many were left out.
+The transports keep a `Bucket` of their own for what peers make them say (`transports.peer_warning`).
 """
 
 from __future__ import annotations
