@@ -177,15 +177,20 @@ def load_big(runtime: Runtime, chunks: int, dsn: str | None) -> float:
 
 
 Answers = list[list[tuple[str, float]]]  # per query: (doc_uri, score) of each hit
+# A restricted token's search (its read patterns as `admit`): ranked among what it may read
+RESTRICTED: dict[str, Any] = {", restricted, all readable": lambda source, metadata: True,
+                              ", restricted, 1% readable": lambda source, metadata: source.endswith("00")}
 
 
-def bench_search(runtime: Runtime, queries: list[str], label: str = "") -> tuple[dict[str, float], Answers]:
+def bench_search(runtime: Runtime, queries: list[str], label: str = "",
+                 admit: Any = None) -> tuple[dict[str, float], Answers]:
+    restricted = {} if admit is None else {"admit": admit}
     for query in queries[:5]:
-        runtime.vectors.search("big", query, top_k=10)
+        runtime.vectors.search("big", query, top_k=10, **restricted)
     times, answers = [], []
     for query in queries:
         start = time.perf_counter()
-        hits = runtime.vectors.search("big", query, top_k=10)
+        hits = runtime.vectors.search("big", query, top_k=10, **restricted)
         times.append((time.perf_counter() - start) * 1000)
         answers.append([(h["doc_uri"], h["score"]) for h in hits])
     return {f"vector search p50{label}": statistics.median(times),
@@ -239,6 +244,8 @@ def run_backend(name: str, root: Path, stores: dict[str, Any], args: argparse.Na
         results[f"load {args.chunks:,} chunks (s)"] = load_big(runtime, args.chunks, stores.get("dsn"))
         search, answers = bench_search(runtime, queries)
         results.update(search)
+        for label, admit in RESTRICTED.items():
+            results.update(bench_search(runtime, queries, label, admit)[0])
         index = runtime.vectors.index
         if hasattr(index, "ef_search"):  # PostgreSQL: the other ef_search values too
             default = index.ef_search

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from context_assembly.errors import InvalidParamsError
 from context_assembly.stores.uri import (
@@ -226,3 +228,14 @@ def test_render_encodes_a_head_segment_s_slash_and_keeps_paths_as_written() -> N
     for uri in ("working://t%2F1/k", "graph://default/node/src/a.py", "graph://a%2Fb/node/x", "log://ops%2Fprod"):
         parsed = parse_uri(uri)
         assert render(parsed.scheme, parsed.parts) == uri
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("-._~!$&'()*+,;=:@/%#? "), max_size=12))
+def test_a_plain_name_is_written_as_quote_writes_it(name: str) -> None:
+    """`render`'s fast path for names of safe characters only writes what `quote` would."""
+    from urllib.parse import quote
+
+    from context_assembly.stores.uri import _SAFE, _encoded
+
+    for safe in (_SAFE, _SAFE + "/"):
+        assert _encoded(name, safe) == quote(name, safe=safe)

@@ -445,7 +445,7 @@ class _Admitted:
     def of(self, ranked: Ranked) -> Ranked:
         """`ranked` without the chunks the caller may not see (nor those deleted meanwhile)."""
         unseen = [i for i, _ in ranked if i not in self.chunks]
-        for chunk_id, row in self.index.chunks(unseen).items():
+        for chunk_id, row in self.index.chunks(unseen, text=False).items():
             if row.doc_uri not in self.documents:
                 self.documents[row.doc_uri] = self.admit(source_uri(self.collection, row.doc_uri), row.metadata)
             self.chunks[chunk_id] = self.documents[row.doc_uri]

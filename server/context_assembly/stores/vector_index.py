@@ -63,8 +63,9 @@ class VectorIndex(Protocol):
         """The k chunks best matching any of the (lower-cased, distinct) words, by the backend's rank."""
         ...
 
-    def chunks(self, ids: builtins.list[int]) -> dict[int, ChunkRow]:
-        """The chunks that still exist among `ids`."""
+    def chunks(self, ids: builtins.list[int], *, text: bool = True) -> dict[int, ChunkRow]:
+        """The chunks that still exist among `ids` (`text` False: each with an empty text, for a
+        caller that only asks whose document they are)."""
         ...
 
     def document(self, collection: str, doc_uri: str) -> dict[str, Any] | None:

@@ -164,9 +164,10 @@ class PgVectorIndex:
             (query, self.db.project, collection, k))
         return [(int(i), float(s)) for i, s in rows]
 
-    def chunks(self, ids: builtins.list[int]) -> dict[int, ChunkRow]:
+    def chunks(self, ids: builtins.list[int], *, text: bool = True) -> dict[int, ChunkRow]:
+        column = "c.text" if text else "''"
         rows = self.db.read(
-            "SELECT c.id, c.collection, c.doc_uri, c.ord, c.text, d.metadata FROM ca_vector_chunks c "
+            f"SELECT c.id, c.collection, c.doc_uri, c.ord, {column}, d.metadata FROM ca_vector_chunks c "
             "JOIN ca_vector_documents d ON d.project = c.project AND d.collection = c.collection "
             "AND d.doc_uri = c.doc_uri WHERE c.id = ANY(%s) AND c.project = %s", (ids, self.db.project))
         return {int(r[0]): ChunkRow(r[1], r[2], int(r[3]), r[4], orjson.loads(r[5])) for r in rows}

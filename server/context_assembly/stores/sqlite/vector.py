@@ -245,13 +245,14 @@ class SqliteVectorIndex:
     def full_text(self, collection: str, terms: Terms, k: int) -> Ranked:
         return self._keyword(collection, terms, k)
 
-    def chunks(self, ids: Ids) -> dict[int, ChunkRow]:
+    def chunks(self, ids: Ids, *, text: bool = True) -> dict[int, ChunkRow]:
         found: dict[int, ChunkRow] = {}
+        column = "c.text" if text else "''"
         for start in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
             batch = tuple(ids[start:start + 500])
             marks = ",".join("?" * len(batch))
             rows = self._db.read(
-                "SELECT c.id, c.collection, c.doc_uri, c.ord, c.text, d.metadata FROM vector_chunks c "
+                f"SELECT c.id, c.collection, c.doc_uri, c.ord, {column}, d.metadata FROM vector_chunks c "
                 "JOIN vector_documents d ON d.collection = c.collection AND d.doc_uri = c.doc_uri "
                 f"WHERE c.id IN ({marks})", batch)
             found.update((row[0], ChunkRow(row[1], row[2], row[3], row[4], orjson.loads(row[5]))) for row in rows)
