@@ -270,3 +270,22 @@ async def test_the_event_loops_refusals_are_written_by_a_worker(tmp_path: Path,
     finally:
         server.close()
         shared.shutdown()
+
+
+async def test_a_tokenless_peers_malformed_messages_are_logged_at_a_bounded_rate(workspace: Path,
+                                                                                   served: list[Served]) -> None:
+    """A notification without `jsonrpc`, or one holding a number no store keeps exactly, is
+    ignored with a warning: without a token, a peer wrote one line each, as many as it liked."""
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    inexact = b'{"jsonrpc": "2.0", "method": "x", "params": [123456789012345678901234567890]}'
+    for _ in range(100):
+        writer.write(frame(b'{"method": "x"}') + frame(inexact))
+    await writer.drain()
+    good = await client(server.port, warm=False)
+    assert (await asyncio.wait_for(good.request("memory/read", READ), 60))["exists"] is True  # served meanwhile
+    await good.close()
+    writer.close()
+    assert await server.stop() == 0
+    said = [line for line in server.stderr if b"ignored" in line]
+    assert 1 <= len(said) <= BURST + 2

@@ -18,3 +18,10 @@ def test_the_best_k_are_the_first_k_by_score_then_id(levels: list[int], limit: i
     scores = np.array(levels, dtype=np.float32) / 4
     expected = sorted(range(len(levels)), key=lambda i: (-scores[i], ids[i]))[:limit]
     assert sorted(best_positions(scores, ids, limit).tolist()) == sorted(expected)
+
+
+def test_a_nan_score_is_never_the_edge() -> None:
+    """argpartition puts NaN at the top: taken as the edge, it compared false with every score and
+    a collection holding one NaN row answered every search with nothing."""
+    scores = np.array([0.9, np.nan, 0.5, 0.1], dtype=np.float32)
+    assert sorted(best_positions(scores, np.arange(4), 2).tolist()) == [0, 2]

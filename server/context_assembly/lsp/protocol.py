@@ -48,6 +48,7 @@ from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
 from .errors import not_initialized, to_rpc_error
 from .framing import encode_json, frame
+from .refusals import peer_warning
 from .text_sync import TextSync
 from .workers import ConnectionClosed
 
@@ -215,14 +216,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             if msg_id is not None or not isinstance(data, dict) or "method" not in data or "id" in data:
                 self.send_error(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
             else:
-                logger.warning("ignored a malformed notification: %s", problem)
+                peer_warning(logger, "ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
         if "method" in data and (inexact := inexact_integer(body)) is not None:
             if is_request:  # a number no store keeps exactly: refused, not changed on the way in
                 self.send_error(data["id"], INVALID_PARAMS, f"Invalid params: {inexact}")
             else:
-                logger.warning("ignored %s: %s", data["method"], inexact)
+                peer_warning(logger, "ignored %s: %s", data["method"], inexact)
             return True
         server = compat.server_of(self)
         if "method" in data and data["method"] not in (types.INITIALIZE, types.EXIT) \

@@ -5,14 +5,18 @@ One token bucket per process (`LIMIT`, shared by every connection): a burst of `
 is logged, then `PER_S` a second. A refusal past that is counted, not logged; the next one logged
 carries the count (`"suppressed": n` in its event, and in its warning), so a sustained flood still
 shows in the log and in the server's output about once a second, with how many were left out.
-The transports keep a `Bucket` of their own for what peers make them say (`transports.peer_warning`).
+What peers make the server say (a refused handshake, input that is no JSON-RPC, a connection
+without a token) goes through a bucket of its own (`peer_warning`), so a web page or a flood cannot
+fill the log either.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 BURST = 20  # refusals logged back to back: a misconfigured agent's retries are all seen
 PER_S = 1.0  # then one a second: an event and a warning a second whatever the flood
@@ -47,3 +51,11 @@ class Bucket:
 
 
 LIMIT = Bucket()
+PEER_WARNINGS = Bucket()
+
+
+def peer_warning(log: logging.Logger, message: str, *args: Any) -> None:
+    """Log `message` within `PEER_WARNINGS`, saying how many were left out before it."""
+    left_out = PEER_WARNINGS.admit()
+    if left_out is not None:
+        log.warning(message + (f" ({left_out} more such warnings left out: rate limit)" if left_out else ""), *args)

@@ -39,7 +39,7 @@ from .framing import (
     widen_pipe,
 )
 from .polling import DEFAULT_MS, loop_factory
-from .refusals import Bucket
+from .refusals import peer_warning
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -56,22 +56,10 @@ FLUSH_S = 3.0  # a closing connection's unsent answers get this long (then it is
 LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
 
 
-# What peers make the server say (a refused handshake, input that is no JSON-RPC, a connection
-# without a token): a burst, then one a second, so a web page or a flood cannot fill the log.
-PEER_WARNINGS = Bucket()
-
-
-def peer_warning(message: str, *args: Any) -> None:
-    """Log `message` within `PEER_WARNINGS`, saying how many were left out before it."""
-    left_out = PEER_WARNINGS.admit()
-    if left_out is not None:
-        logger.warning(message + (f" ({left_out} more such warnings left out: rate limit)" if left_out else ""),
-                       *args)
-
-
 def _close_if_locked(server: ContextAssemblyServer, after_s: float) -> None:
     if server.locked:
-        peer_warning("closed the connection of %s: no valid token within %g s", server.peer or "a client", after_s)
+        peer_warning(logger, "closed the connection of %s: no valid token within %g s", server.peer or "a client",
+                     after_s)
         server.request_stop()
 
 
@@ -173,7 +161,7 @@ async def _pump(server: ContextAssemblyServer, reader: FrameReader,
 
 def _reader(server: ContextAssemblyServer, source: Any) -> FrameReader:
     return FrameReader(source, max_body=server.request_limit, on_oversized=server.protocol.refuse_oversized,
-                       on_problem=lambda message: peer_warning("input: %s", message))
+                       on_problem=lambda message: peer_warning(logger, "input: %s", message))
 
 
 async def serve_stdio(server: ContextAssemblyServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -293,7 +281,7 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
             try:
                 await _until_stopped(server, receive())
             except Exception as exc:  # the connection dropped
-                peer_warning("websocket connection ended: %s", exc)
+                peer_warning(logger, "websocket connection ended: %s", exc)
             finally:
                 await _end_websocket(websocket, writer, server.locked)
 
@@ -348,7 +336,7 @@ class _RefusedHandshakes(logging.Filter):
 
         refused = record.exc_info[1] if record.exc_info else None
         if isinstance(refused, InvalidHandshake):
-            peer_warning("refused a WebSocket handshake: %s", refused)
+            peer_warning(logger, "refused a WebSocket handshake: %s", refused)
             return False
         return True
 

@@ -74,7 +74,10 @@ SAVE_FAILED_S = 600.0  # a save of the collection's matrix failed (disk full, re
 
 def best_positions(scores: Any, ids: Any, limit: int) -> Any:
     """The positions of the `limit` best scores, a tie at the edge cut by the smaller ids (not by
-    the partition's order: a deeper search's first `limit` are then these). Linear in the scores."""
+    the partition's order: a deeper search's first `limit` are then these). Linear in the scores.
+    A NaN (a corrupt row) counts as no match, as -inf does: it must not become the edge."""
+    if np.isnan(scores).any():
+        scores = np.where(np.isnan(scores), -np.inf, scores)
     edge = scores[np.argpartition(scores, len(scores) - limit)[len(scores) - limit:]].min()
     better = np.flatnonzero(scores > edge)
     tied = np.flatnonzero(scores == edge)
