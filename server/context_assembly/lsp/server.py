@@ -185,12 +185,11 @@ class ContextAssemblyServer(LanguageServer):
         self.token_name = None
         error = access.ForbiddenError("a valid token is required: pass it as initializationOptions.token",
                                {"method": "initialize", "token": None})
-        # the transport closes the connection after the answer goes out, and the refusal is in the log
-        logged = self.logging_refusal(error)
-        if logged is None:
-            self.request_stop()
-        else:
-            logged.add_done_callback(lambda _logged: self.request_stop())
+        # the transport closes the connection after the answer goes out; the refusal's log write (on
+        # the shared pool, which a closing connection does not cancel) is not waited for: behind
+        # other clients' work it held the connection, and a place of --max-connections, for seconds
+        self.logging_refusal(error)
+        self.request_stop()
         raise JsonRpcException(code=error.code, message=error.message)
 
     def log_refusal(self, error: ForbiddenError) -> None:

@@ -292,7 +292,9 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
     # A browser always sends Origin: one not of this machine is a web page reaching for the sidecar
     # (cross-site WebSocket hijacking, DNS rebinding) and is refused (403); agents send none.
     origins: list[Origin | re.Pattern[str] | None] = [None, LOOPBACK_ORIGIN, *map(Origin, network.allowed_origins)]
-    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, ssl=network.ssl,
+    # max_queue 1: websockets buffers that many frames of up to max_size each while the session
+    # waits (`room`): at its default of 16, ~1 GiB a connection, a token or not
+    async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, max_queue=1, ssl=network.ssl,
                      origins=origins, logger=_handshake_logger()) as listener:
         address = next(iter(listener.sockets)).getsockname()
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
@@ -402,14 +404,20 @@ def run_network(network: Network, transport: str, host: str = "127.0.0.1", port:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        # a Python-level handler, not loop.add_signal_handler: asyncio learns of that signal from a
+        # byte in its self-pipe, which every worker's answer also writes, and a full pipe dropped
+        # the byte: under load a SIGTERM was lost and the server ran on
+        before: dict[signal.Signals, Any] = {}
         for signum in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows: no signal handlers
-                loop.add_signal_handler(signum, stop.set)
+            with contextlib.suppress(ValueError, OSError):  # (not the main thread: embedded callers)
+                before[signum] = signal.signal(signum, lambda *_: loop.call_soon_threadsafe(stop.set))
         serve = serve_ws if transport == "ws" else serve_tcp
         try:
             await serve(network, host, port, say, stop)
         finally:
             await _close_all(network)
+            for signum, handler in before.items():  # (the loop is closing: its handlers must go)
+                signal.signal(signum, handler)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory(busy_poll_s)) as runner:
