@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipelines.items import Item, Readable, may_read_item, render_value, turn_key
+from ..pipelines.items import Item, Readable, admitting, may_read_item, render_value, turn_key
 from ..stores.uri import DEFAULT, parse_uri, render
 
 VECTOR_TOP_K = 5
@@ -45,7 +45,7 @@ def read_items(memory: Any, uri: str, query: str, min_score: float = 0.0,
         if memory.vectors is None:
             raise Miss("the vector store is not configured")
         # a restricted caller's hits are ranked among what it may read
-        admit = None if readable is None else lambda source, metadata: may_read_item(readable, source, metadata)
+        admit = admitting(readable)
         hits = memory.vectors.search(parsed.parts[0], query, top_k=VECTOR_TOP_K, min_score=min_score,
                                      **({"admit": admit} if admit is not None else {})) if query else []
         return [Item.create(h["text"], h.get("source", uri), h.get("id"), score=h.get("score"),

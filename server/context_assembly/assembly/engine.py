@@ -31,7 +31,7 @@ from ..model.converter import unstructure
 from ..model.definitions import Contribution, MemoryDefinition
 from ..model.evaluation import EvaluationResult
 from ..model.request import AssemblyRequest
-from ..pipelines.items import Readable, may_read_item
+from ..pipelines.items import NOT_READ, Readable, may_read_item
 from ..registry.sections import SECTION_NAMES
 from ..registry.variables import MEMORY_SOURCE
 from ..rules.engine import CompiledRule, rule_result
@@ -233,8 +233,7 @@ class Assembler:
         if isinstance(active, str) and active:
             if run.readable is not None and not run.readable(render("file", (active,))):  # before reading:
                 # the same warning whether or not the file is there
-                run.warn(f"the active file '{active}' is outside the read patterns of the caller's token: not read",
-                         kind="access")
+                run.warn(f"the active file '{active}' is {NOT_READ}", kind="access")
             elif isinstance(state := active_file_item(active, self.memory.files.read, run.count), str):
                 run.warn(state, kind="active_file")
             else:

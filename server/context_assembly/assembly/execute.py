@@ -21,7 +21,7 @@ from ..model.converter import unstructure
 from ..model.definitions import MemoryDefinition
 from ..model.request import AssemblyRequest
 from ..pipelines.context import Llm
-from ..pipelines.items import Item, Readable, may_read_item
+from ..pipelines.items import NOT_READ, Item, Readable, may_read_item
 from ..pipelines.runner import run_pipeline
 from ..registry.steps import lookup_step
 from .cache import ResultCache
@@ -29,7 +29,6 @@ from .direct import Miss, read_items
 from .notes_read import RecordingStores, Stamp, ViewStamp, still_holds, views_hold
 from .resolve import Reference
 
-OUTSIDE_READ_PATTERNS = "outside the read patterns of the caller's token: not read"
 UNCACHED_STORES = {"file", "working"}  # not generation-tracked cheaply, or per turn by nature
 
 
@@ -168,7 +167,7 @@ class Executor:
             if not items and not readable(ref.reference):
                 # a URI the caller may not read says the same whether or not (and why not) it is there
                 items, status, error = [], "ok", None
-                warnings.append(OUTSIDE_READ_PATTERNS)
+                warnings.append(NOT_READ)
         return Execution(ref, status, items, round((time.perf_counter() - started) * 1000, 3), error,
                          warnings=warnings)
 

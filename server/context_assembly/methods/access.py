@@ -109,11 +109,6 @@ class Grant:
     def allows_method(self, method: str) -> bool:
         return self.methods is None or any(fnmatch.fnmatchcase(method, p) for p in self.methods)
 
-    def allows_uri(self, uri: str, patterns: tuple[str, ...] | None) -> bool:
-        if patterns is None:
-            return True
-        spellings = uri_spellings(uri)
-        return any(pattern_covers(p, s) for p in patterns for s in spellings)
 
 
 FULL = Grant(DEFAULT_NAME)

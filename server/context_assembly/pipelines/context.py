@@ -16,7 +16,7 @@ from attrs import define, field
 
 from ..model.request import AssemblyRequest
 from ..registry.values import as_number
-from .items import Item, Readable, may_read_item
+from .items import NOT_READ, Item, Readable, admitting, may_read_item
 from .templates import Variables, fill
 
 # -- the stores ------------------------------------------------------------------------------------
@@ -178,15 +178,14 @@ class StepContext:
 
     def admit(self) -> Callable[[str, Any], bool] | None:
         """A store's test of what the caller may see (source, metadata), for searches that rank."""
-        readable = self.readable
-        return None if readable is None else lambda source, metadata: may_read_item(readable, source, metadata)
+        return admitting(self.readable)
 
     def withheld(self, uri: str) -> bool:
         """Whether the caller may not read the address `uri` a step names: then the step neither reads
         it nor says whether it exists (the same warning either way)."""
         if self.readable is None or self.readable(uri):
             return False
-        self.warn(f"{uri} is outside the read patterns of the caller's token: not read")
+        self.warn(f"{uri} is {NOT_READ}")
         return True
 
     def check(self) -> None:

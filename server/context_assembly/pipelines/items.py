@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -40,6 +40,16 @@ class Readable(Protocol):
         """What it is made of: what a snapshot records and a cache key holds."""
 
     def __call__(self, source: str) -> bool: ...
+
+
+# what a caller is told of an address its token may not read: the same whether it exists or not
+NOT_READ = "outside the read patterns of the caller's token: not read"
+
+
+def admitting(readable: Readable | None) -> Callable[[str, Any], bool] | None:
+    """A store's test of what `readable` lets a caller see (source, metadata): for searches that
+    rank among those only (`admit`). None: the caller sees everything."""
+    return None if readable is None else lambda source, metadata: may_read_item(readable, source, metadata)
 
 
 def item_sources(source: str, metadata: Any) -> Iterator[str]:
