@@ -23,7 +23,7 @@ from context_assembly.lsp import refusals
 from context_assembly.lsp.framing import frame
 from context_assembly.lsp.refusals import BURST, PER_S, Bucket
 from context_assembly.lsp.server import ContextAssemblyServer
-from context_assembly.lsp.workers import pool
+from context_assembly.lsp.workers import SharedWorkers
 from context_assembly.runtime import Runtime
 
 from .support import Served, admitted, clone, start
@@ -256,7 +256,7 @@ class RecordingRuntimes:
 async def test_the_event_loops_refusals_are_written_by_a_worker(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(refusals, "LIMIT", Bucket(burst=1, per_s=0.001))
-    runtimes, shared = RecordingRuntimes(), pool(1)
+    runtimes, shared = RecordingRuntimes(), SharedWorkers(1)
     server = ContextAssemblyServer(tmp_path, runtimes=runtimes, tokens={"default": TOKEN},
                                    shared_workers=shared)
     server.attach(asyncio.get_running_loop())

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from context_assembly.client.connection import Connection
-from context_assembly.lsp.workers import ConnectionWorkers, pool
+from context_assembly.lsp.workers import SharedWorkers
 
 from .support import SERVER, clone
 
@@ -96,9 +96,9 @@ async def test_serve_refuses_a_worker_count_below_one(workspace: Path) -> None:
 
 
 def test_closing_a_connection_drops_its_queued_work_only() -> None:
-    shared = pool(1)
+    shared = SharedWorkers(1)
     try:
-        mine, theirs = ConnectionWorkers(shared), ConnectionWorkers(shared)
+        mine, theirs = shared.connection(), shared.connection()
         release, started = threading.Event(), threading.Event()
         running = mine.submit(lambda: (started.set(), release.wait(10)))  # holds the only thread
         assert started.wait(10)
@@ -128,7 +128,7 @@ async def test_a_request_arriving_as_its_connection_closes_is_cancelled_not_logg
     from context_assembly.lsp.server import build_server
     from context_assembly.lsp.workers import ConnectionClosed
 
-    shared = pool(1)
+    shared = SharedWorkers(1)
     server = build_server(workspace, shared_workers=shared)
     try:
         server.attach(asyncio.get_running_loop())

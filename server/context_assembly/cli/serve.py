@@ -77,7 +77,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="--ws: a web page origin let in besides this machine's (e.g. https://ui.example.com; "
                              "repeatable); a browser's handshake from any other origin is refused")
     parser.add_argument("--workers", type=int, default=8, metavar="N",
-                        help="threads that run requests, shared by every connection (default: 8)")
+                        help="threads that run requests, shared by every connection in turn (default: 8)")
+    parser.add_argument("--max-in-flight", type=int, default=64, metavar="N",  # (in_flight.MAX_IN_FLIGHT)
+                        help="TCP/WebSocket: a client's next message is read once fewer than N of its requests "
+                             "are unanswered (default: 64)")
     parser.add_argument("--busy-poll-ms", type=busy_poll_ms, default=polling.DEFAULT_MS, metavar="MS",
                         help="while the client sends its next message quickly, look for it for up to MS "
                              "milliseconds before sleeping: it is then read without a wake-up (~40 µs sooner), "
@@ -163,7 +166,7 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
 
     from ..lsp.server import build_server
     from ..lsp.transports import AUTH_TIMEOUT_S, Network, run_network
-    from ..lsp.workers import pool
+    from ..lsp.workers import SharedWorkers
     from ..methods.access import load_tokens
     from ..methods.session import SharedRuntimes
     from .terminal import find_root  # (late: `serve` over stdio imports no other command's module)
@@ -182,6 +185,8 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         return _fail("--max-connections must be at least 1")
     if args.workers < 1:
         return _fail("--workers must be at least 1")
+    if args.max_in_flight < 1:
+        return _fail("--max-in-flight must be at least 1")
     auth_timeout = AUTH_TIMEOUT_S if args.auth_timeout is None else args.auth_timeout
     if not auth_timeout > 0:
         return _fail("--auth-timeout must be more than 0 seconds")
@@ -204,8 +209,8 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         except (OSError, ssl.SSLError) as exc:
             return _fail(f"cannot load the TLS certificate and key: {exc}")
     runtimes = SharedRuntimes()
-    workers = pool(args.workers)  # one pool for every connection: N clients never mean N pools
+    workers = SharedWorkers(args.workers)  # one pool for every connection: N clients never mean N pools
     network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens, shared_workers=workers),
                       max_connections=args.max_connections, ssl=context, auth_timeout_s=auth_timeout,
-                      allowed_origins=tuple(args.allow_origin))
+                      allowed_origins=tuple(args.allow_origin), max_in_flight=args.max_in_flight)
     return run_network(network, transport, host, port, busy_poll_s=args.busy_poll_ms / 1000)

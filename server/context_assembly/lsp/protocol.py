@@ -48,6 +48,7 @@ from ..methods import METHODS, CallContext, call
 from . import pygls_compat as compat
 from .errors import not_initialized, to_rpc_error
 from .framing import encode_json, frame
+from .in_flight import InFlight
 from .refusals import peer_warning
 from .text_sync import TextSync
 from .workers import ConnectionClosed
@@ -58,6 +59,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 NOT_INITIALIZED = -32002
+SERVER_BUSY = -32000  # as a connection over --max-connections is answered
 _CONTAINER = re.compile(rb"[\[{]")
 _ID_MEMBER = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
 DEPTH_EXCEEDED = "depth limit exceeded"  # orjson's message for a body nested past PARSER_DEPTH
@@ -189,6 +191,7 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.text_sync = TextSync()
         self.answers: dict[Any, Answer] = {}  # request task -> its Answer (requests a worker may answer)
+        self.in_flight: InFlight | None = None  # a network connection's requests in progress (transports)
         super().__init__(*args, **kwargs)
 
     # -- receiving ---------------------------------------------------------------------------------
@@ -236,6 +239,9 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
+            return True
+        if is_request and self.in_flight is not None and not self.in_flight.admit(data["id"]):
+            self._refuse_busy(data["id"])
             return True
         try:
             message = self.structure_message(data)
@@ -303,6 +309,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         message = f"Invalid request: the message is {size} bytes; at most {limit} (limits.request_bytes)"
         self.send_error(top_level_id(head), INVALID_REQUEST, message, {"size": size, "limit": limit})
 
+    def _refuse_busy(self, msg_id: Any) -> None:
+        """Over the cap while a handler waits for this client's `llm/complete` answer (`in_flight`)."""
+        assert self.in_flight is not None
+        count, most = len(self.in_flight), self.in_flight.most
+        self.send_error(msg_id, SERVER_BUSY, f"{count} requests of this connection are in progress, at most {most} "
+                        "(--max-in-flight), and the server waits for this client's llm/complete answer: send it, "
+                        "or wait for answers before sending more requests", {"in_flight": count, "most": most})
+
     def _refuse_batch(self, batch: list[Any]) -> None:
         """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""
         ids = [m["id"] for m in batch if isinstance(m, dict) and "method" in m and _is_id(m.get("id"))]
@@ -355,7 +369,8 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         if self.writer is None:
             logger.error("no transport to send a message on")
             return
-        body = encode_json(self._message(data), self._unstructure)
+        message = self._message(data)
+        body = encode_json(message, self._unstructure)
         try:
             written = self.writer.write(frame(body) if compat.writes_headers(self) else body)
             if inspect.isawaitable(written):
@@ -365,6 +380,8 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             compat.server_of(self).request_stop()
         except Exception:
             logger.exception("failed to send a message")
+        if self.in_flight is not None and type(message) is dict and "id" in message and "method" not in message:
+            self.in_flight.answered(message["id"])  # a response: one request fewer in progress
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         error = {"code": code, "message": message, **({} if data is None else {"data": data})}

@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
-from .workers import WORKERS, ConnectionWorkers, pool
+from .workers import WORKERS, SharedWorkers, pool
 
 if TYPE_CHECKING:
     from ..methods import Session
@@ -69,7 +69,7 @@ class ContextAssemblyServer(LanguageServer):
 
     def __init__(self, workspace: Path | None = None, workers: int = WORKERS, *,
                  runtimes: SharedRuntimes | None = None, tokens: dict[str, str] | None = None,
-                 shared_workers: ThreadPoolExecutor | None = None) -> None:
+                 shared_workers: SharedWorkers | None = None) -> None:
         super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
         self.session: Session | None = None  # built on first use after `initialize` (require_session)
@@ -83,7 +83,7 @@ class ContextAssemblyServer(LanguageServer):
         self.token_name: str | None = None  # set by an initialize with a valid token
         self.peer: str | None = None  # the client's address, for the access log
         # handlers' threads: this server's own pool, or its share of the pool all connections use
-        self.workers: Executor = ConnectionWorkers(shared_workers) if shared_workers is not None else pool(workers)
+        self.workers: Executor = shared_workers.connection() if shared_workers is not None else pool(workers)
         # where the event loop's refusals are logged: not this connection's share, whose close
         # (right after a refused token) would cancel the write
         self.log_workers: Executor = shared_workers if shared_workers is not None else self.workers
@@ -278,7 +278,9 @@ class ContextAssemblyServer(LanguageServer):
         if self.loop is None:
             raise ContextAssemblyError("no client connection to ask llm/complete")
         async def ask() -> Any:  # on the event loop: the protocol's futures belong to it
-            return await self.protocol.send_request_async("llm/complete", request)
+            in_flight = self.protocol.in_flight  # (the connection is read on while the answer is awaited)
+            with in_flight.asking() if in_flight is not None else contextlib.nullcontext():
+                return await self.protocol.send_request_async("llm/complete", request)
 
         future = asyncio.run_coroutine_threadsafe(ask(), self.loop)
         try:
@@ -412,7 +414,7 @@ def _register_lifecycle(server: ContextAssemblyServer) -> None:
 
 def build_server(workspace: Path | None = None, *, runtimes: SharedRuntimes | None = None,
                  tokens: dict[str, str] | None = None,
-                 shared_workers: ThreadPoolExecutor | None = None) -> ContextAssemblyServer:
+                 shared_workers: SharedWorkers | None = None) -> ContextAssemblyServer:
     """The server with every feature module registered (one per connection over TCP and WebSocket);
     the core reads `file:` URIs as pygls does."""
     from . import calls, config, features, watch

@@ -8,7 +8,8 @@ one sender task). TCP and WebSocket serve many clients at once (up to
 `--max-connections`), each its own session over one shared runtime (stores, compiled engines, the
 result cache), optionally over TLS and behind a token; the process serves until SIGTERM or SIGINT.
 A network client's next message is read only while less than `OUTPUT_HIGH_WATER` of its answers
-is unsent (one that sends and never reads held them all in memory), and a closing connection is
+is unsent (one that sends and never reads held them all in memory) and fewer than
+`--max-in-flight` of its requests are unanswered (`in_flight.py`), and a closing connection is
 dropped after `FLUSH_S`, at once when it never presented a valid token.
 """
 
@@ -38,6 +39,7 @@ from .framing import (
     input_source,
     widen_pipe,
 )
+from .in_flight import MAX_IN_FLIGHT, InFlight
 from .polling import DEFAULT_MS, loop_factory
 from .refusals import peer_warning
 from .server import ContextAssemblyServer
@@ -197,6 +199,7 @@ class Network:
     auth_timeout_s: float = AUTH_TIMEOUT_S
     ssl: Any = None  # an ssl.SSLContext: TLS
     allowed_origins: tuple[str, ...] = ()  # WebSocket Origins let in besides this machine's (--allow-origin)
+    max_in_flight: int = MAX_IN_FLIGHT  # a connection's requests in progress before it is read no further
     servers: set[ContextAssemblyServer] = field(factory=set)
 
     def full(self) -> bool:
@@ -210,6 +213,7 @@ class Network:
         loop = asyncio.get_running_loop()
         server.attach(loop)
         server.peer = peer
+        server.protocol.in_flight = InFlight(self.max_in_flight)
         self.servers.add(server)
         # a connection that has not presented a valid token in time is closed: held open, it kept a
         # place of --max-connections from the token holders
@@ -240,8 +244,16 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
             # not, and raises once the connection is lost (the pump ends). Answers are written on the
             # event loop only (the StreamWriter is not thread-safe: workers post theirs).
             writer.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
+
+            in_flight = server.protocol.in_flight
+            assert in_flight is not None
+
+            async def room(in_flight: InFlight = in_flight) -> None:
+                await writer.drain()
+                await in_flight.room()  # ... and while it has too many requests in progress
+
             try:
-                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), writer.drain))
+                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), room))
             finally:
                 await _end_stream(writer, server.locked)
 
@@ -268,6 +280,8 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
         async def session(server: ContextAssemblyServer) -> None:
             writer = QueuedWebSocketWriter(websocket)
             server.protocol.set_writer(writer, include_headers=False)
+            in_flight = server.protocol.in_flight
+            assert in_flight is not None
 
             async def receive() -> None:
                 async for message in websocket:
@@ -277,6 +291,7 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
                     else:
                         server.protocol.receive(body)
                     await writer.room()  # the next message waits while the client leaves its answers unread
+                    await in_flight.room()  # ... and while it has too many requests in progress
 
             try:
                 await _until_stopped(server, receive())

@@ -1,0 +1,214 @@
+"""A network connection's requests in progress are capped (`serve --max-in-flight`), and the worker
+threads are shared between connections in turn: a client that pipelines thousands of requests
+neither grows the server by what it sent nor makes another client wait behind its backlog, and a
+client whose request waits on its own `llm/complete` answer is still read (never a deadlock)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_assembly.client.connection import Connection, RpcError
+from context_assembly.lsp.in_flight import InFlight
+from context_assembly.lsp.workers import SharedWorkers
+
+from .support import REQUEST, Served, clone, start
+from .test_hostile_peers import GROWTH_BOUND, INITIALIZE, READ, TOKEN, client, peak_resident, resident
+
+PIPELINED = 20_000  # reads sent at once: ~145 MiB held by the server when it read them all
+REPHRASED = {"id": "rephrased", "label": "Rephrased query", "status": "active",
+             "retrieval": {"pipeline": [
+                 {"type": "derive_query", "from": ["input.text"], "method": "llm_rephrase"},
+                 {"type": "kv_get", "namespace": "users", "keys": ["u-ada"]}]},
+             "contribution": {"section": "knowledge", "priority": "high"}}
+
+
+@pytest.fixture
+def workspace(seeded_template: Path, tmp_path: Path) -> Path:
+    return clone(seeded_template, tmp_path / "ws")
+
+
+# -- end to end ------------------------------------------------------------------------------------
+
+
+async def test_a_pipelining_client_neither_grows_the_server_nor_delays_another(workspace: Path,
+                                                                             served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    other = await client(server.port, warm=False)
+    assert (await other.request("memory/read", READ))["exists"] is True  # the stores are open
+    before = resident(server.process.pid)
+    greedy = await client(server.port, warm=False)
+    reads = [asyncio.ensure_future(greedy.request("memory/read", READ)) for _ in range(PIPELINED)]
+    peak = asyncio.ensure_future(peak_resident(server.process.pid, 3))
+    await asyncio.sleep(0.5)  # the greedy client's backlog is at the server
+    assert (await asyncio.wait_for(other.request("memory/read", READ), 60))["exists"] is True
+    # answered in its turn: most of the backlog sent before it is still waiting
+    assert sum(not read.done() for read in reads) > PIPELINED // 2
+    assert await peak - before < GROWTH_BOUND
+    assert all(answer["exists"] for answer in await asyncio.wait_for(asyncio.gather(*reads), 120))
+    await asyncio.gather(other.close(), greedy.close())
+
+
+async def test_a_pipelining_websocket_client_is_read_no_further_than_its_cap(workspace: Path,
+                                                                            served: list[Served]) -> None:
+    from websockets.asyncio.client import ClientConnection, connect
+
+    served.append(server := await start(workspace, "ws", token=TOKEN))
+
+    async def ws_client() -> ClientConnection:
+        connection = await connect(f"ws://127.0.0.1:{server.port}", compression=None)
+        await connection.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                          "params": {**INITIALIZE, "initializationOptions": {"token": TOKEN}}}))
+        assert b'"result"' in (await asyncio.wait_for(connection.recv(), 30)).encode()
+        return connection
+
+    def read(msg_id: int) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "memory/read", "params": READ})
+
+    other = await ws_client()
+    await other.send(read(2))
+    assert b'"exists":true' in (await asyncio.wait_for(other.recv(), 60)).encode()
+    before = resident(server.process.pid)
+    greedy, answered = await ws_client(), 0
+
+    async def send_all() -> None:
+        for msg_id in range(10, 10 + PIPELINED):
+            await greedy.send(read(msg_id))
+
+    async def read_all() -> None:
+        nonlocal answered
+        while answered < PIPELINED:
+            assert b'"exists":true' in (await greedy.recv()).encode()
+            answered += 1
+
+    sending, reading = asyncio.ensure_future(send_all()), asyncio.ensure_future(read_all())
+    peak = asyncio.ensure_future(peak_resident(server.process.pid, 3))
+    await asyncio.sleep(0.5)
+    await other.send(read(3))
+    assert b'"exists":true' in (await asyncio.wait_for(other.recv(), 60)).encode()
+    assert answered < PIPELINED // 2
+    assert await peak - before < GROWTH_BOUND
+    await asyncio.wait_for(asyncio.gather(sending, reading), 120)
+    await asyncio.gather(other.close(), greedy.close())
+
+
+async def test_a_client_awaited_for_its_model_is_read_on_and_over_the_cap_refused(workspace: Path,
+                                                                               served: list[Served]) -> None:
+    served.append(server := await start(workspace, "tcp", "--max-in-flight", "1", token=TOKEN))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}})
+    connection.notify("initialized", {})
+    await connection.request("persistentMemory/create", REPHRASED)
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def model(params: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"text": "session timeout"}
+
+    connection.handle("llm/complete", model)
+    execute = asyncio.ensure_future(connection.request("persistentMemory/execute",
+                                                       {"id": "rephrased", "request": REQUEST}))
+    await asyncio.wait_for(asked.wait(), 60)  # the one request allowed is waiting on the model
+    with pytest.raises(RpcError) as refused:
+        await asyncio.wait_for(connection.request("memory/read", READ), 60)
+    assert refused.value.code == -32000 and "--max-in-flight" in refused.value.message
+    assert refused.value.data == {"in_flight": 1, "most": 1}
+    answer.set()  # read although the cap is reached: the request it frees finishes
+    result = await asyncio.wait_for(execute, 60)
+    assert result["status"] == "ok" and result["query"] == "session timeout"
+    assert (await asyncio.wait_for(connection.request("memory/read", READ), 60))["exists"] is True
+    await connection.close()
+
+
+async def test_serve_refuses_an_in_flight_cap_below_one(workspace: Path) -> None:
+    from .support import SERVER
+
+    process = await asyncio.create_subprocess_exec(*SERVER, "--tcp", "127.0.0.1:0", "--workspace", str(workspace),
+                                                   "--max-in-flight", "0", stdin=asyncio.subprocess.DEVNULL,
+                                                   stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2 and b"--max-in-flight must be at least 1" in stderr
+
+
+# -- the parts -------------------------------------------------------------------------------------
+
+
+def test_the_threads_go_to_the_connections_in_turn() -> None:
+    shared = SharedWorkers(1)
+    ran: list[str] = []
+    release = threading.Event()
+    try:
+        greedy, modest = shared.connection(), shared.connection()
+        holding = greedy.submit(release.wait, 10)  # the only thread
+        backlog = [greedy.submit(ran.append, f"greedy-{i}") for i in range(50)]
+        mine = modest.submit(ran.append, "modest")
+        release.set()
+        for future in [holding, *backlog, mine]:
+            future.result(10)
+        assert ran.index("modest") == 1  # after one job of the greedy backlog, not all fifty
+        assert [name for name in ran if name != "modest"] == [f"greedy-{i}" for i in range(50)]  # in order
+    finally:
+        shared.shutdown()
+
+
+def test_a_failing_job_fails_its_future_and_the_next_one_runs() -> None:
+    shared = SharedWorkers(1)
+    try:
+        connection = shared.connection()
+        failing = connection.submit(lambda: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            failing.result(10)
+        assert connection.submit(lambda: "next").result(10) == "next"
+        assert len(connection) == 0
+    finally:
+        shared.shutdown()
+
+
+def test_stopping_the_threads_cancels_every_connections_queue() -> None:
+    shared = SharedWorkers(1)
+    release = threading.Event()
+    connection = shared.connection()
+    holding = connection.submit(release.wait, 10)
+    queued = connection.submit(lambda: "never")
+    threading.Timer(0.2, release.set).start()
+    shared.shutdown(wait=True)
+    assert holding.result(10) is True and queued.cancelled()
+
+
+async def test_the_cap_admits_up_to_most_and_the_room_opens_on_an_answer() -> None:
+    in_flight = InFlight(most=2)
+    assert in_flight.admit(7) and in_flight.admit(7)  # ids may repeat: each request counts
+    assert not in_flight.admit(8) and len(in_flight) == 2
+    room = asyncio.ensure_future(in_flight.room())
+    await asyncio.sleep(0.05)
+    assert not room.done()
+    in_flight.answered(99)  # never counted: nothing changes
+    await asyncio.sleep(0.05)
+    assert not room.done() and len(in_flight) == 2
+    await asyncio.to_thread(in_flight.answered, 7)  # answers may come from a worker's thread
+    await asyncio.wait_for(room, 5)
+    assert len(in_flight) == 1 and in_flight.admit(8)
+
+
+async def test_the_room_opens_while_the_server_waits_on_the_client() -> None:
+    in_flight = InFlight(most=1)
+    assert in_flight.admit(1)
+    room = asyncio.ensure_future(in_flight.room())
+    await asyncio.sleep(0.05)
+    assert not room.done()
+    with in_flight.asking():
+        await asyncio.wait_for(room, 5)
+        await asyncio.wait_for(in_flight.room(), 5)  # read on for as long as it waits
+        assert not in_flight.admit(2)  # yet requests over the cap are not taken
+    waiting = asyncio.ensure_future(in_flight.room())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # the answer came: the cap holds again
+    in_flight.answered(1)
+    await asyncio.wait_for(waiting, 5)
