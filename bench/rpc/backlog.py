@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "server"))
 sys.path.insert(0, str(REPO / "bench" / "rpc"))
 
-from context_assembly.client.connection import Connection  # noqa: E402
 from run import rss_kib, seed  # noqa: E402
+
+from context_assembly.client.connection import Connection  # noqa: E402
 
 TOKEN = "bench-token"
 READ = {"uri": "kv://users/u-ada"}

@@ -289,3 +289,31 @@ async def test_a_tokenless_peers_malformed_messages_are_logged_at_a_bounded_rate
     assert await server.stop() == 0
     said = [line for line in server.stderr if b"ignored" in line]
     assert 1 <= len(said) <= BURST + 2
+
+
+# -- leaves with work running ----------------------------------------------------------------------
+
+
+async def test_a_client_that_leaves_mid_work_leaves_no_failures_and_the_next_is_served(
+        workspace: Path, served: list[Served]) -> None:
+    """The last connection's close shut the stores under its requests still running (each failed
+    with a traceback), and what they answered went to the lost socket (an asyncio warning a write)."""
+    from .support import REQUEST
+
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    left: list[asyncio.Future[Any]] = []
+    for n, wait in enumerate((0.0, 0.02, 0.05, 0.1, 0.2)):
+        leaving = await client(server.port)
+        left += [asyncio.ensure_future(leaving.request(  # every pipeline runs: a new task text each
+            "contextAssembly/assemble", {**REQUEST, "input": {**REQUEST["input"], "text": f"t{n}-{i}"}}))
+            for i in range(20)]
+        await asyncio.sleep(wait)
+        leaving._transport_writer.transport.abort()  # gone at once, no shutdown
+        await asyncio.sleep(0.5)
+    late = await client(server.port)
+    assert (await asyncio.wait_for(late.request("memory/read", READ), 60))["exists"] is True
+    await late.close()
+    await asyncio.gather(*left, return_exceptions=True)  # (lost with their connections)
+    await asyncio.sleep(3)  # the runs left behind finish
+    assert await server.stop() == 0
+    assert not [line for line in server.stderr if b"socket.send" in line or b"ERROR" in line], server.stderr

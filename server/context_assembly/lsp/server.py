@@ -43,7 +43,7 @@ from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
 from .protocol import ContextAssemblyProtocol
-from .workers import WORKERS, SharedWorkers, pool
+from .workers import WORKERS, ConnectionWorkers, SharedWorkers, pool
 
 if TYPE_CHECKING:
     from ..methods import Session
@@ -305,7 +305,15 @@ class ContextAssemblyServer(LanguageServer):
             logger.error("%s: %s", getattr(source, "__name__", source), error)
 
     def close(self) -> None:
+        """Stop taking work; the session closes once the work running now is done (a network
+        connection's: the last connection's close shut the stores of requests still running)."""
         self.workers.shutdown(wait=False, cancel_futures=True)
+        if isinstance(self.workers, ConnectionWorkers):
+            self.workers.when_idle(self._close_session)
+        else:
+            self._close_session()
+
+    def _close_session(self) -> None:
         with self._session_lock:
             self._opening = None
             if self.session is not None:

@@ -65,6 +65,34 @@ def _close_if_locked(server: ContextAssemblyServer, after_s: float) -> None:
         server.request_stop()
 
 
+class GoneWriter:
+    """A closed connection's writer: what its requests still running answer is dropped (written to
+    the lost socket, each answer logged an asyncio warning, hundreds after a busy client left)."""
+
+    threadsafe = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class StreamWriter:
+    """A TCP connection's writer (on the event loop only): what is written once the connection is
+    closing is dropped (asyncio logged a warning for each write to a lost socket)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    def write(self, data: bytes) -> None:
+        if not self.writer.transport.is_closing():
+            self.writer.write(data)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 class PipeWriter:
     """stdout as pygls' writer: whole frames, flushed, one at a time from any thread (workers
     write their own answers, see `protocol.Answer`)."""
@@ -225,6 +253,7 @@ class Network:
             if deadline is not None:
                 deadline.cancel()
             self.servers.discard(server)
+            server.protocol.set_writer(GoneWriter(), include_headers=True)
             server.close()
 
 
@@ -239,7 +268,7 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
             return
 
         async def serve(server: ContextAssemblyServer) -> None:
-            server.protocol.set_writer(writer, include_headers=True)
+            server.protocol.set_writer(StreamWriter(writer), include_headers=True)
             # the pump's drain() waits while more than this is unsent, costs a few checks when it is
             # not, and raises once the connection is lost (the pump ends). Answers are written on the
             # event loop only (the StreamWriter is not thread-safe: workers post theirs).

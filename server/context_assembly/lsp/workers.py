@@ -119,6 +119,7 @@ class ConnectionWorkers(Executor):
         self.queue: deque[_Job] = deque()  # guarded by `shared.lock`
         self._pending: set[Future[Any]] = set()  # queued or running
         self._closed = False
+        self._on_idle: list[Callable[[], None]] = []
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         future: Future[T] = Future()
@@ -134,6 +135,19 @@ class ConnectionWorkers(Executor):
     def _finished(self, future: Future[Any]) -> None:
         with self.shared.lock:
             self._pending.discard(future)
+            idle, self._on_idle = (self._on_idle, []) if not self._pending else ([], self._on_idle)
+        for callback in idle:
+            callback()
+
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once none of this connection's work is queued or running: now, or on the
+        thread that finishes the last of it (a closed connection's session is closed so: its
+        running requests had their stores shut under them)."""
+        with self.shared.lock:
+            if self._pending:
+                self._on_idle.append(callback)
+                return
+        callback()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self.shared.lock:
