@@ -7,13 +7,16 @@ come); meanwhile a second client sends `--probes` reads one after another. Per s
 table gives the second client's round trip (median and slowest), the greedy client's reads per
 second, and the server's resident memory growth (peak over its size before). Run against the
 default `--max-in-flight` (64) and, as the baseline in the same run, a cap no client reaches
-(the server before the cap: it read every request at once). A quiet row times the probes alone.
+(the server before the cap: it read every request at once). A quiet row times the probes alone;
+a last row times them beside a client that connects with a wrong token, is refused and reconnects,
+as fast as it can (every connection costs the event loop a server of its own).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import statistics
@@ -64,6 +67,43 @@ async def peak_rss(pid: int, until: asyncio.Future[Any]) -> int:
     return peak
 
 
+async def bad_tokens(port: int, stop: asyncio.Event) -> int:
+    """Connect, `initialize` with a wrong token, disconnect: as fast as one client can, until `stop`."""
+    count = 0
+    while not stop.is_set():
+        connection = Connection()
+        await connection.connect_tcp("127.0.0.1", port)
+        with contextlib.suppress(Exception):  # -32004: refused, as meant
+            await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": "wrong"}})
+        await connection.close(timeout=1)
+        count += 1
+    return count
+
+
+async def flooded(workspace: Path, probes: int) -> dict[str, float]:
+    process, port = await start(workspace)
+    try:
+        probe = await client(port)
+        for _ in range(50):
+            await probe.request("memory/read", READ)
+        stop = asyncio.Event()
+        flood = asyncio.ensure_future(bad_tokens(port, stop))
+        await asyncio.sleep(1)
+        started, times = time.perf_counter(), []
+        for _ in range(probes):
+            t0 = time.perf_counter()
+            await probe.request("memory/read", READ)
+            times.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.05)  # spread over the flood
+        stop.set()
+        count = await flood
+        return {"p50": statistics.median(times), "max": max(times),
+                "throughput": count / (time.perf_counter() - started + 1), "growth_mib": 0.0}
+    finally:
+        process.terminate()
+        await process.wait()
+
+
 async def scenario(workspace: Path, pipelined: int, probes: int, cap: int | None) -> dict[str, float]:
     process, port = await start(workspace, *([] if cap is None else ["--max-in-flight", str(cap)]))
     try:
@@ -107,7 +147,9 @@ def main() -> None:
             (f"beside {args.pipelined:,} pipelined reads, --max-in-flight 64 (default)",
              asyncio.run(scenario(workspace, args.pipelined, args.probes, None))),
             (f"beside {args.pipelined:,} pipelined reads, no cap reached (baseline)",
-             asyncio.run(scenario(workspace, args.pipelined, args.probes, UNCAPPED)))]
+             asyncio.run(scenario(workspace, args.pipelined, args.probes, UNCAPPED))),
+            ("beside a client connecting with a wrong token as fast as it can (reads/s: its connections/s)",
+             asyncio.run(flooded(workspace, args.probes)))]
     print(f"memory/read through serve --tcp; load {load:.2f}\n")
     print("| scenario | the other client's read p50 ms | slowest ms | greedy reads/s | server growth MiB |")
     print("| --- | ---: | ---: | ---: | ---: |")

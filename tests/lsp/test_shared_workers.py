@@ -144,3 +144,23 @@ async def test_a_request_arriving_as_its_connection_closes_is_cancelled_not_logg
     finally:
         server.close()
         shared.shutdown(wait=True)
+
+
+def test_connections_share_one_lsp_converter_and_answer_alike(workspace: Path) -> None:
+    """Each connection's server used to build lsprotocol's converter anew (~3 ms of the event loop a
+    connection, a valid token or not); one converter serves them all, structuring as before."""
+    from lsprotocol import types
+
+    from context_assembly.lsp.server import build_server
+
+    shared = SharedWorkers(1)
+    first, second = (build_server(workspace, shared_workers=shared) for _ in range(2))
+    try:
+        assert first.protocol.fm.converter is second.protocol.fm.converter
+        params = {"textDocument": {"uri": "file:///x.json"}, "position": {"line": 1, "character": 2}}
+        structured = second.protocol.fm.converter.structure(params, types.HoverParams)
+        assert structured.position == types.Position(line=1, character=2)
+    finally:
+        first.close()
+        second.close()
+        shared.shutdown()

@@ -30,6 +30,7 @@ from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -64,13 +65,24 @@ SETTINGS_OPTION = "settings"  # initializationOptions.settings: overrides applie
 Hook = Callable[["ContextAssemblyServer"], Awaitable[None]]
 
 
+@functools.cache
+def shared_converter() -> cattrs.Converter:
+    """lsprotocol's converter, made once per process: pygls made one per server, ~3 ms of the event
+    loop for every TCP/WebSocket connection, a token or not (its hooks are registered once and only
+    read after)."""
+    from pygls.protocol import default_converter
+
+    return default_converter()
+
+
 class ContextAssemblyServer(LanguageServer):
     protocol: ContextAssemblyProtocol
 
     def __init__(self, workspace: Path | None = None, workers: int = WORKERS, *,
                  runtimes: SharedRuntimes | None = None, tokens: dict[str, str] | None = None,
                  shared_workers: SharedWorkers | None = None) -> None:
-        super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol, max_workers=workers)
+        super().__init__("context-assembly", __version__, protocol_cls=ContextAssemblyProtocol,
+                         converter_factory=shared_converter, max_workers=workers)
         self.pinned_root = workspace  # `serve --workspace DIR` wins over the client's root
         self.session: Session | None = None  # built on first use after `initialize` (require_session)
         self._opening: tuple[Places, dict[str, Any], bool] | None = None  # what `initialize` asked for
