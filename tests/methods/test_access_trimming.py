@@ -31,6 +31,7 @@ POLICY: dict[str, Any] = {
     "public": {"read": ["vector://probe/public-*"]},
     "nodes": {"read": ["graph://default/node/public-*", "graph://default/edge/**", "kv://**"]},
     "docs": {"read": ["file://docs/**"]},
+    "drop-box": {"read": [], "write": ["kv://**", "working://**", "json://**"]},
 }
 Open = Callable[[str | None], Session]
 
@@ -298,3 +299,33 @@ def test_a_pipeline_run_alone_sees_the_variables_an_assembly_derives(admin: Sess
     [shown] = [i for section in assembled["context"].values() for i in section if i["memory_id"] == "counting"]
     assert executed(admin, "counting")["items"][0]["metadata"]["turns"] == shown["metadata"]["turns"] == 3
 
+
+
+# -- a token that may write but not read -----------------------------------------------------------
+
+
+def test_a_write_only_token_learns_nothing_of_what_it_deletes_or_clears(admin: Session, opener: Open) -> None:
+    admin.runtime.memory.write("kv://box/held", SECRET)
+    for key in ("a", "b", "c"):
+        admin.runtime.memory.write(f"working://t-full/{key}", SECRET)
+    writer = opener("drop-box")
+    held, missing = (call(writer, "memory/delete", {"uri": f"kv://box/{key}"}) for key in ("held", "missing"))
+    assert (held, missing) == ({"uri": "kv://box/held", "deleted": True}, {"uri": "kv://box/missing", "deleted": True})
+    assert admin.runtime.memory.read("kv://box/held")["exists"] is False  # deleted all the same
+    full, empty = (call(writer, "contextAssembly/endTurn", {"thread_id": t}) for t in ("t-full", "t-empty"))
+    assert (full, empty) == ({"thread_id": "t-full"}, {"thread_id": "t-empty"})  # no count
+    assert admin.runtime.memory.read("working://t-full/a")["exists"] is False
+    admin.runtime.memory.write("working://t-again/a", 1)
+    assert call(admin, "contextAssembly/endTurn", {"thread_id": "t-again"}) == {"thread_id": "t-again", "cleared": 1}
+    assert call(admin, "memory/delete", {"uri": "kv://box/missing"})["deleted"] is False  # (told a reader)
+
+
+def test_a_write_only_token_may_not_patch_into_a_document(admin: Session, opener: Open) -> None:
+    admin.runtime.memory.write("json://held", {"a": {"b": 1}})
+    writer = opener("drop-box")
+    for uri in ("json://held#/a/b", "json://missing#/a/b"):  # the same refusal: it would tell which exists
+        with pytest.raises(ForbiddenError) as refused:
+            call(writer, "memory/write", {"uri": uri, "value": 2})
+        assert refused.value.data["mode"] == "read"
+    assert admin.runtime.memory.read("json://held")["value"] == {"a": {"b": 1}}
+    assert call(writer, "memory/write", {"uri": "json://fresh", "value": {"x": 1}})["written"] is True  # whole

@@ -416,8 +416,9 @@ export interface RequiredVariables {
 /** `contextAssembly/endTurn`: the thread's working memory is cleared (seed 002). */
 export interface TurnEnded {
   thread_id: string;
-  /** How many working-memory entries of the thread were removed. */
-  cleared: number;
+  /** How many working-memory entries of the thread were removed; absent for a token that may
+   * write the thread but not read it (the count would tell it what the thread held). */
+  cleared?: number;
 }
 
 export interface Deleted {

@@ -309,6 +309,13 @@ def left_out(suppressed: int) -> str:
     return f"; {suppressed} more refused since the previous one logged (not logged: rate limit)" if suppressed else ""
 
 
+def _is_pointer(uri: str) -> bool:
+    """A `json://doc#/pointer` URI: a write into part of a document."""
+    if uri[:7].lower() != "json://" or "#" not in uri:
+        return False
+    return bool(parse_uri(uri).fragment)
+
+
 def _not_reserved(uri: str) -> None:
     if uri[:6].lower() != "log://":  # (the scheme is read case-blind): only a log can be reserved
         return
@@ -337,13 +344,24 @@ class GuardedMemory:
 
     def write(self, uri: str, value: Any, *, key: str | None = None, same_value: bool = True) -> dict[str, Any]:
         self._access().check_uri("write", uri)
+        if _is_pointer(uri) and not self._reads(uri):
+            # a pointer write patches the document: whether it exists, and what its path holds, is
+            # in the answer (an error or not), so it takes read as well as write
+            self._access().check_uri("read", uri)
         _not_reserved(uri)
         check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
         return dict(self._memory.write(uri, value, key=key, same_value=same_value))
 
     def delete(self, uri: str) -> dict[str, Any]:
         self._access().check_uri("write", uri)
-        return dict(self._memory.delete(uri))
+        result = dict(self._memory.delete(uri))
+        if not self._reads(uri):  # told nothing of what was there: the URI holds nothing now, as asked
+            result["deleted"] = True
+        return result
+
+    def _reads(self, uri: str) -> bool:
+        readable = self._access().readable()
+        return readable is None or readable(uri)
 
     def list(self, prefix: str, *, limit: int | None = None) -> dict[str, Any]:
         readable = self._access().readable()
@@ -352,9 +370,13 @@ class GuardedMemory:
         items = [item for item in self._memory.list(prefix)["items"] if readable(str(item.get("uri")))]
         return {"items": items if limit is None else items[:limit]}
 
-    def clear_working(self, thread_id: str) -> int:
-        self._access().check_uri("write", render("working", (thread_id,)))
-        return int(self._memory.clear_working(thread_id))
+    def clear_working(self, thread_id: str) -> int | None:
+        """How many keys were cleared; None for a token that may not read the thread (the count
+        would tell it what the thread held)."""
+        thread = render("working", (thread_id,))
+        self._access().check_uri("write", thread)
+        cleared = int(self._memory.clear_working(thread_id))
+        return cleared if self._reads(thread) else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._memory, name)

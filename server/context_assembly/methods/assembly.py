@@ -128,7 +128,8 @@ def end_turn(session: Session, params: dict[str, Any], ctx: CallContext) -> dict
     except ContextAssemblyError as exc:
         raise InvalidParamsError(f"invalid thread_id: {exc.message}",
                                  [{"path": "/thread_id", "message": exc.message}]) from None
-    return {"thread_id": thread_id, "cleared": session.memory.clear_working(thread_id)}
+    cleared = session.memory.clear_working(thread_id)  # None: the token may not read the thread
+    return {"thread_id": thread_id, **({} if cleared is None else {"cleared": cleared})}
 
 
 def evaluate_rules(session: Session, params: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
