@@ -127,6 +127,95 @@ async def test_a_client_awaited_for_its_model_is_read_on_and_over_the_cap_refuse
     await connection.close()
 
 
+async def test_a_request_right_after_the_models_answer_is_held_not_refused(workspace: Path,
+                                                                           served: list[Served]) -> None:
+    """Once the client's `llm/complete` answer is read, the server no longer waits on the client: a
+    request over the cap that follows it is held until there is room, as any other."""
+    served.append(server := await start(workspace, "tcp", "--max-in-flight", "1", token=TOKEN))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}})
+    connection.notify("initialized", {})
+    await connection.request("persistentMemory/create", REPHRASED)
+    loop = asyncio.get_running_loop()
+    for delay in (0.0, 0.001, 0.002, 0.005):
+        follows: list[asyncio.Future[Any]] = []
+
+        async def model(params: dict[str, Any], delay: float = delay,
+                        follows: list[asyncio.Future[Any]] = follows) -> dict[str, Any]:
+            # sent once this answer is on its way (the answer is written when this returns)
+            loop.call_later(delay + 0.0005, lambda: follows.append(
+                asyncio.ensure_future(connection.request("memory/read", READ))))
+            return {"text": "session timeout"}
+
+        connection.handle("llm/complete", model)
+        result = await asyncio.wait_for(connection.request("persistentMemory/execute",
+                                                           {"id": "rephrased", "request": REQUEST}), 60)
+        assert result["query"] == "session timeout"
+        while not follows:
+            await asyncio.sleep(0.001)
+        assert (await asyncio.wait_for(follows[0], 60))["exists"] is True
+    await connection.close()
+
+
+async def test_a_request_to_a_notification_method_is_refused_and_takes_no_place(workspace: Path,
+                                                                                served: list[Served]) -> None:
+    """`$/setTrace` or `$/cancelRequest` sent with an id was run as a notification and never answered:
+    with --max-in-flight it took a place for good, and enough of them stopped the connection."""
+    served.append(server := await start(workspace, "tcp", "--max-in-flight", "2", token=TOKEN))
+    connection = await client(server.port, warm=False)
+    for method, params in [("$/setTrace", {"value": "off"}), ("$/cancelRequest", {"id": 1}),
+                           ("initialized", {})]:
+        with pytest.raises(RpcError) as refused:
+            await asyncio.wait_for(connection.request(method, params), 60)
+        assert refused.value.code == -32600 and "is a notification" in refused.value.message
+    assert (await asyncio.wait_for(connection.request("memory/read", READ), 60))["exists"] is True
+    await connection.close()
+
+
+async def test_refusals_that_reuse_an_id_in_progress_free_no_place(workspace: Path) -> None:
+    """A request refused before it was taken in (a number beyond 64 bits, a batch, a notification
+    method) answered under the id of one in progress counted as that one's answer: sent in turn,
+    they kept the count near 0 while the real work queued without bound."""
+    from context_assembly.lsp.server import build_server
+
+    shared, hold, sent = SharedWorkers(1), threading.Event(), []
+
+    class Captured:
+        threadsafe = False
+
+        def write(self, data: bytes) -> None:
+            sent.append(json.loads(data))
+
+    server = build_server(workspace, shared_workers=shared)
+    try:
+        server.attach(asyncio.get_running_loop())
+        server.open(workspace, {}, llm_offered=False)
+        await server.open_session()
+        server.protocol.set_writer(Captured(), include_headers=False)
+        server.protocol.in_flight = in_flight = InFlight(most=1)
+        shared.connection().submit(hold.wait, 10)  # another connection's work holds the only thread
+        server.protocol.receive(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "memory/read",
+                                            "params": READ}).encode())
+        await asyncio.sleep(0.05)
+        assert len(in_flight) == 1
+        for refused in (b'{"jsonrpc": "2.0", "id": 7, "method": "memory/read", "params": {"n": 123456789012345678901}}',
+                        b'[{"jsonrpc": "2.0", "id": 7, "method": "memory/read"}]',
+                        b'{"jsonrpc": "2.0", "id": 7, "method": "$/setTrace", "params": {"value": "off"}}'):
+            server.protocol.receive(refused)
+        assert [message["error"]["code"] for message in sent] == [-32602, -32600, -32600]
+        assert len(in_flight) == 1  # still the read's place
+        hold.set()
+        while len(in_flight):
+            await asyncio.sleep(0.01)
+        assert sent[-1] == {"jsonrpc": "2.0", "id": 7, "result": {"uri": READ["uri"], "exists": True,
+                                                                   "value": sent[-1]["result"]["value"]}}
+    finally:
+        hold.set()
+        server.close()
+        shared.shutdown()
+
+
 async def test_serve_refuses_an_in_flight_cap_below_one(workspace: Path) -> None:
     from .support import SERVER
 
@@ -203,12 +292,13 @@ async def test_the_room_opens_while_the_server_waits_on_the_client() -> None:
     room = asyncio.ensure_future(in_flight.room())
     await asyncio.sleep(0.05)
     assert not room.done()
-    with in_flight.asking():
+    with in_flight.asking("ask-1"):
         await asyncio.wait_for(room, 5)
         await asyncio.wait_for(in_flight.room(), 5)  # read on for as long as it waits
         assert not in_flight.admit(2)  # yet requests over the cap are not taken
-    waiting = asyncio.ensure_future(in_flight.room())
-    await asyncio.sleep(0.05)
-    assert not waiting.done()  # the answer came: the cap holds again
+        in_flight.replied("ask-1")  # its answer was read: the handler no longer waits on the client
+        waiting = asyncio.ensure_future(in_flight.room())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # the cap holds again at once, before the handler resumes
     in_flight.answered(1)
     await asyncio.wait_for(waiting, 5)

@@ -5,8 +5,9 @@ its task, its queued job) until its turn: 100k pipelined reads grew the server b
 and WebSocket, a connection's next message is read only while fewer than `most` of its requests
 are unanswered (`serve --max-in-flight`); the rest wait in the client's socket, as TCP flow control
 has them wait. One exception: while a handler waits for this client's own answer (`llm/complete`),
-reading stops for nothing, or the answer that would free the handler could never be read; then a
-request over the cap is refused at once (`admit`), and answers and notifications go through.
+reading stops for nothing until the answer is read, or the answer that would free the handler could
+never be read; then a request over the cap is refused at once (`admit`), and answers and
+notifications go through.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class InFlight:
         self.most = most
         self._ids: Counter[Any] = Counter()
         self._count = 0
-        self._asking = 0  # server-to-client requests a handler is waiting on
+        self._asking: set[Any] = set()  # ids of server-to-client requests a handler waits on, unanswered
         self._lock = threading.Lock()
         self._waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
 
@@ -62,19 +63,29 @@ class InFlight:
         if waiter is not None:
             _wake(waiter)
 
+    @property
+    def waiting_on_client(self) -> bool:
+        return bool(self._asking)
+
     @contextlib.contextmanager
-    def asking(self) -> Iterator[None]:
-        """Around a server-to-client request a handler waits on: reading goes on meanwhile."""
+    def asking(self, msg_id: Any) -> Iterator[None]:
+        """Around the server-to-client request `msg_id` a handler waits on: reading goes on until
+        its answer is read (`replied`) or the handler gives up."""
         with self._lock:
-            self._asking += 1
+            self._asking.add(msg_id)
             waiter, self._waiter = self._waiter, None
         if waiter is not None:
             _wake(waiter)
         try:
             yield
         finally:
-            with self._lock:
-                self._asking -= 1
+            self.replied(msg_id)
+
+    def replied(self, msg_id: Any) -> None:
+        """The client's answer to `msg_id` was read: the handler waiting on it no longer waits on the
+        client (the message after the answer is held again at the cap)."""
+        with self._lock:
+            self._asking.discard(msg_id)
 
     async def room(self) -> None:
         """Wait (on the event loop) until the next message may be read."""

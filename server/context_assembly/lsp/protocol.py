@@ -132,6 +132,12 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
+def _notification_method(method: str) -> bool:
+    """An LSP notification (`$/setTrace`, `initialized`, …): it has no answer (lsprotocol's own table)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    return entry is not None and entry[1] is None
+
+
 def inline_kind(method: str, params: Any) -> str | None:
     """Which rule evaluation the event loop may answer itself: "plain" (`"explain": "none"`), or
     an `evaluateRules` compact answer over every enabled engine, "none" or "trace" (all / matched:
@@ -202,11 +208,11 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             data = orjson.loads(body)  # strict UTF-8, no lone surrogates
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith(DEPTH_EXCEEDED):  # JSON all the same: deeper than any limits.nesting_depth
-                self.send_error(top_level_id(body), INVALID_PARAMS, f"Invalid params: the message is nested too "
+                self.refuse(top_level_id(body), INVALID_PARAMS, f"Invalid params: the message is nested too "
                                 f"deeply (more than {PARSER_DEPTH} levels; limits.nesting_depth is at most "
                                 f"{NESTING_MOST})")
                 return True
-            self.send_error(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
+            self.refuse(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
             return False
         if isinstance(data, list):
             self._refuse_batch(data)
@@ -217,14 +223,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             # A request whose id is not a valid id (an object, a float) is still a request: JSON-RPC
             # answers it with id null; only a message without any id is a notification.
             if msg_id is not None or not isinstance(data, dict) or "method" not in data or "id" in data:
-                self.send_error(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
+                self.refuse(msg_id, INVALID_REQUEST, f"Invalid request: {problem}")
             else:
                 peer_warning(logger, "ignored a malformed notification: %s", problem)
             return True
         is_request = "method" in data and "id" in data
         if "method" in data and (inexact := inexact_integer(body)) is not None:
             if is_request:  # a number no store keeps exactly: refused, not changed on the way in
-                self.send_error(data["id"], INVALID_PARAMS, f"Invalid params: {inexact}")
+                self.refuse(data["id"], INVALID_PARAMS, f"Invalid params: {inexact}")
             else:
                 peer_warning(logger, "ignored %s: %s", data["method"], inexact)
             return True
@@ -234,13 +240,21 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             # LSP: nothing but initialize (with a valid token) before a good initialize, and `exit` (a
             # `shutdown` taken then made every later initialize fail; editor features failed -32603)
             if is_request:
-                self.send_error(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
+                self.refuse(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
                                 "(initializationOptions.token)" if server.locked else not_initialized().message)
             return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
-            self.send_error(data["id"], INVALID_REQUEST, "the server is shutting down")
+            self.refuse(data["id"], INVALID_REQUEST, "the server is shutting down")
             return True
-        if is_request and self.in_flight is not None and not self.in_flight.admit(data["id"]):
+        if is_request and data["method"] != types.EXIT and _notification_method(data["method"]):
+            # answered by nobody (pygls runs it as a notification): an id wanting an answer never got one
+            self.refuse(data["id"], INVALID_REQUEST, f"Invalid request: {data['method']} is a notification: "
+                        "send it without an id")
+            return True
+        if "method" not in data and self.in_flight is not None:
+            self.in_flight.replied(data["id"])  # a handler waiting on this answer no longer waits on the client
+        elif is_request and data["method"] != types.EXIT and self.in_flight is not None \
+                and not self.in_flight.admit(data["id"]):
             self._refuse_busy(data["id"])
             return True
         try:
@@ -307,13 +321,13 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
     def refuse_oversized(self, head: bytes, size: int, limit: int) -> None:
         """A message larger than limits.request_bytes: its body is skipped unread, the request answered."""
         message = f"Invalid request: the message is {size} bytes; at most {limit} (limits.request_bytes)"
-        self.send_error(top_level_id(head), INVALID_REQUEST, message, {"size": size, "limit": limit})
+        self.refuse(top_level_id(head), INVALID_REQUEST, message, {"size": size, "limit": limit})
 
     def _refuse_busy(self, msg_id: Any) -> None:
         """Over the cap while a handler waits for this client's `llm/complete` answer (`in_flight`)."""
         assert self.in_flight is not None
         count, most = len(self.in_flight), self.in_flight.most
-        self.send_error(msg_id, SERVER_BUSY, f"{count} requests of this connection are in progress, at most {most} "
+        self.refuse(msg_id, SERVER_BUSY, f"{count} requests of this connection are in progress, at most {most} "
                         "(--max-in-flight), and the server waits for this client's llm/complete answer: send it, "
                         "or wait for answers before sending more requests", {"in_flight": count, "most": most})
 
@@ -321,7 +335,7 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""
         ids = [m["id"] for m in batch if isinstance(m, dict) and "method" in m and _is_id(m.get("id"))]
         for msg_id in ids or [None]:
-            self.send_error(msg_id, INVALID_REQUEST, "Invalid request: batches are not supported; send one message "
+            self.refuse(msg_id, INVALID_REQUEST, "Invalid request: batches are not supported; send one message "
                             "per frame")
 
     def structure_message(self, data: dict[str, Any]) -> Any:
@@ -363,7 +377,9 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             return out if data.params is None else {**out, "params": data.params}
         return compat.converter_of(self).unstructure(data) if attrs.has(type(data)) else data
 
-    def send_data(self, data: Any) -> None:
+    def send_data(self, data: Any, answers: bool = True) -> None:
+        """Write a message. `answers=False`: a refusal of a request never counted in progress
+        (`in_flight`), so it does not count as the answer of another with the same id."""
         if not data:
             return
         if self.writer is None:
@@ -380,12 +396,17 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             compat.server_of(self).request_stop()
         except Exception:
             logger.exception("failed to send a message")
-        if self.in_flight is not None and type(message) is dict and "id" in message and "method" not in message:
+        if answers and self.in_flight is not None and type(message) is dict and "id" in message \
+                and "method" not in message:
             self.in_flight.answered(message["id"])  # a response: one request fewer in progress
 
-    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None, *, answers: bool = True) -> None:
         error = {"code": code, "message": message, **({} if data is None else {"data": data})}
-        self.send_data({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        self.send_data({"jsonrpc": "2.0", "id": msg_id, "error": error}, answers)
+
+    def refuse(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        """Answer a message refused before it was taken in (never counted in progress: `in_flight`)."""
+        self.send_error(msg_id, code, message, data, answers=False)
 
     def answers_from_workers(self) -> bool:
         """Whether a worker may write its answer itself: the writer is safe to call from any thread."""

@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, Future
 from pathlib import Path
@@ -291,8 +292,9 @@ class ContextAssemblyServer(LanguageServer):
             raise ContextAssemblyError("no client connection to ask llm/complete")
         async def ask() -> Any:  # on the event loop: the protocol's futures belong to it
             in_flight = self.protocol.in_flight  # (the connection is read on while the answer is awaited)
-            with in_flight.asking() if in_flight is not None else contextlib.nullcontext():
-                return await self.protocol.send_request_async("llm/complete", request)
+            msg_id = str(uuid.uuid4())
+            with in_flight.asking(msg_id) if in_flight is not None else contextlib.nullcontext():
+                return await self.protocol.send_request_async("llm/complete", request, msg_id=msg_id)
 
         future = asyncio.run_coroutine_threadsafe(ask(), self.loop)
         try:

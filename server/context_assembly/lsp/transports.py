@@ -179,9 +179,12 @@ async def _until_stopped(server: ContextAssemblyServer, work: Awaitable[Any]) ->
 async def _pump(server: ContextAssemblyServer, reader: FrameReader,
                 room: Callable[[], Awaitable[None]] | None = None) -> None:
     """`room`: awaited before the next message is read (TCP: while the client has too many
-    answers unsent; stdio has none)."""
+    answers unsent; stdio has none). A network connection's message read while it has too many
+    requests in progress is held until it has room (`InFlight.room`)."""
     protocol = server.protocol
     while (body := await reader.next_body()) is not None:
+        if protocol.in_flight is not None:
+            await protocol.in_flight.room()
         if not protocol.receive(body):
             reader.resync(body)
         if room is not None:
@@ -274,15 +277,8 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
             # event loop only (the StreamWriter is not thread-safe: workers post theirs).
             writer.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
 
-            in_flight = server.protocol.in_flight
-            assert in_flight is not None
-
-            async def room(in_flight: InFlight = in_flight) -> None:
-                await writer.drain()
-                await in_flight.room()  # ... and while it has too many requests in progress
-
             try:
-                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), room))
+                await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), writer.drain))
             finally:
                 await _end_stream(writer, server.locked)
 
@@ -315,12 +311,12 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
             async def receive() -> None:
                 async for message in websocket:
                     body = message.encode("utf-8", "surrogatepass") if isinstance(message, str) else message
+                    await in_flight.room()  # held while the client has too many requests in progress
                     if len(body) > (limit := server.request_limit()):
                         server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
                     else:
                         server.protocol.receive(body)
                     await writer.room()  # the next message waits while the client leaves its answers unread
-                    await in_flight.room()  # ... and while it has too many requests in progress
 
             try:
                 await _until_stopped(server, receive())
