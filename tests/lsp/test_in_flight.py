@@ -302,3 +302,27 @@ async def test_the_room_opens_while_the_server_waits_on_the_client() -> None:
         assert not waiting.done()  # the cap holds again at once, before the handler resumes
     in_flight.answered(1)
     await asyncio.wait_for(waiting, 5)
+
+
+def test_an_answer_that_is_no_json_is_answered_as_an_internal_error_and_frees_its_place(workspace: Path) -> None:
+    from context_assembly.lsp.server import build_server
+
+    sent: list[Any] = []
+
+    class Captured:
+        def write(self, data: bytes) -> None:
+            sent.append(json.loads(data))
+
+    shared = SharedWorkers(1)
+    server = build_server(workspace, shared_workers=shared)
+    try:
+        server.protocol.set_writer(Captured(), include_headers=False)
+        server.protocol.in_flight = in_flight = InFlight(most=1)
+        assert in_flight.admit(9)
+        server.protocol.send_data({"jsonrpc": "2.0", "id": 9, "result": {"value": object()}})
+        assert sent == [{"jsonrpc": "2.0", "id": 9, "error": {
+            "code": -32603, "message": "Internal error: the answer could not be encoded as JSON"}}]
+        assert len(in_flight) == 0
+    finally:
+        server.close()
+        shared.shutdown()

@@ -386,7 +386,14 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             logger.error("no transport to send a message on")
             return
         message = self._message(data)
-        body = encode_json(message, self._unstructure)
+        try:
+            body = encode_json(message, self._unstructure)
+        except Exception:  # a result that is no JSON: its request still gets an answer
+            logger.exception("failed to encode a message")
+            if type(message) is not dict or "id" not in message or "method" in message:
+                return
+            error = {"code": -32603, "message": "Internal error: the answer could not be encoded as JSON"}
+            body = encode_json({"jsonrpc": "2.0", "id": message["id"], "error": error})
         try:
             written = self.writer.write(frame(body) if compat.writes_headers(self) else body)
             if inspect.isawaitable(written):

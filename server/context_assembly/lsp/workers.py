@@ -69,7 +69,7 @@ class SharedWorkers(Executor):
             self._turns.clear()
         for future in queued:  # never to run: the threads are going away
             future.cancel()
-        self.threads.shutdown(wait=wait)  # (a job handed over is started at once: none to cancel)
+        self.threads.shutdown(wait=wait)  # (jobs handed over start as a thread frees: left to finish)
 
     def queued(self, connection: ConnectionWorkers) -> None:
         """`connection` queued a job (under `lock`): it takes its turn, and a free thread starts."""
