@@ -326,3 +326,38 @@ def test_an_answer_that_is_no_json_is_answered_as_an_internal_error_and_frees_it
     finally:
         server.close()
         shared.shutdown()
+
+
+async def test_a_websocket_client_held_at_the_cap_keeps_its_connection(workspace: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held at the cap with two more messages sent, websockets stopped reading the socket, the
+    client's keepalive pongs with it, and closed the connection ("keepalive ping timeout")."""
+    from websockets.asyncio.client import connect
+
+    from context_assembly.lsp import transports
+    from context_assembly.lsp.server import build_server
+
+    monkeypatch.setattr(transports, "PING_S", 0.3)
+    shared, hold, stop = SharedWorkers(1), threading.Event(), asyncio.Event()
+    network = transports.Network(lambda: build_server(workspace, shared_workers=shared), max_in_flight=1)
+    listening: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    serving = asyncio.ensure_future(transports.serve_ws(network, "127.0.0.1", 0, listening.set_result, stop))
+    try:
+        address = await asyncio.wait_for(listening, 30)
+        async with connect(address, ping_interval=None) as websocket:
+            await websocket.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                             "params": INITIALIZE}))
+            assert b'"result"' in (await asyncio.wait_for(websocket.recv(), 30)).encode()
+            shared.threads.submit(hold.wait, 30)  # the only thread busy: the first read stays in progress
+            for msg_id in range(1, 5):
+                await websocket.send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "memory/read",
+                                                 "params": READ}))
+            await asyncio.sleep(1.5)  # five keepalive rounds
+            hold.set()
+            answers = [json.loads(await asyncio.wait_for(websocket.recv(), 30)) for _ in range(4)]
+            assert [a["id"] for a in answers] == [1, 2, 3, 4] and all(a["result"]["exists"] for a in answers)
+    finally:
+        hold.set()
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+        shared.shutdown()

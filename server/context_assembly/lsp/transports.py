@@ -22,6 +22,7 @@ import re
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
@@ -53,6 +54,7 @@ HANDSHAKE_S = 10.0  # a TLS handshake not done by then is dropped (asyncio's def
 # bytes of answers a TCP/WebSocket connection may have unsent before its next message waits: room
 # for a pipelining client's answers, a bound on what a client that never reads costs (per connection)
 OUTPUT_HIGH_WATER = 1 << 20
+PING_S = 20.0  # WebSocket keepalive: a ping this often, the connection closed when its pong is this late
 FLUSH_S = 3.0  # a closing connection's unsent answers get this long (then it is dropped): below DRAIN_S
 # a page of this machine (http(s)://localhost, 127.0.0.1 or [::1], any port): a WebSocket Origin let in
 LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
@@ -163,6 +165,40 @@ class QueuedWebSocketWriter:
 
     def close(self) -> None:
         self.queue.put_nowait(None)
+
+
+class Inbox:
+    """A WebSocket connection's messages read ahead of their turn, up to `most` bytes (then one more
+    message). websockets stops reading the socket while its own queue is full, and with it the
+    client's keepalive pongs: a client held at the in-flight cap or behind its unread answers, its
+    next two messages sent, was closed after 40 s ("keepalive ping timeout", 1011) however well it
+    behaved. Read on into here, the pongs go through until the client sends `most` bytes ahead."""
+
+    def __init__(self, most: int = OUTPUT_HIGH_WATER) -> None:
+        self.most = most
+        self.items: deque[bytes] = deque()
+        self.size = 0
+        self._arrived = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+
+    async def put(self, body: bytes) -> None:
+        self.items.append(body)
+        self.size += len(body)
+        self._arrived.set()
+        if self.size >= self.most:
+            self._space.clear()
+            await self._space.wait()
+
+    async def get(self) -> bytes:
+        while not self.items:
+            self._arrived.clear()
+            await self._arrived.wait()
+        body = self.items.popleft()
+        self.size -= len(body)
+        if self.size < self.most:
+            self._space.set()
+        return body
 
 
 async def _until_stopped(server: ContextAssemblyServer, work: Awaitable[Any]) -> None:
@@ -308,15 +344,30 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
             in_flight = server.protocol.in_flight
             assert in_flight is not None
 
-            async def receive() -> None:
-                async for message in websocket:
-                    body = message.encode("utf-8", "surrogatepass") if isinstance(message, str) else message
+            async def take(inbox: Inbox) -> None:
+                while True:
+                    body = await inbox.get()
                     await in_flight.room()  # held while the client has too many requests in progress
                     if len(body) > (limit := server.request_limit()):
                         server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
                     else:
                         server.protocol.receive(body)
                     await writer.room()  # the next message waits while the client leaves its answers unread
+
+            async def receive() -> None:
+                inbox = Inbox()
+                taking = asyncio.ensure_future(take(inbox))
+                try:
+                    async for message in websocket:
+                        await inbox.put(message.encode("utf-8", "surrogatepass") if isinstance(message, str)
+                                        else message)
+                        if taking.done():
+                            break
+                finally:
+                    taking.cancel()
+                    for outcome in await asyncio.gather(taking, return_exceptions=True):
+                        if isinstance(outcome, Exception):
+                            logger.error("handling a websocket message failed", exc_info=outcome)
 
             try:
                 await _until_stopped(server, receive())
@@ -333,9 +384,10 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
     # (cross-site WebSocket hijacking, DNS rebinding) and is refused (403); agents send none.
     origins: list[Origin | re.Pattern[str] | None] = [None, LOOPBACK_ORIGIN, *map(Origin, network.allowed_origins)]
     # max_queue 1: websockets buffers that many frames of up to max_size each while the session
-    # waits (`room`): at its default of 16, ~1 GiB a connection, a token or not
+    # waits (`Inbox` full): at its default of 16, ~1 GiB a connection, a token or not
     async with serve(connection, host, port, max_size=DEFAULT_LIMITS.request_bytes, max_queue=1, ssl=network.ssl,
-                     origins=origins, logger=_handshake_logger()) as listener:
+                     origins=origins, logger=_handshake_logger(), ping_interval=PING_S,
+                     ping_timeout=PING_S) as listener:
         address = next(iter(listener.sockets)).getsockname()
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
