@@ -216,10 +216,11 @@ class ContextAssemblyServer(LanguageServer):
         wrote, or a runtime was built, there). The future of the pool's write, if any."""
         from .refusals import LIMIT
 
-        suppressed = LIMIT.admit()
+        at = time.time()
+        suppressed = LIMIT.admit(functools.partial(self._append_late, error, self.peer, at))
         if suppressed is None:
             return None
-        append = functools.partial(self._append_refusal, error, self.peer, suppressed, time.time())
+        append = functools.partial(self._append_refusal, error, self.peer, suppressed, at)
         if not self.on_loop():
             append()
             return None
@@ -228,6 +229,10 @@ class ContextAssemblyServer(LanguageServer):
         except RuntimeError:  # the pool is shut down: the process is stopping
             logger.warning("access refused: %s (%s)", error.message, self.peer or "unknown peer")
             return None
+
+    def _append_late(self, error: ForbiddenError, peer: str | None, at: float, suppressed: int) -> None:
+        """The last refusal of a flood, logged by the bucket's timer once it has room (`refusals.py`)."""
+        self._append_refusal(error, peer, suppressed, at)
 
     def _append_refusal(self, error: ForbiddenError, peer: str | None, suppressed: int, at: float) -> None:
         from ..methods.access import left_out, log_refusal
