@@ -31,7 +31,9 @@ POLICY: dict[str, Any] = {
     "public": {"read": ["vector://probe/public-*"]},
     "nodes": {"read": ["graph://default/node/public-*", "graph://default/edge/**", "kv://**"]},
     "docs": {"read": ["file://docs/**"]},
-    "drop-box": {"read": [], "write": ["kv://**", "working://**", "json://**"]},
+    "drop-box": {"read": [], "write": ["kv://**", "working://**", "json://**", "episodic://**", "log://**"]},
+    "other-box": {"read": [], "write": ["kv://**", "episodic://**", "log://**"]},
+    "third-box": {"read": [], "write": ["kv://**", "episodic://**", "log://**"]},
 }
 Open = Callable[[str | None], Session]
 
@@ -329,3 +331,43 @@ def test_a_write_only_token_may_not_patch_into_a_document(admin: Session, opener
         assert refused.value.data["mode"] == "read"
     assert admin.runtime.memory.read("json://held")["value"] == {"a": {"b": 1}}
     assert call(writer, "memory/write", {"uri": "json://fresh", "value": {"x": 1}})["written"] is True  # whole
+
+
+@pytest.mark.parametrize("uri", ["episodic://t-keys", "log://drops"])
+def test_a_tokens_idempotency_keys_are_its_own(admin: Session, opener: Open, uri: str) -> None:
+    """Another token's key answered `duplicate` for its value and Conflict for any other: an oracle
+    on whether a key was used, and on what was appended with it."""
+    value = {"role": "user", "content": SECRET} if uri.startswith("episodic") else {"event_type": "x", "s": SECRET}
+    guess = {**value, ("content" if "content" in value else "s"): "a guess"}
+    mine = opener("drop-box")
+    assert call(mine, "memory/write", {"uri": uri, "value": value, "idempotency_key": "k-1"}) == {
+        "uri": uri, "written": True}
+    for name, sent in (("other-box", value), ("third-box", guess)):  # the same answer whatever the guess
+        assert call(opener(name), "memory/write", {"uri": uri, "value": sent, "idempotency_key": "k-1"}) == {
+            "uri": uri, "written": True}
+    assert call(mine, "memory/write", {"uri": uri, "value": value, "idempotency_key": "k-1"})["duplicate"] is True
+    with pytest.raises(ContextAssemblyError) as conflict:  # (its own retry with another value, as before)
+        call(mine, "memory/write", {"uri": uri, "value": guess, "idempotency_key": "k-1"})
+    assert conflict.value.code == -32003 and "'k-1'" in conflict.value.message
+    assert conflict.value.data["idempotency_key"] == "k-1"
+    assert len(admin.runtime.memory.read(uri + "?limit=100")["value"]) == 3  # each token's own append
+
+
+def test_a_tokens_ingestion_keys_are_its_own(admin: Session, opener: Open) -> None:
+    call(admin, "memoryIngestion/create", {"id": "drops", "trigger": "onAction", "status": "active", "processors": [],
+                                           "routing": [{"from": "payload", "write_to": "kv://drops/{{payload.k}}"}]})
+    mine = opener("drop-box")
+    first = call(mine, "memory/event", {"trigger": "onAction", "payload": {"k": "a", "s": SECRET},
+                                        "idempotency_key": "e-1"})
+    answers = []
+    for name, payload in (("other-box", {"k": "a", "s": SECRET}), ("third-box", {"k": "a", "s": "a guess"})):
+        answers.append(call(opener(name), "memory/event", {"trigger": "onAction", "payload": payload,
+                                                           "idempotency_key": "e-1"}))  # no replay, no Conflict
+    again = call(mine, "memory/event", {"trigger": "onAction", "payload": {"k": "a", "s": SECRET},
+                                        "idempotency_key": "e-1"})
+    mine_run = first["executions"][0]
+    for answer in answers:  # each ran as its own: not the recorded run of another's event
+        run = answer["executions"][0]
+        assert "duplicate" not in run and run["status"] == "ok" and run["execution_id"] != mine_run["execution_id"]
+    assert again["executions"][0]["duplicate"] is True  # (its own retry is a retry still)
+    assert again["executions"][0]["execution_id"] == mine_run["execution_id"]

@@ -89,6 +89,7 @@ class _Event:
     scope_variables: dict[str, Any]
     additional_variables: dict[str, Any]
     key: str | None = None
+    owner: str | None = None  # the caller's token name: its keys are its own
     digest: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -96,7 +97,7 @@ class _Event:
             self.digest = request_hash(self.trigger, self.payload, self.scope_variables, self.additional_variables)
 
     def execution_id(self, pipeline_id: str) -> str:
-        return execution_id(pipeline_id, self.key)
+        return execution_id(pipeline_id, self.key, self.owner)
 
 
 @define
@@ -135,8 +136,10 @@ class _Execution:
 class IngestionEngine:
     def __init__(self, memory: Any, workspace: Callable[[], Workspace], *,
                  repository: DefinitionRepository | None = None, llm: LLM | None = None,
-                 observer: Observer | None = None, custom: Mapping[str, Callable[..., Any]] | None = None) -> None:
+                 observer: Observer | None = None, custom: Mapping[str, Callable[..., Any]] | None = None,
+                 key_owner: Callable[[], str | None] = lambda: None) -> None:
         self.memory = memory
+        self.key_owner = key_owner  # the caller's token name, whose idempotency keys are its own
         self.workspace = workspace
         self.repository = repository if repository is not None \
             else definition_repository(memory.layout, "ingestion-pipeline")
@@ -201,12 +204,12 @@ class IngestionEngine:
 
     # -- internals
 
-    @staticmethod
-    def _event(trigger: str, payload: dict[str, Any], scope_variables: dict[str, Any] | None,
+    def _event(self, trigger: str, payload: dict[str, Any], scope_variables: dict[str, Any] | None,
                additional_variables: dict[str, Any] | None, key: str | None) -> _Event:
         _check_trigger(trigger)
         _check_event(payload, scope_variables, additional_variables)
-        return _Event(trigger, payload, scope_variables or {}, additional_variables or {}, check_idempotency_key(key))
+        return _Event(trigger, payload, scope_variables or {}, additional_variables or {}, check_idempotency_key(key),
+                      self.key_owner())
 
     def _attempt(self, pipeline_id: str, prepared: _Prepared, event: _Event, observer: Observer | None,
                  cancelled: Callable[[], bool] | None) -> dict[str, Any]:

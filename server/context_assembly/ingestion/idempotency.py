@@ -41,9 +41,14 @@ def check_idempotency_key(key: Any) -> str | None:
     return key
 
 
-def execution_id(pipeline_id: str, key: str | None) -> str:
-    """A random id, or with an idempotency key the one every attempt of this event derives."""
-    return uuid.uuid5(_NAMESPACE, f"{pipeline_id}\n{key}").hex if key is not None else uuid.uuid4().hex
+def execution_id(pipeline_id: str, key: str | None, owner: str | None = None) -> str:
+    """A random id, or with an idempotency key the one every attempt of this event derives. `owner`:
+    the caller's token name; a key is its own (another token's same key is another execution: it
+    replayed that one's recorded run, and a Conflict or not told it what that event was)."""
+    if key is None:
+        return uuid.uuid4().hex
+    name = f"{pipeline_id}\n{key}" if owner is None else json.dumps([pipeline_id, key, owner])
+    return uuid.uuid5(_NAMESPACE, name).hex
 
 
 def request_hash(trigger: str, payload: Any, scope_variables: Any, additional_variables: Any) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import fnmatch
+import hashlib
 import hmac
 import json
 import logging
@@ -36,9 +37,10 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from ..errors import ContextAssemblyError, ForbiddenError, InvalidParamsError
+from ..errors import ConflictError, ContextAssemblyError, ForbiddenError, InvalidParamsError
 from ..limits import check_value_size
 from ..rules.globs import reference_matches
+from ..stores.checks import check_append_key
 from ..stores.uri import DEFAULT, parse_uri, render
 
 logger = logging.getLogger(__name__)
@@ -309,6 +311,12 @@ def left_out(suppressed: int) -> str:
     return f"; {suppressed} more refused since the previous one logged (not logged: rate limit)" if suppressed else ""
 
 
+def owned_key(name: str, key: str) -> str:
+    """The idempotency key a token's append is stored under: its own, whatever another token sends
+    (opaque and short, so any key the caller may send fits where the stores keep keys)."""
+    return "token:" + hashlib.sha256(json.dumps([name, key]).encode("utf-8")).hexdigest()
+
+
 def _is_pointer(uri: str) -> bool:
     """A `json://doc#/pointer` URI: a write into part of a document."""
     if uri[:7].lower() != "json://" or "#" not in uri:
@@ -350,7 +358,15 @@ class GuardedMemory:
             self._access().check_uri("read", uri)
         _not_reserved(uri)
         check_value_size(value)  # limits.write_value_bytes of the call: memory/write, and every route of an ingestion
-        return dict(self._memory.write(uri, value, key=key, same_value=same_value))
+        name = self._access().name
+        if key is None or name is None:
+            return dict(self._memory.write(uri, value, key=key, same_value=same_value))
+        check_append_key(key)
+        try:  # a token's keys are its own: another's same key told it whether that was used, and for what
+            return dict(self._memory.write(uri, value, key=owned_key(name, key), same_value=same_value))
+        except ConflictError as exc:
+            raise ConflictError(f"idempotency key {key!r} was already used for another value in {uri}: send a new "
+                                "key for a new append", {**exc.data, "idempotency_key": key}) from None
 
     def delete(self, uri: str) -> dict[str, Any]:
         self._access().check_uri("write", uri)

@@ -175,7 +175,8 @@ class Session:
                 from ..ingestion import IngestionEngine
 
                 self._ingestion = IngestionEngine(self.memory, self.workspace,
-                                                  repository=self.ingestion_pipelines, llm=self.llm)
+                                                  repository=self.ingestion_pipelines, llm=self.llm,
+                                                  key_owner=lambda: self.access.name)
             return self._ingestion
 
     # -- assembly -----------------------------------------------------------------------------------
