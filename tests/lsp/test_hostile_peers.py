@@ -341,3 +341,28 @@ async def test_a_client_that_leaves_mid_work_leaves_no_failures_and_the_next_is_
     await asyncio.sleep(3)  # the runs left behind finish
     assert await server.stop() == 0
     assert not [line for line in server.stderr if b"socket.send" in line or b"ERROR" in line], server.stderr
+
+
+async def test_a_client_that_half_closes_gets_the_answers_it_is_owed(workspace: Path, served: list[Served]) -> None:
+    """A client that sends everything, closes its sending side and reads on (a script, `nc -N`)
+    got the answers ready by then, and no others."""
+    import re
+
+    from .support import REQUEST
+
+    served.append(server := await start(workspace, "tcp", token=TOKEN))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {**INITIALIZE, "initializationOptions": {"token": TOKEN}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    messages += [{"jsonrpc": "2.0", "id": n, "method": "contextAssembly/assemble",
+                  "params": {**REQUEST, "input": {**REQUEST["input"], "text": f"half {n}"}}} for n in range(1, 9)]
+    writer.write(b"".join(frame(json.dumps(m).encode()) for m in messages))
+    await writer.drain()
+    writer.write_eof()
+    received = await asyncio.wait_for(reader.read(), 120)  # to the server's end of the connection
+    bodies = re.split(rb"Content-Length: \d+\r\n\r\n", received)[1:]
+    answers = {m["id"]: m for m in map(json.loads, bodies) if "id" in m}  # (notifications too)
+    assert sorted(answers) == list(range(9)) and all("result" in a for a in answers.values())
+    writer.close()

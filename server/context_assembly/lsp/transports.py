@@ -55,6 +55,7 @@ HANDSHAKE_S = 10.0  # a TLS handshake not done by then is dropped (asyncio's def
 # for a pipelining client's answers, a bound on what a client that never reads costs (per connection)
 OUTPUT_HIGH_WATER = 1 << 20
 PING_S = 20.0  # WebSocket keepalive: a ping this often, the connection closed when its pong is this late
+ANSWERS_S = 30.0  # a TCP client that half-closed gets the answers of what it sent for this long
 FLUSH_S = 3.0  # a closing connection's unsent answers get this long (then it is dropped): below DRAIN_S
 # a page of this machine (http(s)://localhost, 127.0.0.1 or [::1], any port): a WebSocket Origin let in
 LOOPBACK_ORIGIN = re.compile(r"https?://(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
@@ -315,6 +316,7 @@ async def serve_tcp(network: Network, host: str, port: int, announce: Announce, 
 
             try:
                 await _until_stopped(server, _pump(server, _reader(server, StreamSource(reader)), writer.drain))
+                await _answers_owed(server, writer)
             finally:
                 await _end_stream(writer, server.locked)
 
@@ -392,6 +394,22 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
         announce(f"{'wss' if network.ssl else 'ws'}://{_netloc(address)}")
         await stop.wait()
         await _close_all(network)
+
+
+async def _answers_owed(server: ContextAssemblyServer, writer: asyncio.StreamWriter) -> None:
+    """At the end of a TCP client's input: wait (`ANSWERS_S` at most) for the answers of what it
+    sent, which a client that half-closed (sent everything, reads on: a script, `nc -N`) is owed;
+    not when `exit` or the server's stop ended it, when it never presented a token, or once it is
+    gone (its first answer after a full close gets a reset)."""
+    in_flight = server.protocol.in_flight
+    assert server.stop_requested is not None
+    if in_flight is None or server.locked or server.stop_requested.is_set():
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ANSWERS_S
+    while len(in_flight) and not writer.transport.is_closing() and loop.time() < deadline \
+            and not server.stop_requested.is_set():
+        await asyncio.sleep(0.02)
 
 
 async def _end_stream(writer: asyncio.StreamWriter, locked: bool) -> None:
