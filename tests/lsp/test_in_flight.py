@@ -361,3 +361,45 @@ async def test_a_websocket_client_held_at_the_cap_keeps_its_connection(workspace
         stop.set()
         await asyncio.wait_for(serving, 30)
         shared.shutdown()
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ws"])
+async def test_a_cancellation_is_taken_at_the_cap(workspace: Path, transport: str) -> None:
+    """`$/cancelRequest` read while the connection is at its cap waited for room like a request: a
+    client could not cancel exactly when it had the most in progress."""
+    from websockets.asyncio.client import connect
+
+    from context_assembly.lsp import transports
+    from context_assembly.lsp.framing import frame
+    from context_assembly.lsp.server import build_server
+
+    shared, hold, stop = SharedWorkers(1), threading.Event(), asyncio.Event()
+    network = transports.Network(lambda: build_server(workspace, shared_workers=shared), max_in_flight=1)
+    listening: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    serve = transports.serve_tcp if transport == "tcp" else transports.serve_ws
+    serving = asyncio.ensure_future(serve(network, "127.0.0.1", 0, listening.set_result, stop))
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE},
+                {"jsonrpc": "2.0", "id": 1, "method": "memory/read", "params": READ},
+                {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}]
+    try:
+        address = await asyncio.wait_for(listening, 30)
+        shared.threads.submit(hold.wait, 30)  # the only thread busy: the read stays in progress
+        if transport == "tcp":
+            host, port = address.removeprefix("tcp://").rsplit(":", 1)
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"".join(frame(json.dumps(m).encode()) for m in messages))
+            source = transports.StreamSource(reader)
+            framed = transports.FrameReader(source, max_body=1 << 20)
+            answers = [json.loads(await asyncio.wait_for(framed.next_body(), 30)) for _ in range(2)]
+            writer.close()
+        else:
+            async with connect(address) as websocket:
+                for message in messages:
+                    await websocket.send(json.dumps(message))
+                answers = [json.loads(await asyncio.wait_for(websocket.recv(), 30)) for _ in range(2)]
+        assert answers[1]["id"] == 1 and answers[1]["error"]["code"] == -32800  # before the thread came free
+    finally:
+        hold.set()
+        stop.set()
+        await asyncio.wait_for(serving, 30)
+        shared.shutdown()

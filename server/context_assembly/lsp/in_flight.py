@@ -67,6 +67,11 @@ class InFlight:
     def waiting_on_client(self) -> bool:
         return bool(self._asking)
 
+    def full(self) -> bool:
+        """Whether the next message waits for room (`room`)."""
+        with self._lock:
+            return self._count >= self.most and not self._asking
+
     @contextlib.contextmanager
     def asking(self, msg_id: Any) -> Iterator[None]:
         """Around the server-to-client request `msg_id` a handler waits on: reading goes on until

@@ -73,6 +73,11 @@ EVALUATE_RULES = "contextAssembly/evaluateRules"
 INLINE_METHODS = frozenset({EVALUATE_RULES, "contextRuleEngine/evaluate"})
 
 
+# notifications taken at once even at the in-flight cap (`passes_cap`)
+PASSING_METHODS = frozenset({types.CANCEL_REQUEST, types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.EXIT})
+_PASSING_NAMES = tuple(name.encode() for name in PASSING_METHODS)
+
+
 class PlainResult:
     """Marker result type: keep the response's `result` exactly as received."""
 
@@ -275,6 +280,18 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             if is_request:
                 self.send_error(data["id"], -32603, "Internal error")
         return True
+
+    def passes_cap(self, body: bytes) -> bool:
+        """Whether a message read while the connection is at its in-flight cap is taken at once: a
+        cancellation (`$/cancelRequest`, `window/workDoneProgress/cancel`) or `exit`, which a
+        connection at its cap needs most, and which start no work."""
+        if not any(name in body for name in _PASSING_NAMES):
+            return False
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False
+        return isinstance(data, dict) and "id" not in data and data.get("method") in PASSING_METHODS
 
     def handle_message(self, message: Any) -> None:
         # A request of ours was checked by `receive` (envelope, initialize, shutdown): straight to

@@ -220,7 +220,7 @@ async def _pump(server: ContextAssemblyServer, reader: FrameReader,
     requests in progress is held until it has room (`InFlight.room`)."""
     protocol = server.protocol
     while (body := await reader.next_body()) is not None:
-        if protocol.in_flight is not None:
+        if protocol.in_flight is not None and protocol.in_flight.full() and not protocol.passes_cap(body):
             await protocol.in_flight.room()
         if not protocol.receive(body):
             reader.resync(body)
@@ -349,7 +349,8 @@ async def serve_ws(network: Network, host: str, port: int, announce: Announce, s
             async def take(inbox: Inbox) -> None:
                 while True:
                     body = await inbox.get()
-                    await in_flight.room()  # held while the client has too many requests in progress
+                    if in_flight.full() and not server.protocol.passes_cap(body):
+                        await in_flight.room()  # held while the client has too many requests in progress
                     if len(body) > (limit := server.request_limit()):
                         server.protocol.refuse_oversized(body[:OVERSIZED_HEAD], len(body), limit)
                     else:
