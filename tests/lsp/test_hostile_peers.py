@@ -366,3 +366,33 @@ async def test_a_client_that_half_closes_gets_the_answers_it_is_owed(workspace: 
     answers = {m["id"]: m for m in map(json.loads, bodies) if "id" in m}  # (notifications too)
     assert sorted(answers) == list(range(9)) and all("result" in a for a in answers.values())
     writer.close()
+
+
+async def test_a_client_gone_before_answering_the_server_leaves_nothing_waiting(workspace: Path,
+                                                                                 served: list[Served]) -> None:
+    """A client offering `workspace/configuration` that left without answering it: the server's
+    request waited on, for good, and each such connection logged a pending task destroyed, or a
+    traceback when the server stopped."""
+    served.append(server := await start(workspace, "tcp", "--max-connections", "64", token=TOKEN))
+    for _ in range(30):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {**INITIALIZE, "capabilities": {"workspace": {"configuration": True}},
+                                    "initializationOptions": {"token": TOKEN}}},
+                        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                        {"jsonrpc": "2.0", "id": 2, "method": "memory/read", "params": READ}):
+            writer.write(frame(json.dumps(message).encode()))
+        received = b""
+        while b'"id":2' not in received or b"workspace/configuration" not in received:
+            received += await asyncio.wait_for(reader.read(65536), 30)
+        writer.close()  # the configuration request unanswered
+    await asyncio.sleep(1)
+
+
+    good = await client(server.port)
+    assert (await asyncio.wait_for(good.request("memory/read", READ), 60))["exists"] is True
+    await good.close()
+
+    assert await server.stop() == 0
+    assert not [line for line in server.stderr if b"destroyed" in line or b"Traceback" in line
+                or b"CancelledError" in line], server.stderr

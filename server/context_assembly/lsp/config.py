@@ -12,6 +12,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from .protocol import ClientGone
 from .server import ContextAssemblyServer
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ async def pull(server: ContextAssemblyServer) -> None:
     try:
         result = await server.workspace_configuration_async(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+    except ClientGone:  # (left meanwhile: nothing to configure)
+        return
     except Exception as exc:
         logger.warning("workspace/configuration failed: %s", exc)
         return

@@ -78,6 +78,12 @@ PASSING_METHODS = frozenset({types.CANCEL_REQUEST, types.WINDOW_WORK_DONE_PROGRE
 _PASSING_NAMES = tuple(name.encode() for name in PASSING_METHODS)
 
 
+class ClientGone(JsonRpcException):
+    """The client left before answering a request of the server's."""
+
+    CODE = -32099  # (JSON-RPC's server-error range: never sent, only raised to the one waiting)
+
+
 class PlainResult:
     """Marker result type: keep the response's `result` exactly as received."""
 
@@ -457,6 +463,17 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             logger.error("request %s failed", msg_id, exc_info=exc)
             error = JsonRpcInternalError(f"{type(exc).__name__}: {exc}")
             compat.send_response(self, msg_id, error=error.to_response_error())
+
+    def abandon_requests(self) -> None:
+        """The connection is gone: fail the server's own requests still waiting for the client's
+        answer (`workspace/configuration`, `llm/complete`), which would wait for good (the task
+        awaiting one was destroyed pending, or logged a traceback at the server's stop)."""
+        pending, expected = compat.pending_requests(self), compat.expected_results(self)
+        for msg_id in list(expected):
+            expected.pop(msg_id, None)
+            future = pending.pop(msg_id, None)
+            if isinstance(future, Future) and not future.done():
+                future.set_exception(ClientGone(f"the client left before answering request {msg_id}"))
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -294,6 +294,7 @@ class Network:
                 deadline.cancel()
             self.servers.discard(server)
             server.protocol.set_writer(GoneWriter(), include_headers=True)
+            server.protocol.abandon_requests()
             server.close()
 
 
