@@ -168,7 +168,7 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
     from ..lsp.transports import AUTH_TIMEOUT_S, Network, run_network
     from ..lsp.workers import SharedWorkers
     from ..methods.access import load_tokens
-    from ..methods.session import SharedRuntimes
+    from ..methods.session import LINGER_S, SharedRuntimes
     from .terminal import find_root  # (late: `serve` over stdio imports no other command's module)
 
     transport, (host, port) = ("tcp", args.tcp) if args.tcp else ("ws", args.ws)
@@ -208,9 +208,12 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
             context.load_cert_chain(args.tls_cert, args.tls_key)
         except (OSError, ssl.SSLError) as exc:
             return _fail(f"cannot load the TLS certificate and key: {exc}")
-    runtimes = SharedRuntimes()
+    runtimes = SharedRuntimes(linger_s=LINGER_S)
     workers = SharedWorkers(args.workers)  # one pool for every connection: N clients never mean N pools
     network = Network(lambda: build_server(root, runtimes=runtimes, tokens=tokens, shared_workers=workers),
                       max_connections=args.max_connections, ssl=context, auth_timeout_s=auth_timeout,
                       allowed_origins=tuple(args.allow_origin), max_in_flight=args.max_in_flight)
-    return run_network(network, transport, host, port, busy_poll_s=args.busy_poll_ms / 1000)
+    try:
+        return run_network(network, transport, host, port, busy_poll_s=args.busy_poll_ms / 1000)
+    finally:
+        runtimes.close()

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from ..collector import collect_frozen
 from ..limits import Limits
 from ..model.problems import Problem
 from ..runtime import Runtime
@@ -238,18 +239,29 @@ class Session:
             self.runtime.close()
 
 
+LINGER_S = 10.0  # how long a network server keeps a workspace's runtime once its last connection closed
+
+
 class SharedRuntimes:
     """One Runtime per workspace root for every session of a process (the TCP and WebSocket
-    connections): stores, compiled engines and the result cache are shared; the runtime closes
-    when its last session does."""
+    connections): stores, compiled engines and the result cache are shared. When its last session
+    closes, the runtime stays `linger_s` for the next one (a client that reconnects for each task
+    found nothing built: a runtime made and closed per connection), then closes and gives its memory
+    back (`collect_frozen`); `close` closes what lingers at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, linger_s: float = 0.0) -> None:
+        self.linger_s = linger_s
         self._lock = threading.Lock()
-        self._runtimes: dict[Path, tuple[Runtime, int]] = {}
+        self._runtimes: dict[Path, tuple[Runtime, int]] = {}  # root -> (runtime, sessions holding it)
+        self._timers: dict[Path, threading.Timer] = {}  # roots lingering -> their close
+        self._closed = False
 
     def acquire(self, root: Path | str) -> Runtime:
         key = Path(root).resolve()
         with self._lock:
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()  # (one already firing finds the runtime held, and leaves it)
             runtime, count = self._runtimes.get(key) or (Runtime(key, background_compile=True), 0)
             self._runtimes[key] = (runtime, count + 1)
             return runtime
@@ -260,13 +272,45 @@ class SharedRuntimes:
             held = self._runtimes.get(key)
             if held is None or held[0] is not runtime:
                 return
-            if held[1] > 1:
+            if held[1] > 1 or (self.linger_s > 0 and not self._closed):
                 self._runtimes[key] = (runtime, held[1] - 1)
+                if held[1] == 1:
+                    timer = self._timers[key] = threading.Timer(self.linger_s, self._expire, (key, runtime))
+                    timer.daemon = True
+                    timer.start()
                 return
             del self._runtimes[key]
-        runtime.close()
+        _close(runtime)
+
+    def _expire(self, key: Path, runtime: Runtime) -> None:
+        with self._lock:
+            held = self._runtimes.get(key)
+            if held is None or held[0] is not runtime or held[1] > 0:
+                return  # taken again meanwhile
+            del self._runtimes[key]
+            self._timers.pop(key, None)
+        _close(runtime)
+
+    def close(self) -> None:
+        """The process stops: every lingering runtime closes now, and any released later at once."""
+        with self._lock:
+            self._closed = True
+            lingering = [runtime for runtime, count in self._runtimes.values() if count == 0]
+            for key in [key for key, (_, count) in self._runtimes.items() if count == 0]:
+                del self._runtimes[key]
+            for timer in self._timers.values():
+                timer.cancel()
+            self._timers.clear()
+        for runtime in lingering:
+            _close(runtime)
 
     def __len__(self) -> int:
+        """Runtimes open, lingering ones included."""
         with self._lock:
             return len(self._runtimes)
+
+
+def _close(runtime: Runtime) -> None:
+    runtime.close()
+    collect_frozen()  # its graph, frozen with the compiled engines, is otherwise kept for good
 
