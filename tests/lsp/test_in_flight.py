@@ -36,6 +36,18 @@ def workspace(seeded_template: Path, tmp_path: Path) -> Path:
 # -- end to end ------------------------------------------------------------------------------------
 
 
+async def model_client(workspace: Path, served: list[Served]) -> Connection:
+    """A client that offers its model (`llm/complete`) to a server capped at one request in
+    progress, with a memory whose pipeline asks that model."""
+    served.append(server := await start(workspace, "tcp", "--max-in-flight", "1", token=TOKEN))
+    connection = Connection()
+    await connection.connect_tcp("127.0.0.1", server.port)
+    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}})
+    connection.notify("initialized", {})
+    await connection.request("persistentMemory/create", REPHRASED)
+    return connection
+
+
 async def test_a_pipelining_client_neither_grows_the_server_nor_delays_another(workspace: Path,
                                                                              served: list[Served]) -> None:
     served.append(server := await start(workspace, "tcp", token=TOKEN))
@@ -99,12 +111,7 @@ async def test_a_pipelining_websocket_client_is_read_no_further_than_its_cap(wor
 
 async def test_a_client_awaited_for_its_model_is_read_on_and_over_the_cap_refused(workspace: Path,
                                                                                served: list[Served]) -> None:
-    served.append(server := await start(workspace, "tcp", "--max-in-flight", "1", token=TOKEN))
-    connection = Connection()
-    await connection.connect_tcp("127.0.0.1", server.port)
-    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}})
-    connection.notify("initialized", {})
-    await connection.request("persistentMemory/create", REPHRASED)
+    connection = await model_client(workspace, served)
     asked, answer = asyncio.Event(), asyncio.Event()
 
     async def model(params: dict[str, Any]) -> dict[str, Any]:
@@ -131,12 +138,7 @@ async def test_a_request_right_after_the_models_answer_is_held_not_refused(works
                                                                            served: list[Served]) -> None:
     """Once the client's `llm/complete` answer is read, the server no longer waits on the client: a
     request over the cap that follows it is held until there is room, as any other."""
-    served.append(server := await start(workspace, "tcp", "--max-in-flight", "1", token=TOKEN))
-    connection = Connection()
-    await connection.connect_tcp("127.0.0.1", server.port)
-    await connection.request("initialize", {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}})
-    connection.notify("initialized", {})
-    await connection.request("persistentMemory/create", REPHRASED)
+    connection = await model_client(workspace, served)
     loop = asyncio.get_running_loop()
     for delay in (0.0, 0.001, 0.002, 0.005):
         follows: list[asyncio.Future[Any]] = []
