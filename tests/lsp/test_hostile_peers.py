@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import struct
 import threading
@@ -346,7 +347,7 @@ async def test_a_client_that_leaves_mid_work_leaves_no_failures_and_the_next_is_
 async def test_a_client_that_half_closes_gets_the_answers_it_is_owed(workspace: Path, served: list[Served]) -> None:
     """A client that sends everything, closes its sending side and reads on (a script, `nc -N`)
     got the answers ready by then, and no others."""
-    import re
+
 
     from .support import REQUEST
 
@@ -396,3 +397,34 @@ async def test_a_client_gone_before_answering_the_server_leaves_nothing_waiting(
     assert await server.stop() == 0
     assert not [line for line in server.stderr if b"destroyed" in line or b"Traceback" in line
                 or b"CancelledError" in line], server.stderr
+
+
+async def test_a_client_that_half_closes_while_its_model_is_asked_gets_its_answer_at_once(
+        workspace: Path, served: list[Served]) -> None:
+    """Its `llm/complete` answer can no longer come: the request waiting on it fails now and is
+    answered. It waited for the answers owed (30 s), holding its place of --max-connections, and
+    got none."""
+    (workspace / ".codebolt" / "MemoryIngestion" / "asks.json").write_text(json.dumps({
+        "id": "asks", "label": "asks", "status": "active", "trigger": "manual",
+        "processors": [{"id": "x", "type": "llm_extract", "input": "payload.text", "output": "facts"}],
+        "routing": [{"from": "facts", "foreach": True, "write_to": "log://facts"}]}))
+    served.append(server := await start(workspace, "tcp", "--max-connections", "1", token=TOKEN))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    for message in ({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                     "params": {**INITIALIZE, "initializationOptions": {"token": TOKEN, "llm": True}}},
+                    {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                    {"jsonrpc": "2.0", "id": 1, "method": "memoryIngestion/execute",
+                     "params": {"id": "asks", "payload": {"text": "hello"}}}):
+        writer.write(frame(json.dumps(message).encode()))
+    received = b""
+    while b"llm/complete" not in received:
+        received += await asyncio.wait_for(reader.read(65536), 60)
+    writer.write_eof()  # asked, and it will never answer
+    received += await asyncio.wait_for(reader.read(), 20)  # (30 s and nothing, before)
+    answer = next(m for m in (json.loads(b) for b in re.split(rb"Content-Length: \d+\r\n\r\n", received)[1:])
+                  if m.get("id") == 1)
+    assert answer["result"]["status"] in ("failed", "partial") and "left" in json.dumps(answer)
+    writer.close()
+    good = await admitted(lambda: client(server.port))  # its place is free
+    assert (await asyncio.wait_for(good.request("memory/read", READ), 60))["exists"] is True
+    await good.close()

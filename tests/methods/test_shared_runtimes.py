@@ -7,6 +7,9 @@ import gc
 import time
 from pathlib import Path
 
+import pytest
+
+from context_assembly.errors import ContextAssemblyError
 from context_assembly.methods import Session, call
 from context_assembly.methods.session import SharedRuntimes
 
@@ -52,8 +55,10 @@ def test_a_runtime_lingers_for_the_next_session_then_closes(example_copy: Path) 
     fresh = runtimes.acquire(example_copy)
     assert fresh is not first
     runtimes.release(fresh)
-    runtimes.close()  # the process stops: what lingers closes now
+    held = runtimes.acquire(example_copy)
+    runtimes.close()  # the process stops: what lingers closes now, what is held when released
+    assert len(runtimes) == 1
+    runtimes.release(held)
     assert len(runtimes) == 0
-    later = runtimes.acquire(example_copy)
-    runtimes.release(later)  # after close, released runtimes close at once
-    assert len(runtimes) == 0
+    with pytest.raises(ContextAssemblyError, match="stopping"):  # (a late refusal log, a late request)
+        runtimes.acquire(example_copy)

@@ -209,6 +209,8 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         self.text_sync = TextSync()
         self.answers: dict[Any, Answer] = {}  # request task -> its Answer (requests a worker may answer)
         self.in_flight: InFlight | None = None  # a network connection's requests in progress (transports)
+        self.gone = False  # the client can answer nothing more (`abandon_requests`)
+        self._asked: dict[Any, Future[Any]] = {}  # the server's own requests awaiting the client, by id
         super().__init__(*args, **kwargs)
 
     # -- receiving ---------------------------------------------------------------------------------
@@ -426,9 +428,11 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             compat.server_of(self).request_stop()
         except Exception:
             logger.exception("failed to send a message")
-        if answers and self.in_flight is not None and type(message) is dict and "id" in message \
-                and "method" not in message:
-            self.in_flight.answered(message["id"])  # a response: one request fewer in progress
+        if type(message) is dict and "id" in message:
+            if "method" in message:
+                self._asking(message["id"])
+            elif answers and self.in_flight is not None:
+                self.in_flight.answered(message["id"])  # a response: one request fewer in progress
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None, *, answers: bool = True) -> None:
         error = {"code": code, "message": message, **({} if data is None else {"data": data})}
@@ -465,15 +469,27 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             compat.send_response(self, msg_id, error=error.to_response_error())
 
     def abandon_requests(self) -> None:
-        """The connection is gone: fail the server's own requests still waiting for the client's
-        answer (`workspace/configuration`, `llm/complete`), which would wait for good (the task
-        awaiting one was destroyed pending, or logged a traceback at the server's stop)."""
+        """The client can answer nothing more (it left, or closed its sending side): fail the
+        server's own requests still waiting for its answer (`workspace/configuration`,
+        `llm/complete`), which would wait for good (the task awaiting one was destroyed pending,
+        or logged a traceback at the server's stop), and any it would ask later (`gone`)."""
+        self.gone = True
         pending, expected = compat.pending_requests(self), compat.expected_results(self)
-        for msg_id in list(expected):
+        for msg_id, future in list(self._asked.items()):
             expected.pop(msg_id, None)
-            future = pending.pop(msg_id, None)
-            if isinstance(future, Future) and not future.done():
+            if pending.get(msg_id) is future:
+                pending.pop(msg_id, None)
+            if not future.done():
                 future.set_exception(ClientGone(f"the client left before answering request {msg_id}"))
+        self._asked.clear()
+
+    def _asking(self, msg_id: Any) -> None:
+        """The server's request `msg_id` was just filed (pygls files its future, then writes it)."""
+        future = compat.pending_requests(self).get(msg_id)
+        if isinstance(future, Future):
+            self._asked[msg_id] = future
+            future.add_done_callback(lambda done: self._asked.pop(msg_id, None)
+                                     if self._asked.get(msg_id) is done else None)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from ..methods import IMPORTS
 from ..workspace import uris
 from . import pygls_compat as compat
 from .errors import not_initialized
-from .protocol import ContextAssemblyProtocol
+from .protocol import ClientGone, ContextAssemblyProtocol
 from .workers import WORKERS, ConnectionWorkers, SharedWorkers, pool
 
 if TYPE_CHECKING:
@@ -231,14 +231,17 @@ class ContextAssemblyServer(LanguageServer):
             return None
 
     def _append_late(self, error: ForbiddenError, peer: str | None, at: float, suppressed: int) -> None:
-        """The last refusal of a flood, logged by the bucket's timer once it has room (`refusals.py`)."""
-        self._append_refusal(error, peer, suppressed, at)
+        """The last refusal of a flood, logged by the bucket's timer once it has room (`refusals.py`):
+        by then this connection's session may be closing, so a network server's is not used."""
+        self._append_refusal(error, peer, suppressed, at, own_session=self.runtimes is None)
 
-    def _append_refusal(self, error: ForbiddenError, peer: str | None, suppressed: int, at: float) -> None:
+    def _append_refusal(self, error: ForbiddenError, peer: str | None, suppressed: int, at: float,
+                        own_session: bool = True) -> None:
         from ..methods.access import left_out, log_refusal
 
-        if self.session is not None:
-            log_refusal(self.session.runtime.memory, error, peer, suppressed=suppressed, at=at)
+        session = self.session if own_session else None
+        if session is not None:
+            log_refusal(session.runtime.memory, error, peer, suppressed=suppressed, at=at)
         elif self.runtimes is not None and self.pinned_root is not None:
             runtime = self.runtimes.acquire(self.pinned_root)
             try:
@@ -296,6 +299,8 @@ class ContextAssemblyServer(LanguageServer):
         if self.loop is None:
             raise ContextAssemblyError("no client connection to ask llm/complete")
         async def ask() -> Any:  # on the event loop: the protocol's futures belong to it
+            if self.protocol.gone:
+                raise ClientGone("the client left: nobody to answer llm/complete")
             in_flight = self.protocol.in_flight  # (the connection is read on while the answer is awaited)
             msg_id = str(uuid.uuid4())
             with in_flight.asking(msg_id) if in_flight is not None else contextlib.nullcontext():

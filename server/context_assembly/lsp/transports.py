@@ -407,6 +407,7 @@ async def _answers_owed(server: ContextAssemblyServer, writer: asyncio.StreamWri
     assert server.stop_requested is not None
     if in_flight is None or server.locked or server.stop_requested.is_set():
         return
+    server.protocol.abandon_requests()  # it can send no answer now: what waits on one fails (and answers)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ANSWERS_S
     while len(in_flight) and not writer.transport.is_closing() and loop.time() < deadline \

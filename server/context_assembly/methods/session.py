@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from ..collector import collect_frozen
+from ..errors import ContextAssemblyError
 from ..limits import Limits
 from ..model.problems import Problem
 from ..runtime import Runtime
@@ -254,11 +255,14 @@ class SharedRuntimes:
         self._lock = threading.Lock()
         self._runtimes: dict[Path, tuple[Runtime, int]] = {}  # root -> (runtime, sessions holding it)
         self._timers: dict[Path, threading.Timer] = {}  # roots lingering -> their close
+        self._expiring: set[threading.Thread] = set()  # timers closing their runtime now
         self._closed = False
 
     def acquire(self, root: Path | str) -> Runtime:
         key = Path(root).resolve()
         with self._lock:
+            if self._closed:  # (a late refusal log, a request as the process stops)
+                raise ContextAssemblyError("the server is stopping: no workspace is opened now")
             timer = self._timers.pop(key, None)
             if timer is not None:
                 timer.cancel()  # (one already firing finds the runtime held, and leaves it)
@@ -283,13 +287,19 @@ class SharedRuntimes:
         _close(runtime)
 
     def _expire(self, key: Path, runtime: Runtime) -> None:
+        me = threading.current_thread()
         with self._lock:
             held = self._runtimes.get(key)
-            if held is None or held[0] is not runtime or held[1] > 0:
-                return  # taken again meanwhile
+            if self._timers.get(key) is not me or held is None or held[0] is not runtime or held[1] > 0:
+                return  # taken again meanwhile (and maybe released again: a later timer's turn)
             del self._runtimes[key]
-            self._timers.pop(key, None)
-        _close(runtime)
+            del self._timers[key]
+            self._expiring.add(me)
+        try:
+            _close(runtime)
+        finally:
+            with self._lock:
+                self._expiring.discard(me)
 
     def close(self) -> None:
         """The process stops: every lingering runtime closes now, and any released later at once."""
@@ -301,8 +311,11 @@ class SharedRuntimes:
             for timer in self._timers.values():
                 timer.cancel()
             self._timers.clear()
+            expiring = list(self._expiring)
         for runtime in lingering:
             _close(runtime)
+        for thread in expiring:  # a runtime closing on its timer: done before the process goes on to exit
+            thread.join(LINGER_S)
 
     def __len__(self) -> int:
         """Runtimes open, lingering ones included."""
