@@ -62,3 +62,24 @@ def test_a_runtime_lingers_for_the_next_session_then_closes(example_copy: Path) 
     assert len(runtimes) == 0
     with pytest.raises(ContextAssemblyError, match="stopping"):  # (a late refusal log, a late request)
         runtimes.acquire(example_copy)
+
+
+def test_a_second_initialize_gives_the_replaced_runtime_back(example_copy: Path) -> None:
+    """Over stdio a session owns its runtime: one replaced by a second `initialize` stayed, frozen."""
+    from context_assembly.lsp.server import build_server
+    from context_assembly.methods import call as call_method
+
+    server = build_server()
+    try:
+        def initialize() -> None:
+            server.open(example_copy, {}, llm_offered=False)
+            call_method(server.require_session(), "contextAssembly/evaluateRules", REQUEST)
+
+        for _ in range(3):
+            initialize()
+        frozen = gc.get_freeze_count()
+        for _ in range(10):
+            initialize()
+        assert gc.get_freeze_count() - frozen < 1_000
+    finally:
+        server.close()

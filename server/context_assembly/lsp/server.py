@@ -38,6 +38,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..collector import collect_frozen
 from ..errors import ContextAssemblyError, TimeoutError_
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..methods import IMPORTS
@@ -176,6 +177,8 @@ class ContextAssemblyServer(LanguageServer):
             if self.session is not None:  # a second initialize: the new root replaces the old session
                 self.session.close()
                 self.session = None
+                if self.runtimes is None:  # its own runtime closed: frozen with its engines, kept for good
+                    collect_frozen()
             self.llm_offered = llm_offered
             self.initial_settings = settings
             self._opening = (places, settings, llm_offered)
