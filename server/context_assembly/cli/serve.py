@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     if args.workspace is not None and not args.workspace.is_dir():
         print(f"context-assembly serve: no such directory: {args.workspace}", file=sys.stderr)
         return 2
+    if args.max_in_flight < 1:  # (checked whatever the transport: stdio has no cap, but 0 is no value)
+        return _fail("--max-in-flight must be at least 1")
     from ..lsp.server import build_server  # late: `context-assembly check` need not import pygls
 
     root = args.workspace.resolve() if args.workspace else None
@@ -185,8 +187,6 @@ def _serve_network(args: argparse.Namespace, root: Path | None) -> int:
         return _fail("--max-connections must be at least 1")
     if args.workers < 1:
         return _fail("--workers must be at least 1")
-    if args.max_in_flight < 1:
-        return _fail("--max-in-flight must be at least 1")
     auth_timeout = AUTH_TIMEOUT_S if args.auth_timeout is None else args.auth_timeout
     if not auth_timeout > 0:
         return _fail("--auth-timeout must be more than 0 seconds")
