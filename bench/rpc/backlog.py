@@ -22,6 +22,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,36 @@ INITIALIZE: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities"
 UNCAPPED = 1 << 30
 
 
-async def start(workspace: Path, *args: str) -> tuple[asyncio.subprocess.Process, int]:
+@contextlib.asynccontextmanager
+async def serving(workspace: Path, *args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """`serve --tcp` with a token over `workspace`: (the process, its port), stopped on leaving."""
     env = {**os.environ, "CONTEXT_ASSEMBLY_TOKEN": TOKEN, "PYTHONPATH": str(REPO / "server")}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "context_assembly", "serve", "--tcp", "127.0.0.1:0", "--workspace", str(workspace),
         *args, stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
-    assert process.stderr is not None
-    while line := (await process.stderr.readline()).decode():
-        if match := re.search(r"listening on tcp://[^:]+:(\d+)", line):
-            return process, int(match.group(1))
-    raise RuntimeError("the server exited before listening")
+    try:
+        assert process.stderr is not None
+        while line := (await process.stderr.readline()).decode():
+            if match := re.search(r"listening on tcp://[^:]+:(\d+)", line):
+                yield process, int(match.group(1))
+                return
+        raise RuntimeError("the server exited before listening")
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+
+
+async def timed_reads(probe: Connection, count: int, gap_s: float = 0.0) -> list[float]:
+    """Milliseconds of `count` reads one after another (`gap_s` apart)."""
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        await probe.request("memory/read", READ)
+        times.append((time.perf_counter() - t0) * 1000)
+        if gap_s:
+            await asyncio.sleep(gap_s)
+    return times
 
 
 async def client(port: int) -> Connection:
@@ -81,35 +102,24 @@ async def bad_tokens(port: int, stop: asyncio.Event) -> int:
 
 
 async def flooded(workspace: Path, probes: int) -> dict[str, float]:
-    process, port = await start(workspace)
-    try:
+    async with serving(workspace) as (_, port):
         probe = await client(port)
-        for _ in range(50):
-            await probe.request("memory/read", READ)
+        await timed_reads(probe, 50)  # warm
         stop = asyncio.Event()
         flood = asyncio.ensure_future(bad_tokens(port, stop))
         await asyncio.sleep(1)
-        started, times = time.perf_counter(), []
-        for _ in range(probes):
-            t0 = time.perf_counter()
-            await probe.request("memory/read", READ)
-            times.append((time.perf_counter() - t0) * 1000)
-            await asyncio.sleep(0.05)  # spread over the flood
+        started = time.perf_counter()
+        times = await timed_reads(probe, probes, gap_s=0.05)  # spread over the flood
         stop.set()
         count = await flood
         return {"p50": statistics.median(times), "max": max(times),
                 "throughput": count / (time.perf_counter() - started + 1), "growth_mib": 0.0}
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 async def scenario(workspace: Path, pipelined: int, probes: int, cap: int | None) -> dict[str, float]:
-    process, port = await start(workspace, *([] if cap is None else ["--max-in-flight", str(cap)]))
-    try:
+    async with serving(workspace, *([] if cap is None else ["--max-in-flight", str(cap)])) as (process, port):
         probe = await client(port)
-        for _ in range(50):  # warm: the stores open, the code paths run
-            await probe.request("memory/read", READ)
+        await timed_reads(probe, 50)  # warm: the stores open, the code paths run
         before = rss_kib(process.pid)
         reads: list[asyncio.Future[Any]] = []
         started = time.perf_counter()
@@ -120,19 +130,12 @@ async def scenario(workspace: Path, pipelined: int, probes: int, cap: int | None
             await asyncio.sleep(0.2)
         everything = asyncio.ensure_future(asyncio.gather(*reads))
         peak = asyncio.ensure_future(peak_rss(process.pid, everything))
-        times = []
-        for _ in range(probes):
-            t0 = time.perf_counter()
-            await probe.request("memory/read", READ)
-            times.append((time.perf_counter() - t0) * 1000)
+        times = await timed_reads(probe, probes)
         await everything
         elapsed = time.perf_counter() - started
         growth = (await peak) - before
         return {"p50": statistics.median(times), "max": max(times),
                 "throughput": pipelined / elapsed if pipelined else 0.0, "growth_mib": max(growth, 0) / 1024}
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 def main() -> None:

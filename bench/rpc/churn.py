@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "server"))
 sys.path.insert(0, str(REPO / "bench" / "rpc"))
 
-from backlog import READ, client, start  # noqa: E402
+from backlog import READ, client, serving  # noqa: E402
 from run import rss_kib, seed  # noqa: E402
 
 WARM = 50
@@ -36,8 +36,7 @@ async def one(port: int) -> None:
 
 
 async def churn(workspace: Path, connections: int, held: bool) -> dict[str, float]:
-    process, port = await start(workspace)
-    try:
+    async with serving(workspace) as (process, port):
         keeper = await client(port) if held else None
         if keeper is not None:
             await keeper.request("memory/read", READ)  # its session, and the runtime, built
@@ -53,9 +52,6 @@ async def churn(workspace: Path, connections: int, held: bool) -> dict[str, floa
         if keeper is not None:
             await keeper.close()
         return {"per_s": connections / elapsed, "growth_mib": growth / 1024}
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 def main() -> None:

@@ -143,6 +143,11 @@ def envelope_problem(data: Any) -> str | None:
     return None
 
 
+def _error(msg_id: Any, code: int, message: str, data: Any) -> dict[str, Any]:
+    error = {"code": code, "message": message, **({} if data is None else {"data": data})}
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
+
+
 def _notification_method(method: str) -> bool:
     """An LSP notification (`$/setTrace`, `initialized`, …): it has no answer (lsprotocol's own table)."""
     entry = types.METHOD_TO_TYPES.get(method)
@@ -222,8 +227,8 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         except orjson.JSONDecodeError as exc:
             if str(exc).startswith(DEPTH_EXCEEDED):  # JSON all the same: deeper than any limits.nesting_depth
                 self.refuse(top_level_id(body), INVALID_PARAMS, f"Invalid params: the message is nested too "
-                                f"deeply (more than {PARSER_DEPTH} levels; limits.nesting_depth is at most "
-                                f"{NESTING_MOST})")
+                            f"deeply (more than {PARSER_DEPTH} levels; limits.nesting_depth is at most "
+                            f"{NESTING_MOST})")
                 return True
             self.refuse(top_level_id(body), PARSE_ERROR, f"Parse error: {parse_problem(body, exc)}")
             return False
@@ -254,7 +259,7 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             # `shutdown` taken then made every later initialize fail; editor features failed -32603)
             if is_request:
                 self.refuse(data["id"], NOT_INITIALIZED, "initialize with a valid token first "
-                                "(initializationOptions.token)" if server.locked else not_initialized().message)
+                            "(initializationOptions.token)" if server.locked else not_initialized().message)
             return True
         if compat.shutting_down(self) and is_request and data["method"] != types.EXIT:
             self.refuse(data["id"], INVALID_REQUEST, "the server is shutting down")
@@ -353,15 +358,15 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
         assert self.in_flight is not None
         count, most = len(self.in_flight), self.in_flight.most
         self.refuse(msg_id, SERVER_BUSY, f"{count} requests of this connection are in progress, at most {most} "
-                        "(--max-in-flight), and the server waits for this client's llm/complete answer: send it, "
-                        "or wait for answers before sending more requests", {"in_flight": count, "most": most})
+                    "(--max-in-flight), and the server waits for this client's llm/complete answer: send it, "
+                    "or wait for answers before sending more requests", {"in_flight": count, "most": most})
 
     def _refuse_batch(self, batch: list[Any]) -> None:
         """LSP has no batches: each request in one gets an Invalid Request answer (one error when none has an id)."""
         ids = [m["id"] for m in batch if isinstance(m, dict) and "method" in m and _is_id(m.get("id"))]
         for msg_id in ids or [None]:
             self.refuse(msg_id, INVALID_REQUEST, "Invalid request: batches are not supported; send one message "
-                            "per frame")
+                        "per frame")
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         method = data.get("method")
@@ -434,13 +439,12 @@ class ContextAssemblyProtocol(compat.SendDataHook, compat.AnswerHook, compat.Rel
             elif answers and self.in_flight is not None:
                 self.in_flight.answered(message["id"])  # a response: one request fewer in progress
 
-    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None, *, answers: bool = True) -> None:
-        error = {"code": code, "message": message, **({} if data is None else {"data": data})}
-        self.send_data({"jsonrpc": "2.0", "id": msg_id, "error": error}, answers)
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        self.send_data(_error(msg_id, code, message, data))
 
     def refuse(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         """Answer a message refused before it was taken in (never counted in progress: `in_flight`)."""
-        self.send_error(msg_id, code, message, data, answers=False)
+        self.send_data(_error(msg_id, code, message, data), answers=False)
 
     def answers_from_workers(self) -> bool:
         """Whether a worker may write its answer itself: the writer is safe to call from any thread."""

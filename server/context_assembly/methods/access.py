@@ -112,7 +112,6 @@ class Grant:
         return self.methods is None or any(fnmatch.fnmatchcase(method, p) for p in self.methods)
 
 
-
 FULL = Grant(DEFAULT_NAME)
 
 
